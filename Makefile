@@ -1,0 +1,40 @@
+# FixGraph. `make run` starts it on an embedded default; `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test lint format bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "FixGraph needs Python 3.11 or newer (found $$($(PYTHON) --version))"; exit 1; }
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: install
+	bash scripts/run.sh
+
+test: install
+	bash scripts/test-services.sh run -- $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	DEBUG=True $(PY) manage.py makemigrations --check --dry-run
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: install
+	$(PY) bench/diagnose_accuracy.py
+	$(PY) bench/ingest_quality.py
+
+clean:
+	rm -rf $(VENV) var/celery

@@ -1,0 +1,204 @@
+"""FixGraph settings. Every knob is an environment variable with a safe default.
+
+The embedded default (no variables set, DEBUG=True) is what `make run` uses:
+SQLite under var/, a Celery broker on the filesystem, a secret key generated
+once into var/. Production sets DEBUG=False, SECRET_KEY, DATABASE_URL and
+CELERY_BROKER_URL (see .env.example).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("FIXGRAPH_VAR_DIR", BASE_DIR / "var"))
+
+
+def envbool(name: str, default: str) -> bool:
+    value = os.environ.get(name, default)
+    if value not in ("True", "False", "true", "false", "1", "0"):
+        raise ImproperlyConfigured(f"{name} must be True or False, not {value!r}")
+    return value in ("True", "true", "1")
+
+
+def envint(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be an integer, not {value!r}") from exc
+
+
+def envlist(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def envsecret(name: str) -> str | None:
+    """Read NAME_FILE (a path, as Docker secrets work) before NAME."""
+    path = os.environ.get(f"{name}_FILE")
+    if path:
+        return Path(path).read_text().strip()
+    return os.environ.get(name) or None
+
+
+def local_secret_key() -> str:
+    """A key generated once into var/, for DEBUG use on one machine only."""
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+DEBUG = envbool("DEBUG", "False")
+SECRET_KEY = envsecret("SECRET_KEY") or ""
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is required when DEBUG is off. Set SECRET_KEY (or SECRET_KEY_FILE), "
+            "or set DEBUG=True for local development."
+        )
+    SECRET_KEY = local_secret_key()
+
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost")
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
+SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "simple_history",
+    "django_htmx",
+    "kb",
+    "api",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "simple_history.middleware.HistoryRequestMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'fixgraph.sqlite3'}",
+        conn_max_age=envint("DATABASE_CONN_MAX_AGE", 60),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The web server and the worker share the file: wait for locks instead of failing.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+    )
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").exists() else []
+
+LOGIN_URL = "/admin/login/"
+
+# Pasted text larger than this is refused before parsing.
+FIXGRAPH_MAX_PASTE_BYTES = envint("FIXGRAPH_MAX_PASTE_BYTES", 2_000_000)
+DATA_UPLOAD_MAX_MEMORY_SIZE = FIXGRAPH_MAX_PASTE_BYTES + 1_000_000
+
+# --- Celery -----------------------------------------------------------------
+# Without a server: kombu's filesystem transport, which works across processes.
+CELERY_QUEUE_DIR = VAR_DIR / "celery"
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
+CELERY_RESULT_BACKEND = (
+    os.environ.get("CELERY_RESULT_BACKEND") or f"file://{CELERY_QUEUE_DIR / 'results'}"
+)
+if CELERY_BROKER_URL == "filesystem://":
+    for folder in ("queue", "processed", "results"):
+        (CELERY_QUEUE_DIR / folder).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_QUEUE_DIR / "queue"),
+        "data_folder_out": str(CELERY_QUEUE_DIR / "queue"),
+        "processed_folder": str(CELERY_QUEUE_DIR / "processed"),
+        "store_processed": False,
+    }
+elif CELERY_RESULT_BACKEND.startswith("file://"):
+    (CELERY_QUEUE_DIR / "results").mkdir(parents=True, exist_ok=True)
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "False")
+
+# --- REST API ---------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 25,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "FixGraph API",
+    "DESCRIPTION": "Diagnose LLM-serving crashes and search what the team learned.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+}

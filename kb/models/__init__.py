@@ -1,0 +1,35 @@
+"""The knowledge base's records, by topic."""
+
+from kb.models.findings import (
+    ErrorSample,
+    ErrorSignature,
+    Finding,
+    FindingGpu,
+    Fix,
+    FixFeedback,
+    FlagSetting,
+    SignatureDecision,
+    SourceDocument,
+)
+from kb.models.revision import KnowledgeRevision
+from kb.models.validation import Host, ValidationRun
+from kb.models.vocabulary import Flag, FrameworkRelease, Hardware, LanguageModel
+
+__all__ = [
+    "ErrorSample",
+    "ErrorSignature",
+    "Finding",
+    "FindingGpu",
+    "Fix",
+    "FixFeedback",
+    "Flag",
+    "FlagSetting",
+    "FrameworkRelease",
+    "Hardware",
+    "Host",
+    "KnowledgeRevision",
+    "LanguageModel",
+    "SignatureDecision",
+    "SourceDocument",
+    "ValidationRun",
+]

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `make run`: the embedded default. SQLite and a filesystem Celery broker under var/,
+# the vocabulary and the starter knowledge base loaded, the web server and one worker.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export DEBUG="${DEBUG:-True}"
+PY=.venv/bin/python
+mkdir -p var
+
+$PY manage.py migrate --noinput
+$PY manage.py load_vocabulary
+$PY manage.py ingest knowledge/ --publish
+
+$PY -m celery -A config worker --loglevel INFO --concurrency 2 --logfile var/celery-worker.log &
+worker=$!
+stop() {
+    kill -TERM "$worker" 2>/dev/null || true
+    wait "$worker" 2>/dev/null || true
+}
+trap stop EXIT INT TERM
+
+echo
+echo "FixGraph is running at http://127.0.0.1:8000/  (Ctrl-C stops the web server and the worker)"
+echo
+$PY manage.py runserver 127.0.0.1:8000 --noreload
