@@ -1,0 +1,623 @@
+"""The context a diagnosis runs in: GPU, framework, model, flags, versions.
+
+`build_context` gathers it from what a user gives: explicit fields, a launch
+command, and whatever tool output and log lines are inside the pasted text
+(nvidia-smi, `python -m sglang.check_env`, `python -m vllm.collect_env`,
+SGLang's `server_args=ServerArgs(...)`, vLLM's engine config lines).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from decisiontree.vocabulary import LaunchCommand, Vocabulary, load
+
+Facts = dict[str, str]  # condition-style key ("gpu.arch", "flag.tp-size", "version.torch") -> value
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_KEY_VALUE = re.compile(r"^[\s>|]*([A-Za-z\[][\w .()/\]-]*?)\s*:\s(.*)$")
+_GPU_LINE = re.compile(r"^[\s>|]*GPU ([\d,\s]+):\s*(.+?)(?:\s+\(UUID:.*)?\s*$")
+_VERSION = re.compile(r"^v?(\d+(?:\.\d+)+[\w.+-]*)")
+_PACKAGE_KEYS = {
+    "pytorch": "torch",
+    "flashinfer-python": "flashinfer",
+    "sglang-kernel": "sgl-kernel",
+    "nvidia-nccl-cu12": "nccl",
+    "nvidia-nccl-cu13": "nccl",
+    "pytorch-triton": "triton",
+}
+# Engine-config fields whose name differs from the flag that sets them.
+_VLLM_FIELDS = {"max_seq_len": "max-model-len", "model": "model"}
+
+
+@dataclass(frozen=True)
+class Context:
+    gpus: tuple[str, ...] = ()  # canonical GPU names
+    gpu_count: int | None = None
+    arch: str | None = None  # "sm_120"
+    framework: str | None = None  # "sglang" | "vllm"
+    framework_version: str | None = None
+    model: str | None = None
+    model_arch: str | None = None
+    quantization: str | None = None
+    # canonical flag -> value, as launched or as the server resolved it (the log wins:
+    # it shows what really ran, including values the framework chose silently)
+    flags: Mapping[str, str] = field(default_factory=dict)
+    versions: Mapping[str, str] = field(default_factory=dict)  # torch, cuda, driver, ...
+    sources: Mapping[str, str] = field(default_factory=dict)  # key -> where it came from
+    launched_flags: Mapping[str, str] = field(default_factory=dict)  # only what was typed
+    unknown_flags: tuple[str, ...] = ()  # launch flags the vocabulary does not know
+    env: Mapping[str, str] = field(default_factory=dict)  # VAR=value of the launch
+
+    def get(self, key: str) -> str | None:
+        """The value of a condition key ("gpu.arch", "flag.kv-cache-dtype", ...), or None."""
+        prefix, _, rest = key.partition(".")
+        if prefix == "flag":
+            return self.flags.get(_canonical_flag(rest, self.framework))
+        if prefix in ("version", "env"):
+            return (self.versions if prefix == "version" else self.env).get(rest)
+        simple = {
+            "gpu.arch": self.arch,
+            "gpu.name": self.gpus[0] if self.gpus else None,
+            "gpu.count": str(self.gpu_count) if self.gpu_count else None,
+            "framework": self.framework,
+            "framework.version": self.framework_version,
+            "model.name": self.model,
+            "model.arch": self.model_arch,
+            "model.quantization": self.quantization,
+        }
+        return simple.get(key)
+
+    def with_answer(self, key: str, value: str) -> Context:
+        """A copy that knows the user's answer to a question about `key`."""
+        sources = {**self.sources, key: "user"}
+        prefix, _, rest = key.partition(".")
+        if prefix == "flag":
+            name = _canonical_flag(rest, self.framework)
+            sources = {**self.sources, f"flag.{name}": "user"}
+            return replace(self, flags={**self.flags, name: value}, sources=sources)
+        if prefix in ("version", "env"):
+            target = "versions" if prefix == "version" else "env"
+            merged = {**getattr(self, target), rest: value}
+            return replace(self, **{target: merged, "sources": sources})  # type: ignore[arg-type]
+        return replace(self, **_answer_fields(key, value), sources=sources)
+
+
+def _answer_fields(key: str, value: str) -> dict[str, Any]:
+    vocabulary = load()
+    if key == "gpu.name":
+        gpu = vocabulary.gpu(value)
+        return {"gpus": (gpu.name if gpu else value,), "arch": gpu.arch if gpu else None}
+    if key == "gpu.arch":
+        return {"arch": vocabulary.arch_of(value) or value}
+    if key == "gpu.count":
+        return {"gpu_count": int(value) if value.isdigit() else None}
+    if key == "model.name":
+        info = vocabulary.model_info(value)
+        return {
+            "model": value,
+            "model_arch": info.arch if info else None,
+            "quantization": info.quantization if info else None,
+        }
+    fields = {
+        "framework": "framework",
+        "framework.version": "framework_version",
+        "model.arch": "model_arch",
+        "model.quantization": "quantization",
+    }
+    if key not in fields:
+        raise KeyError(f"unknown context key: {key}")
+    return {fields[key]: value.lower() if key == "framework" else value}
+
+
+def _canonical_flag(name: str, framework: str | None) -> str:
+    return load().canonical_flag(name, framework) or name.lstrip("-")
+
+
+# ---------------------------------------------------------------- building
+
+
+def build_context(
+    text: str = "",
+    *,
+    launch_command: str | None = None,
+    gpu: str | None = None,
+    model: str | None = None,
+    framework: str | None = None,
+    framework_version: str | None = None,
+    vocabulary: Vocabulary | None = None,
+) -> Context:
+    """Merge what is known about a deployment; explicit arguments win.
+
+    Order, weakest first: prose mentions, traceback paths, a launch command
+    found in the text, tool output (nvidia-smi, check_env, collect_env), server
+    log lines, the `launch_command` argument, the other explicit arguments.
+    Flags are the exception: a resolved value from a server log beats the
+    launch command, because it is what the server actually ran with.
+    """
+    vocab = vocabulary or load()
+    text = clean(text)
+    typed = vocab.parse_launch_command(launch_command) if launch_command else None
+    found = _launch_in_text(text, vocab)
+    layers: list[tuple[str, Facts]] = [
+        ("text", _prose_facts(text, vocab)),
+        ("log", _path_facts(text)),
+        ("launch_command", _command_facts(found)),
+        ("nvidia-smi", nvidia_smi_facts(text, vocab)),
+        ("collect_env", collect_env_facts(text, vocab)),
+        ("check_env", check_env_facts(text, vocab)),
+        ("log", server_log_facts(text, vocab)),
+        ("launch_command", _command_facts(typed)),
+        ("user", _explicit_facts(vocab, gpu, model, framework, framework_version)),
+    ]
+    merged, sources = _merge(layers)
+    launched = {**(dict(found.flags) if found else {}), **(dict(typed.flags) if typed else {})}
+    unknown = (found.unknown_flags if found else ()) + (typed.unknown_flags if typed else ())
+    env = {**(dict(found.env) if found else {}), **(dict(typed.env) if typed else {})}
+    return _context_from(merged, sources, launched, tuple(dict.fromkeys(unknown)), env, vocab)
+
+
+def clean(text: str) -> str:
+    """Pasted text without colour codes or carriage returns."""
+    return _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _merge(layers: list[tuple[str, Facts]]) -> tuple[Facts, dict[str, str]]:
+    merged: Facts = {}
+    sources: dict[str, str] = {}
+    for source, facts in layers:
+        for key, value in facts.items():
+            if key.startswith("flag.") and sources.get(key) == "log" and source != "user":
+                continue  # the resolved value stays; see build_context
+            merged[key] = value
+            sources[key] = source
+    return merged, sources
+
+
+def _context_from(
+    facts: Facts,
+    sources: dict[str, str],
+    launched: dict[str, str],
+    unknown: tuple[str, ...],
+    env: dict[str, str],
+    vocab: Vocabulary,
+) -> Context:
+    flags = {k[5:]: v for k, v in facts.items() if k.startswith("flag.")}
+    versions = {k[8:]: v for k, v in facts.items() if k.startswith("version.")}
+    framework, version = facts.get("framework"), facts.get("framework.version")
+    if framework and version:
+        versions.setdefault(framework, version)
+    model = facts.get("model.name")
+    info = vocab.model_info(model) if model else None
+    quantization = _quantization(flags, info.quantization if info else None, vocab)
+    names = facts.get("gpu.name")
+    derived = {"model.arch": "model.name", "model.quantization": "model.name"}
+    for key, origin in derived.items():
+        if origin in sources:
+            sources.setdefault(key, sources[origin])
+    return Context(
+        gpus=tuple(names.split("\n")) if names else (),
+        gpu_count=int(facts["gpu.count"]) if "gpu.count" in facts else None,
+        arch=facts.get("gpu.arch"),
+        framework=framework,
+        framework_version=version,
+        model=model,
+        model_arch=info.arch if info else None,
+        quantization=quantization,
+        flags=flags,
+        versions=versions,
+        sources=sources,
+        launched_flags=launched,
+        unknown_flags=unknown,
+        env=env,
+    )
+
+
+def _quantization(flags: Mapping[str, str], from_name: str | None, vocab: Vocabulary) -> str | None:
+    """The --quantization flag names the method outright; the model name only hints."""
+    flagged = flags.get("quantization")
+    return (vocab.quantization(flagged) or flagged) if flagged else from_name
+
+
+# ---------------------------------------------------------------- explicit input and commands
+
+
+def _explicit_facts(
+    vocab: Vocabulary,
+    gpu: str | None,
+    model: str | None,
+    framework: str | None,
+    framework_version: str | None,
+) -> Facts:
+    facts: Facts = _gpu_facts_from_words(gpu, vocab) if gpu else {}
+    if model:
+        facts["model.name"] = model.strip()
+    if framework:
+        facts["framework"] = framework.strip().lower()
+    if framework_version:
+        facts["framework.version"] = framework_version.strip().lstrip("v")
+    return facts
+
+
+def _gpu_facts_from_words(words: str, vocab: Vocabulary) -> Facts:
+    """ "8x H100" / "RTX PRO 6000" / "sm_120", as a user types it into the GPU field."""
+    mentions = vocab.gpus_in_text(words)
+    single = vocab.gpu(words)
+    if not mentions and single:
+        mentions = [(single, 1)]
+    if not mentions:
+        arch = vocab.arch_of(words)
+        return {"gpu.arch": arch} if arch else {"gpu.name": words.strip()}
+    facts = _gpu_list_facts([gpu.name for gpu, _ in mentions], vocab)
+    if any(count > 1 for _, count in mentions):
+        facts["gpu.count"] = str(sum(count for _, count in mentions))
+    return facts
+
+
+def _gpu_list_facts(names: list[str], vocab: Vocabulary) -> Facts:
+    distinct = list(dict.fromkeys(names))
+    facts: Facts = {"gpu.name": "\n".join(distinct)}
+    gpu = vocab.gpu_named(distinct[0])
+    if gpu:
+        facts["gpu.arch"] = gpu.arch
+    return facts
+
+
+def _command_facts(command: LaunchCommand | None) -> Facts:
+    if command is None:
+        return {}
+    facts: Facts = {f"flag.{k}": v for k, v in command.flags.items()}
+    if command.framework:
+        facts["framework"] = command.framework
+    if command.model:
+        facts["model.name"] = command.model
+    return facts
+
+
+def _launch_in_text(text: str, vocab: Vocabulary) -> LaunchCommand | None:
+    """The last server launch command pasted inside the text, if any."""
+    joined = re.sub(r"\\\r?\n", " ", text)
+    lines = [ln for ln in joined.splitlines() if _ENTRY.search(ln)]
+    for line in reversed(lines):
+        command = vocab.parse_launch_command(line)
+        if command.framework and (command.flags or command.model):
+            return command
+    return None
+
+
+_ENTRY = re.compile(
+    r"sglang\.launch_server|sglang serve|vllm serve|vllm\.entrypoints\.openai\.api_server"
+)
+
+
+# ---------------------------------------------------------------- prose and paths
+
+
+def _prose_facts(text: str, vocab: Vocabulary) -> Facts:
+    facts: Facts = {}
+    mentions = vocab.gpus_in_text(text)
+    if mentions:
+        facts.update(_gpu_list_facts([g.name for g, _ in mentions], vocab))
+        facts["gpu.count"] = str(sum(count for _, count in mentions))
+    arch = _arch_in_prose(text, vocab)
+    if arch:
+        facts["gpu.arch"] = arch
+    repo = _repo_id_in_prose(text, vocab)
+    if repo:
+        facts["model.name"] = repo
+    return facts
+
+
+def _arch_in_prose(text: str, vocab: Vocabulary) -> str | None:
+    """An arch named as the device's ("capability sm_120"), or the only one mentioned.
+
+    Lists like PyTorch's "supports sm_80 sm_90" name many, so several distinct
+    mentions without "capability" say nothing about the device.
+    """
+    stated = re.search(r"capability\s+(sm_?\d{2,3})", text, re.I)
+    if stated:
+        return vocab.arch_of(stated.group(1))
+    mentions = {vocab.arch_of(m) for m in re.findall(r"\bsm_?\d{2,3}a?\b", text, re.I)}
+    mentions.discard(None)
+    return mentions.pop() if len(mentions) == 1 else None
+
+
+def _repo_id_in_prose(text: str, vocab: Vocabulary) -> str | None:
+    """A Hugging Face repo id ("zai-org/GLM-5-NVFP4") of a known family."""
+    for match in re.finditer(r"(?<![\w./-])([A-Za-z0-9][\w.-]*/[\w.-]*[A-Za-z0-9])(?![\w/])", text):
+        candidate = match.group(1)
+        if re.search(r"\.(?:py|so|cu|json|log|txt|sh)$", candidate):
+            continue
+        info = vocab.model_info(candidate)
+        if info and info.family:
+            return candidate
+    return None
+
+
+def _path_facts(text: str) -> Facts:
+    """Framework and Python version from traceback paths (site-packages/sglang/...)."""
+    facts: Facts = {}
+    counts = {fw: len(re.findall(rf"[/\\]{fw}[/\\](?:srt|entrypoints|v1|engine|model_executor|"
+                                 rf"launch_server|worker|distributed|layers)", text))
+              for fw in ("sglang", "vllm")}  # fmt: skip
+    if max(counts.values()) > 0:
+        facts["framework"] = max(counts, key=lambda fw: counts[fw])
+    python = re.search(r"python(3\.\d{1,2})[/\\](?:site|dist)-packages", text)
+    if python:
+        facts["version.python"] = python.group(1)
+    pinned = re.search(r"\b(sglang|vllm)(?:\[[\w,]+\])?==(\d+(?:\.\d+)+[\w.+-]*)", text)
+    if pinned:
+        facts["framework"], facts["framework.version"] = pinned.group(1), pinned.group(2)
+    return facts
+
+
+# ---------------------------------------------------------------- nvidia-smi
+
+
+def nvidia_smi_facts(text: str, vocab: Vocabulary) -> Facts:
+    """GPUs, driver and the driver's CUDA from any nvidia-smi output form."""
+    facts: Facts = {}
+    header = re.search(
+        r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s+(\S+)\s+CUDA Version:\s+(\S+)", text
+    )
+    if header:
+        facts["version.driver"], facts["version.driver.cuda"] = header.group(2), header.group(3)
+    # `nvidia-smi --version` prints the same facts as padded key/value lines.
+    labels = (("version.driver", "DRIVER version"), ("version.driver.cuda", "CUDA Version"))
+    for key, label in labels:
+        found = re.search(rf"^{label}\s+:\s*(\S+)", text, re.M)
+        if found:
+            facts[key] = found.group(1)
+    gpus = _table_gpus(text, vocab) or _csv_gpus(text, vocab, facts) or _listed_gpus(text, vocab)
+    facts.update(_gpus_by_index(gpus, vocab))
+    return facts
+
+
+def _table_gpus(text: str, vocab: Vocabulary) -> dict[str, str]:
+    """Rows like "|   0  NVIDIA H200        On  |" of the plain nvidia-smi table."""
+    rows: dict[str, str] = {}
+    for found in re.finditer(r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off)\s+\|", text, re.M):
+        name = found.group(2).rstrip(". ")  # old drivers truncate long names with "..."
+        gpu = vocab.gpu_named(name) or vocab.gpu(name)
+        rows[found.group(1)] = gpu.name if gpu else name
+    return rows
+
+
+def _csv_gpus(text: str, vocab: Vocabulary, facts: Facts) -> dict[str, str]:
+    """`--query-gpu=... --format=csv`: fields recognised by shape, header or not."""
+    rows: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines()):
+        fields = [f.strip() for f in line.split(",")]
+        gpu = next((g for g in map(vocab.gpu_named, fields) if g), None)
+        if gpu is None or len(fields) < 2:
+            continue
+        index = fields[0] if fields[0].isdigit() else f"line{number}"
+        rows[index] = gpu.name
+        for value in fields:
+            if re.fullmatch(r"\d{1,2}\.\d", value) and vocab.arch_from_capability(value):
+                facts["gpu.arch"] = vocab.arch_from_capability(value) or ""
+            elif re.fullmatch(r"\d{3}\.\d{2,3}(?:\.\d+)?", value):
+                facts["version.driver"] = value
+    return rows
+
+
+def _listed_gpus(text: str, vocab: Vocabulary) -> dict[str, str]:
+    """`nvidia-smi -L`: "GPU 0: NVIDIA H200 (UUID: GPU-...)"."""
+    listed = "\n".join(line for line in text.splitlines() if "(UUID: GPU-" in line)
+    return gpu_lines(listed, vocab)
+
+
+def _gpus_by_index(rows: Mapping[str, str], vocab: Vocabulary) -> Facts:
+    if not rows:
+        return {}
+    facts = _gpu_list_facts(list(rows.values()), vocab)
+    facts["gpu.count"] = str(len(rows))
+    return facts
+
+
+# ---------------------------------------------------------------- check_env and collect_env
+
+
+def key_values(text: str) -> dict[str, str]:
+    """First value of each "Key: value" line (fixed-width padding before the colon allowed)."""
+    pairs: dict[str, str] = {}
+    for line in text.splitlines():
+        found = _KEY_VALUE.match(line)
+        if found:
+            pairs.setdefault(found.group(1).strip(), found.group(2).strip())
+    return pairs
+
+
+def gpu_lines(text: str, vocab: Vocabulary) -> dict[str, str]:
+    """ "GPU 0: NVIDIA H100 80GB HBM3" and check_env's grouped "GPU 0,1,2,3: NVIDIA H200"."""
+    rows: dict[str, str] = {}
+    text = re.sub(r"GPU models and configuration:\s*", "\n", text)
+    for line in text.splitlines():
+        found = _GPU_LINE.match(line)
+        if not found or "Compute Capability" in found.group(2):
+            continue
+        gpu = vocab.gpu_named(found.group(2)) or vocab.gpu(found.group(2))
+        for index in re.findall(r"\d+", found.group(1)):
+            rows[index] = gpu.name if gpu else found.group(2)
+    return rows
+
+
+def check_env_facts(text: str, vocab: Vocabulary) -> Facts:
+    """`python -m sglang.check_env`: GPUs, capability, CUDA, driver, package versions."""
+    pairs = key_values(text)
+    if "CUDA available" not in pairs and "CUDA Driver Version" not in pairs:
+        return {}
+    facts = _gpus_by_index(gpu_lines(text, vocab), vocab)
+    capability = next((v for k, v in pairs.items() if k.endswith("Compute Capability")), None)
+    if capability and vocab.arch_from_capability(capability):
+        facts["gpu.arch"] = vocab.arch_from_capability(capability) or ""
+    facts.update(_toolchain_versions(pairs))
+    facts.update(_package_versions(pairs))
+    if "version.sglang" in facts:
+        facts["framework"], facts["framework.version"] = "sglang", facts["version.sglang"]
+    return facts
+
+
+def _toolchain_versions(pairs: Mapping[str, str]) -> Facts:
+    facts: Facts = {}
+    sources = {
+        "python": ("Python", "Python version"),
+        "torch": ("PyTorch", "PyTorch version"),
+        "driver": ("CUDA Driver Version", "Nvidia driver version"),
+        "cuda": ("NVCC", "CUDA runtime version"),
+        "torch.cuda": ("CUDA used to build PyTorch",),
+    }
+    for key, labels in sources.items():
+        value = next((pairs[label] for label in labels if label in pairs), None)
+        version = _version_in(value, release=key == "cuda") if value else None
+        if version:
+            facts[f"version.{key}"] = version
+    built_with = re.search(r"\+cu(\d+)(\d)\b", facts.get("version.torch", ""))
+    if built_with and "version.torch.cuda" not in facts:
+        facts["version.torch.cuda"] = f"{built_with.group(1)}.{built_with.group(2)}"
+    return facts
+
+
+def _version_in(value: str, *, release: bool = False) -> str | None:
+    """ "Cuda compilation tools, release 12.8, V12.8.93" -> "12.8"; "2.9.1+cu128" as is."""
+    if release:
+        found = re.search(r"release (\d+\.\d+)", value) or re.match(r"(\d+\.\d+)", value)
+        return found.group(1) if found else None
+    found = _VERSION.match(value.strip())
+    return found.group(1) if found else None
+
+
+def package_key(name: str) -> str:
+    key = name.strip().lower().replace("_", "-")
+    return _PACKAGE_KEYS.get(key, key)
+
+
+def _package_versions(pairs: Mapping[str, str]) -> Facts:
+    facts: Facts = {}
+    for name, value in pairs.items():
+        version = _version_in(value)
+        if version and re.fullmatch(r"[a-z][a-z0-9_.-]*", name):
+            facts.setdefault(f"version.{package_key(name)}", version)
+    return facts
+
+
+def collect_env_facts(text: str, vocab: Vocabulary) -> Facts:
+    """`python -m vllm.collect_env` (also `vllm collect-env`)."""
+    pairs = key_values(text)
+    if "PyTorch version" not in pairs and "vLLM Version" not in pairs:
+        return {}
+    facts = _gpus_by_index(gpu_lines(text, vocab), vocab)
+    facts.update(_toolchain_versions(pairs))
+    for found in re.finditer(r"^\[(?:pip3?|conda)\]\s+([\w.-]+)(?:==|\s+)(\d[\w.+-]*)", text, re.M):
+        facts.setdefault(f"version.{package_key(found.group(1))}", found.group(2))
+    vllm = _version_in(pairs.get("vLLM Version", ""))
+    if vllm:
+        facts["version.vllm"] = vllm
+        facts["framework"], facts["framework.version"] = "vllm", vllm
+    return facts
+
+
+# ---------------------------------------------------------------- server log lines
+
+
+def server_log_facts(text: str, vocab: Vocabulary) -> Facts:
+    """Resolved settings printed by the servers at start-up."""
+    facts: Facts = {}
+    for framework, kwargs in _config_dumps(text):
+        facts["framework"] = framework
+        for name, raw in kwargs:
+            _add_setting(facts, framework, name, raw, vocab)
+    engine = re.search(r"LLM engine \(v(\d+\.\d+[\w.+-]*)\)", text) or re.search(
+        r"vLLM API server version (\d+\.\d+[\w.+-]*)", text
+    )
+    if engine:
+        facts["framework"], facts["framework.version"] = "vllm", engine.group(1)
+    return facts
+
+
+def _config_dumps(text: str) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+    for found in re.finditer(r"ServerArgs\(", text):
+        yield "sglang", python_kwargs(_balanced(text, found.end(), ")"))
+    for found in re.finditer(r"non-default args:\s*\{", text):
+        yield "vllm", python_kwargs(_balanced(text, found.end(), "}"))
+    for found in re.finditer(r"LLM engine.*?with config:\s*(.*)$", text, re.M):
+        yield "vllm", python_kwargs(found.group(1))
+
+
+def _add_setting(facts: Facts, framework: str, name: str, raw: str, vocab: Vocabulary) -> None:
+    value = _python_value(raw)
+    if value is None:
+        return  # None = left for the server to decide; nothing was resolved
+    if name in ("model_path", "model"):
+        facts["model.name"] = value
+    flag = _VLLM_FIELDS.get(name) if framework == "vllm" else None
+    spec = vocab.flag(flag or name, framework)
+    if spec is not None:
+        facts[f"flag.{spec.name}"] = value
+
+
+def _balanced(text: str, start: int, closer: str) -> str:
+    """Text from `start` to the bracket that closes it (or the end, for a truncated paste)."""
+    depth, quote = 0, ""
+    for i in range(start, len(text)):
+        char = text[i]
+        if quote:
+            quote = "" if char == quote and text[i - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0 and char == closer:
+                return text[start:i]
+            depth -= 1
+    return text[start:]
+
+
+def python_kwargs(segment: str) -> list[tuple[str, str]]:
+    """`a='x', b=[1, 2], 'c': 3` -> [("a", "'x'"), ("b", "[1, 2]"), ("c", "3")]."""
+    pairs = []
+    for part in _split_top_level(segment):
+        found = re.match(r"\s*['\"]?([A-Za-z_][\w.]*)['\"]?\s*(?:=|:)\s*(.*)$", part, re.S)
+        if found:
+            pairs.append((found.group(1), found.group(2).strip()))
+    return pairs
+
+
+def _split_top_level(segment: str) -> list[str]:
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quote = 0, ""
+    for i, char in enumerate(segment):
+        if quote:
+            quote = "" if char == quote and segment[i - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+def _python_value(raw: str) -> str | None:
+    raw = raw.strip()
+    if raw in ("None", "", "null"):
+        return None
+    if raw in ("True", "False"):
+        return raw.lower()
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        return raw[1:-1]
+    return raw.removeprefix("torch.")  # vLLM prints dtype=torch.bfloat16
+
+
+__all__ = ["Context", "build_context", "clean", "key_values", "python_kwargs"]

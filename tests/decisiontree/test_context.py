@@ -1,0 +1,223 @@
+"""The diagnosis context: what a paste, a launch command and explicit fields tell us."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from decisiontree.context import Context, build_context
+
+ENV = Path(__file__).parent / "fixtures" / "env"
+
+
+def paste(name: str) -> str:
+    return (ENV / name).read_text(encoding="utf-8")
+
+
+# ---- nvidia-smi
+
+
+@pytest.mark.parametrize(
+    ("fixture", "gpu", "count", "arch", "driver"),
+    [
+        ("captured_h200_nvidia_smi.txt", "NVIDIA H200", 1, "sm_90", "580.159.04"),
+        ("captured_h200_query_gpu.csv", "NVIDIA H200", 1, "sm_90", "580.159.04"),
+        ("captured_h200_nvidia_smi_L.txt", "NVIDIA H200", 1, "sm_90", None),
+        ("nvidia_smi_h100_r535.txt", "NVIDIA H100 80GB HBM3", 4, "sm_90", "535.161.07"),
+        ("nvidia_smi_query_b200.csv", "NVIDIA B200", 4, "sm_100", "580.82.07"),
+        ("nvidia_smi_query_4090_nounits.txt", "NVIDIA GeForce RTX 4090", 2, "sm_89", "570.133.07"),
+        ("nvidia_smi_L_a100.txt", "NVIDIA A100-SXM4-80GB", 4, "sm_80", None),
+    ],
+)
+def test_it_reads_gpus_from_every_nvidia_smi_form(fixture, gpu, count, arch, driver):
+    context = build_context(paste(fixture))
+    assert context.gpus == (gpu,)
+    assert (context.gpu_count, context.arch) == (count, arch)
+    assert context.versions.get("driver") == driver
+    assert context.sources["gpu.name"] == "nvidia-smi"
+
+
+def test_it_recognises_truncated_names_in_the_nvidia_smi_table():
+    context = build_context(paste("nvidia_smi_rtx_pro_6000_x8.txt"))
+    assert context.arch == "sm_120"
+    assert context.gpu_count == 8
+    assert context.versions["driver.cuda"] == "12.9"  # the driver's limit, not the toolkit
+
+
+# ---- check_env / collect_env
+
+
+def test_it_fills_gpu_arch_and_versions_from_sglang_check_env():
+    context = build_context(paste("sglang_check_env_h200.txt"))
+    assert (context.gpus, context.gpu_count, context.arch) == (("NVIDIA H200",), 8, "sm_90")
+    assert (context.framework, context.framework_version) == ("sglang", "0.5.4.post1")
+    assert context.versions["torch"] == "2.8.0+cu128"
+    assert context.versions["torch.cuda"] == "12.8"
+    assert context.versions["cuda"] == "12.8"
+    assert context.versions["driver"] == "570.158.01"
+    assert context.versions["flashinfer"] == "0.4.1"
+    assert context.versions["transformers"] == "4.57.1"
+    assert "vllm" not in context.versions  # "Module Not Found" is not a version
+
+
+def test_it_reads_check_env_through_colour_codes_and_a_shell_prompt():
+    context = build_context(paste("sglang_check_env_rtx_pro_6000.txt"))
+    assert context.gpus == ("NVIDIA RTX PRO 6000 Blackwell Server Edition",)
+    assert context.arch == "sm_120"
+    assert context.versions["python"] == "3.12.11"
+    assert context.versions["transformers"] == "5.2.0"
+    assert context.get("framework.version") == "0.5.9"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "gpu", "count", "vllm", "torch_cuda"),
+    [
+        ("vllm_collect_env_h100.txt", "NVIDIA H100 80GB HBM3", 2, "0.11.0", "12.8"),
+        ("vllm_collect_env_4090_single.txt", "NVIDIA GeForce RTX 4090", 1, "0.10.0", "12.6"),
+    ],
+)
+def test_it_fills_the_context_from_vllm_collect_env(fixture, gpu, count, vllm, torch_cuda):
+    context = build_context(paste(fixture))
+    assert (context.gpus, context.gpu_count) == ((gpu,), count)
+    assert (context.framework, context.framework_version) == ("vllm", vllm)
+    assert context.versions["torch.cuda"] == torch_cuda
+    assert context.sources["framework"] == "collect_env"
+
+
+def test_it_reads_pip_lines_of_collect_env():
+    versions = build_context(paste("vllm_collect_env_h100.txt")).versions
+    assert versions["flashinfer"] == "0.3.1"
+    assert versions["nccl"] == "2.27.3"
+    assert versions["driver"] == "550.127.08"
+
+
+# ---- server logs
+
+
+def test_server_args_reveal_a_kv_cache_dtype_the_launch_command_never_set():
+    context = build_context(paste("sglang_server_args_glm5.log"))
+    assert "kv-cache-dtype" not in context.launched_flags
+    assert context.get("flag.kv-cache-dtype") == "fp8_e4m3"
+    assert context.sources["flag.kv-cache-dtype"] == "log"
+    assert context.get("flag.nsa-decode-backend") == "flashmla_kv"  # old spelling still works
+    assert context.launched_flags["attention-backend"] == "triton"
+
+
+def test_it_learns_the_model_from_a_server_log():
+    context = build_context(paste("sglang_server_args_glm5.log"))
+    assert context.model == "/data/models/GLM-5-NVFP4"
+    assert (context.model_arch, context.quantization) == ("glm_moe_dsa", "nvfp4")
+    assert context.framework == "sglang"
+
+
+def test_it_reads_the_vllm_engine_config_and_version():
+    context = build_context(paste("vllm_engine_start_h200.log"))
+    assert (context.framework, context.framework_version) == ("vllm", "0.11.0")
+    assert context.model == "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8"
+    assert context.model_arch == "qwen3_moe"
+    assert context.flags["tensor-parallel-size"] == "4"
+    assert context.flags["max-model-len"] == "131072"
+    assert context.flags["dtype"] == "bfloat16"
+    assert context.flags["enable-expert-parallel"] == "true"
+
+
+# ---- explicit input wins
+
+
+def test_explicit_fields_win_over_the_paste():
+    context = build_context(
+        paste("sglang_check_env_h200.txt"),
+        gpu="8x RTX PRO 6000",
+        framework="SGLang",
+        framework_version="v0.5.23",
+        model="zai-org/GLM-5-NVFP4",
+    )
+    assert context.gpus == ("NVIDIA RTX PRO 6000 Blackwell Server Edition",)
+    assert (context.gpu_count, context.arch) == (8, "sm_120")
+    assert (context.framework, context.framework_version) == ("sglang", "0.5.23")
+    assert context.sources["gpu.arch"] == "user"
+    assert context.versions["torch"] == "2.8.0+cu128"  # what was not overridden stays
+
+
+def test_a_launch_command_gives_flags_model_and_framework():
+    context = build_context(
+        launch_command="vllm serve openai/gpt-oss-120b -tp 2 --kv-cache-dtype fp8 --bogus 1"
+    )
+    assert (context.framework, context.model) == ("vllm", "openai/gpt-oss-120b")
+    assert (context.model_arch, context.quantization) == ("gpt_oss", "mxfp4")
+    assert context.get("flag.tensor-parallel-size") == "2"
+    assert context.get("flag.-tp") == "2"
+    assert context.unknown_flags == ("--bogus",)
+
+
+def test_the_quantization_flag_beats_a_guess_from_the_name():
+    context = build_context(
+        launch_command="python -m sglang.launch_server --model-path org/Foo-FP8 "
+        "--quantization modelopt_fp4"
+    )
+    assert context.quantization == "nvfp4"
+
+
+def test_a_gpu_field_may_name_only_the_architecture():
+    context = build_context(gpu="sm120")
+    assert (context.gpus, context.arch) == ((), "sm_120")
+
+
+def test_it_takes_gpus_and_model_from_prose_when_nothing_better_exists():
+    context = build_context(
+        "Serving zai-org/GLM-5-NVFP4 on 8x RTX PRO 6000 Blackwell crashes on the first request."
+    )
+    assert context.arch == "sm_120" and context.gpu_count == 8
+    assert context.model == "zai-org/GLM-5-NVFP4"
+    assert context.sources["gpu.arch"] == "text"
+
+
+def test_prose_with_numbers_adds_no_gpu():
+    context = build_context("Throughput fell from 4090 to 3080 tok/s with 8 requests in flight.")
+    assert context.gpus == () and context.arch is None
+
+
+def test_a_pytorch_list_of_supported_archs_is_not_the_device():
+    warning = (
+        "UserWarning: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with "
+        "the current PyTorch installation. The current PyTorch install supports CUDA "
+        "capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90."
+    )
+    assert build_context(warning).arch == "sm_120"
+    assert build_context("supports sm_80 sm_86 sm_90").arch is None
+
+
+# ---- Context behaviour
+
+
+def test_get_answers_condition_keys():
+    context = Context(
+        gpus=("NVIDIA H200",),
+        arch="sm_90",
+        framework="sglang",
+        framework_version="0.5.9",
+        model="m",
+        model_arch="glm_moe_dsa",
+        quantization="nvfp4",
+        flags={"kv-cache-dtype": "bf16"},
+        versions={"torch": "2.9.1"},
+    )
+    assert context.get("gpu.arch") == "sm_90"
+    assert context.get("gpu.name") == "NVIDIA H200"
+    assert context.get("flag.kv_cache_dtype") == "bf16"
+    assert context.get("flag.attention-backend") is None
+    assert context.get("model.arch") == "glm_moe_dsa"
+    assert context.get("version.torch") == "2.9.1"
+    assert context.get("no.such.key") is None
+
+
+def test_with_answer_fills_in_what_the_user_tells_us():
+    context = Context().with_answer("gpu.name", "RTX PRO 6000")
+    assert (context.arch, context.sources["gpu.name"]) == ("sm_120", "user")
+    context = context.with_answer("flag.--nsa-decode-backend", "trtllm")
+    assert context.flags == {"dsa-decode-backend": "trtllm"}
+    context = context.with_answer("model.name", "GLM-5-NVFP4")
+    assert (context.model_arch, context.quantization) == ("glm_moe_dsa", "nvfp4")
+    assert context.with_answer("gpu.arch", "SM 100").arch == "sm_100"
+    assert Context().get("gpu.arch") is None  # the original is untouched
