@@ -1,0 +1,724 @@
+"""Parse what people paste when an inference server crashes.
+
+`parse(text)` turns a pasted log into a `ParsedTraceback`: the Python exception
+chain, CUDA device-side assertions, C++/NCCL error lines and the few warnings
+that explain a crash (a backend or dtype the framework chose on its own).
+
+Real pastes are messy, so the parser:
+1. strips ANSI colour, carriage-return progress bars and log prefixes
+   (SGLang, vLLM, torchrun, glog/c10, ISO timestamps, docker compose ...);
+2. splits the lines into one stream per rank or process, so that eight ranks
+   printing the same traceback at once do not tangle;
+3. runs a small state machine over each stream (idle → frames → message);
+4. merges the streams in printed order and de-duplicates what every rank repeated.
+
+Every regular expression is anchored or bounded and every line is cut to
+MAX_LINE_CHARS, so a 2 MB paste parses in linear time.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field, replace
+
+MAX_INPUT_CHARS = 2_000_000
+MAX_LINE_CHARS = 4_000  # longer lines are config dumps; cutting them keeps regexes linear
+MAX_MESSAGE_LINES = 40
+MAX_NOISE_IN_FRAMES = 20  # foreign lines tolerated inside a traceback before giving up on it
+MAX_FRAMES = (
+    200  # innermost frames kept per exception; the outer ones of a deep recursion add nothing
+)
+ERROR_SCAN_CHARS = 600  # error markers sit near the start of a line; don't scan whole dumps
+MAX_COLLECTED = 100  # cap on kept error lines / warnings / kernel assertions
+
+
+class InputRejected(ValueError):
+    """Text we refuse to parse; str(e) is a message a user can act on."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One Python stack frame, as printed and in a machine-independent form."""
+
+    path: str
+    module: str
+    lineno: int | None
+    function: str
+    code: str = ""
+
+
+@dataclass(frozen=True)
+class RaisedException:
+    """One exception of a chain. `type` is "" when the paste was cut before it."""
+
+    type: str
+    message: str
+    frames: tuple[Frame, ...]
+
+
+@dataclass(frozen=True)
+class ParsedTraceback:
+    exceptions: tuple[RaisedException, ...]
+    kernel_assertions: tuple[str, ...]
+    error_lines: tuple[str, ...]
+    warnings: tuple[str, ...]
+    ranks: tuple[str, ...]
+    truncated: bool
+
+    @property
+    def primary(self) -> RaisedException | None:
+        """The most informative exception: the last one, unless it only wraps a root cause."""
+        typed = [exc for exc in self.exceptions if exc.type]
+        specific = [exc for exc in typed if not is_generic(exc)]
+        if specific:
+            return specific[-1]
+        if typed:
+            return typed[-1]
+        return self.exceptions[-1] if self.exceptions else None
+
+
+# --- public helpers -------------------------------------------------------------------
+
+# Exceptions that report that *something else* failed: a dead child, a closed pipe.
+_GENERIC_TYPES = frozenset(
+    {
+        "EOFError",
+        "BrokenPipeError",
+        "ConnectionResetError",
+        "EngineDeadError",
+        "KeyboardInterrupt",
+        "SystemExit",
+        "CancelledError",
+        "ChildFailedError",
+        "ProcessRaisedException",
+        "ProcessExitedException",
+        "ExceptionGroup",
+        "BaseExceptionGroup",
+    }
+)
+# Plain lower-case phrases: this runs on every exception, and substring tests are
+# far cheaper than one big case-insensitive alternation.
+_GENERIC_PHRASES = (
+    "received sigquit", "scheduler is dead", "engine core initialization failed",
+    "see root cause above", "child process died", "child process failed",
+    "child process exited", "child processes died", "worker died", "worker failed",
+    "worker process died", "worker process failed", "died unexpectedly", "exited with code",
+    "exited with exit code", "engine core failed to start", "enginecore failed to start",
+    "engine process failed to start", "enginecore encountered", "engine core encountered",
+    "hit an exception", "error building extension", "subcommand failed", "ninja build failed",
+    "returned non-zero exit status",
+)  # fmt: skip
+_GENERIC_STARTS = (
+    "initialization failed",
+    "failed ",
+    "failed:",
+    "fatal python error: abort",
+    "aborted",
+)
+
+
+def _says_something_else_failed(text: str) -> bool:
+    low = text[:300].lower()
+    return low.startswith(_GENERIC_STARTS) or any(phrase in low for phrase in _GENERIC_PHRASES)
+
+
+def is_generic(exc: RaisedException) -> bool:
+    """True for wrappers like "Rank 3 scheduler is dead" that only point at a root cause."""
+    short = exc.type.rsplit(".", 1)[-1]
+    return short in _GENERIC_TYPES or _says_something_else_failed(exc.message)
+
+
+def is_generic_line(line: str) -> bool:
+    """True for log lines that only say that something else failed."""
+    return _says_something_else_failed(line.strip())
+
+
+_SITE_PACKAGES = ("/site-packages/", "/dist-packages/")
+_STDLIB_DIR = re.compile(r".*/lib/python\d[\d.]*/")
+# Top-level packages that anchor a source checkout (`~/src/sglang/python/sglang/...`).
+_KNOWN_PACKAGES = frozenset(
+    {
+        "sglang", "vllm", "torch", "flashinfer", "transformers", "triton", "sgl_kernel",
+        "deep_gemm", "deep_ep", "tensorrt_llm", "flash_attn", "flash_mla", "xformers",
+        "ray", "accelerate", "huggingface_hub", "safetensors", "lmdeploy", "modelopt",
+        "compressed_tensors", "xgrammar", "outlines", "aiter", "mooncake", "nixl",
+        "fastapi", "uvicorn", "starlette", "numpy", "cutlass",
+    }
+)  # fmt: skip
+
+
+def module_of(path: str) -> str:
+    """Machine-independent module path: "sglang/srt/mem_cache/memory_pool.py"."""
+    p = path.strip().replace("\\", "/")
+    if p.startswith("<"):
+        return _pseudo_module(p)
+    cut = max(p.rfind(marker) for marker in _SITE_PACKAGES)
+    if cut >= 0:
+        return _drop_egg(p[cut + len("/site-packages/") :])
+    stdlib = _STDLIB_DIR.match(p)
+    if stdlib:
+        return p[stdlib.end() :]
+    return _module_from_checkout(p.split("/"))
+
+
+def _pseudo_module(path: str) -> str:
+    # "<frozen runpy>" -> "runpy"; "<eval_with_key>.5" -> "<eval_with_key>"
+    if path.startswith("<frozen "):
+        return path[len("<frozen ") :].rstrip(">")
+    return path.split(">", 1)[0] + ">"
+
+
+def _drop_egg(tail: str) -> str:
+    head, _, rest = tail.partition("/")
+    return rest if head.endswith(".egg") and rest else tail
+
+
+def _module_from_checkout(parts: list[str]) -> str:
+    dirs = parts[:-1]
+    for i in range(len(dirs) - 1, -1, -1):
+        if dirs[i] in _KNOWN_PACKAGES:
+            return "/".join(parts[i:])
+    for marker in ("python", "src", "lib"):
+        if marker in dirs:
+            last = len(dirs) - 1 - dirs[::-1].index(marker)
+            return "/".join(parts[last + 1 :])
+    return parts[-1]
+
+
+# --- input checks and line preparation ------------------------------------------------
+
+_UNPRINTABLE = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\ufffd]")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+
+
+def _check_input(text: str) -> None:
+    # Length first: a 50 MB paste must be refused before any O(n) work.
+    if len(text) > MAX_INPUT_CHARS:
+        raise InputRejected(
+            f"The paste has {len(text):,} characters; the limit is {MAX_INPUT_CHARS:,}. "
+            "Paste the last few hundred lines around the error instead."
+        )
+    if "\x00" in text:
+        raise InputRejected("The paste contains NUL bytes: it looks like a binary file, not a log.")
+    if not text.strip():
+        raise InputRejected("The paste is empty: paste the traceback or the error line.")
+    sample = text[:65_536]
+    if len(_UNPRINTABLE.findall(sample)) > len(sample) // 10:
+        raise InputRejected(
+            "The paste is mostly unprintable characters: it looks like binary data. "
+            "Paste the text of the log (e.g. `tail -200 server.log`)."
+        )
+
+
+def _physical_lines(text: str) -> list[str]:
+    text = _ANSI.sub("", text).replace("\r\n", "\n")
+    return [_last_overwrite(raw)[:MAX_LINE_CHARS].rstrip() for raw in text.split("\n")]
+
+
+def _last_overwrite(raw: str) -> str:
+    # A progress bar redraws with "\r": the terminal showed only the last segment.
+    if "\r" not in raw:
+        return raw
+    segments = [s for s in raw.split("\r") if s.strip()]
+    return segments[-1] if segments else ""
+
+
+# --- log prefixes ---------------------------------------------------------------------
+
+_LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
+_TS = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+_LEVEL_START = "DIWECF"
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# Each pattern is anchored at the start and listed with the characters it can
+# start with ("" = any word character), so most lines try only a few. They are
+# applied repeatedly because prefixes stack:
+# "(VllmWorker rank=2 pid=9) ERROR 02-19 00:08:10 [core.py:1] ...".
+_PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # SGLang: [2026-02-19 00:08:10 TP3] / [2026-02-19 00:08:10 DP0 TP3 EP3]
+    ("[", re.compile(rf"\[(?P<ts>{_TS})(?P<tags>(?: [A-Z]{{2,4}}\d+)*)\] ?")),
+    # vLLM / Ray process tags: (VllmWorker rank=2 pid=1234) (EngineCore_DP0 pid=77)
+    (
+        "(",
+        re.compile(
+            r"\((?:(?P<proc>[A-Za-z_][\w.-]*(?: [A-Za-z_][\w.-]*)?) )?"
+            r"(?:rank=(?P<rank>\d+) )?pid=\d+(?:, ip=[\w.:]+)?\) ?"
+        ),
+    ),
+    ("[", re.compile(r"\[rank(?P<rank>\d+)\]: ?")),  # torchrun
+    # vLLM: INFO 02-19 00:08:10 [core.py:123]
+    (
+        _LEVEL_START,
+        re.compile(
+            rf"(?P<lvl>{_LEVELS}) +\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? +"
+            r"(?P<src>\[?[\w./-]+:\d+\]?) ?"
+        ),
+    ),
+    # SGLang: WARNING server_args.py:1177:
+    (_LEVEL_START, re.compile(rf"(?P<lvl>{_LEVELS}) (?P<src>[\w./-]+\.py:\d+): ?")),
+    # c10 / glog: [W219 00:08:10.123456789 ProcessGroupNCCL.cpp:1496] / E0219 00:08:10.1 42 x.cc:9]
+    (
+        "[IWEF",
+        re.compile(
+            r"\[?(?P<glog>[IWEF])\d{3,4} \d\d:\d\d:\d\d\.\d+ (?:\d+ )?(?P<src>[\w./-]+:\d+)\] ?"
+        ),
+    ),
+    ("0123456789", re.compile(rf"(?P<ts>{_TS}) *(?:[|:]|-(?= ))? ?")),  # ISO / logging
+    ("", re.compile(rf"[\w.]+ +- +(?P<lvl>{_LEVELS}) +- ?")),  # "name - ERROR - "
+    # ERROR:root: / INFO:     / ERROR | / ERROR
+    (_LEVEL_START, re.compile(rf"(?P<lvl>{_LEVELS})(?::[\w.]*:| *[|-] +|: +| +)")),
+    ("", re.compile(r"[\w.-]*[-_]\d+ +\| ?")),  # docker compose: sglang-1  |
+    ("[", re.compile(r"\[pod/[^\]\s]+\] ?")),  # kubectl logs --prefix
+    # syslog / journald: Feb 19 00:08:10 host kernel:
+    (_UPPER, re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./-]+(?:\[\d+\])?: ?")),
+    ("[", re.compile(r"\[ *\d+\.\d+\] ?")),  # dmesg
+    ("", re.compile(r"[\w.-]+:\d+:\d+ \[(?P<dev>\d+)\] (?=NCCL )")),  # NCCL: host:pid:tid [3]
+)
+
+
+@functools.lru_cache(maxsize=512)
+def _prefixes_for(first: str) -> tuple[re.Pattern[str], ...]:
+    word = first.isalnum() or first in "_.-"
+    return tuple(p for starts, p in _PREFIXES if first in starts or (word and not starts))
+
+
+_GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
+_TP_TAG = re.compile(r"\bTP(\d+)\b|_TP(\d+)")
+
+
+@dataclass(frozen=True)
+class _Line:
+    index: int
+    text: str  # prefix stripped
+    stream: str  # rank or process that printed it
+    style: tuple[bool, str | None, str | None]  # (stamped, level, source) of its prefix
+    rank: str | None
+
+    @property
+    def level(self) -> str | None:
+        return self.style[1]
+
+
+@dataclass
+class _Prefix:
+    stamped: bool = False
+    level: str | None = None
+    source: str | None = None
+    rank: str | None = None
+    proc: str | None = None
+
+
+def _strip_prefixes(line: str) -> tuple[str, _Prefix]:
+    found = _Prefix()
+    for _ in range(6):
+        match = _first_prefix(line)
+        if match is None:
+            break
+        _note_prefix(found, match.groupdict())
+        line = line[match.end() :]
+    # Python 3.11 exception groups draw "|" borders around sub-tracebacks.
+    for _ in range(4):
+        if not line.lstrip().startswith("| "):
+            break
+        line = line.lstrip()[2:]
+    return line, found
+
+
+def _first_prefix(line: str) -> re.Match[str] | None:
+    if not line or line[0] == " ":
+        return None  # indented traceback lines never carry a prefix of their own
+    for pattern in _prefixes_for(line[0]):
+        if (match := pattern.match(line)) and match.end():
+            return match
+    return None
+
+
+def _note_prefix(found: _Prefix, groups: dict[str, str | None]) -> None:
+    level = groups.get("lvl") or _GLOG_LEVELS.get(groups.get("glog") or "")
+    found.stamped = found.stamped or bool(level or groups.get("ts"))
+    if level:
+        found.level = "WARNING" if level == "WARN" else level
+    found.source = groups.get("src") or found.source
+    if rank := groups.get("rank"):
+        found.rank = f"rank{rank}"
+    for key in ("tags", "proc"):
+        if value := groups.get(key):
+            tp = _TP_TAG.search(value)
+            found.rank = f"TP{tp.group(1) or tp.group(2)}" if tp else found.rank
+            found.proc = value.strip() if key == "proc" else found.proc
+
+
+def _logical_lines(text: str) -> list[_Line]:
+    lines: list[_Line] = []
+    stream = ""
+    for index, raw in enumerate(_physical_lines(text)):
+        body, prefix = _strip_prefixes(raw)
+        # Unprefixed lines continue the record of whoever printed last.
+        if prefix.rank or prefix.proc:
+            stream = prefix.rank or prefix.proc or ""
+        elif prefix.stamped:
+            stream = ""
+        style = (prefix.stamped, prefix.level, prefix.source)
+        lines.append(_Line(index, body, stream, style, prefix.rank))
+    return lines
+
+
+# --- line shapes ----------------------------------------------------------------------
+
+_HEADER = "Traceback (most recent call last):"
+_FRAME = re.compile(
+    r'\s*File "(?P<path>[^"]{1,1000})", line (?P<lineno>\d+)(?:, in (?P<func>.+))?$'
+)
+_CHAIN = re.compile(
+    r"\s*(?:During handling of the above exception, another exception occurred"
+    r"|The above exception was the direct cause of the following exception):?\s*$"
+)
+_CARETS = re.compile(r"\s*[~^][~^ ]*$")
+_REPEATED = re.compile(r"\s*\[Previous line repeated \d+ more times?\]")
+_CPP_FRAME = re.compile(r"\s*(?:frame #\d+:|Exception raised from )")
+# "...", "[... 120 lines omitted ...]", "(log truncated)"
+_CLIPPED = re.compile(r"\s*(?:(?:\.\.\.|…)(?!\w)|[\[(<](?:\.\.\.|…|[\w ]{0,30}truncated))")
+_GROUP_BORDER = re.compile(r"\s*\+[-+]")  # +-+---- 1 ---- around exception-group members
+_EXCEPTION = re.compile(r"(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?P<colon>:(?: (?P<msg>.*))?)?$")
+_STRICT_TYPE = re.compile(
+    r"[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Failed|Fault|Timeout)"
+    r"|Exception|StopIteration|StopAsyncIteration|ExceptionGroup"
+)
+_KERNEL_ASSERTION = re.compile(r"Assertion [`'](?P<cond>.+)[`'] failed\.?")
+_PY_WARNING = re.compile(r"\S+\.py:\d+: (?P<warning>\w*Warning: .*)$")
+# Lines that are errors although no Python traceback surrounds them.
+_STRONG_ERROR = re.compile(
+    r"^terminate called after throwing|^\s*what\(\):|\bNCCL WARN\b|\bNCCL error\b"
+    r"|\bnccl(?:UnhandledCudaError|SystemError|InternalError|InvalidUsage|RemoteError)\b"
+    r"|static.assert(?:ion)? failed|static_assert failed"
+    r"|\.(?:cu|cuh|cpp|cc|c|h|hpp)(?:\(\d+\)|:\d+:\d+): (?:fatal )?error\b"
+    r"|^nvcc fatal|^ninja: build stopped|^FAILED: "
+    r"|^Killed$|Killed process \d+|Out of memory: Kill|invoked oom-killer|oom-kill:"
+    r"|Segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|^Fatal Python error|core dumped|^Bus error"
+    r"|^Aborted\b"
+    r"|Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out"
+    r"|Received sigquit|scheduler is dead"
+)
+_CUDA_ERROR = re.compile(r"\bCUDA error: |\bCUBLAS_STATUS_\w+|\bCUDNN_STATUS_\w+")
+_HTTP_ACCESS = re.compile(r'"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) \S* HTTP/\d')
+# INFO lines worth keeping: the framework chose or overrode something.
+_CHOICE = re.compile(
+    r"\b(?:set|setting|sets|using|use|uses|select(?:ed|ing)?|chose|choos\w*|forc(?:e|ed|es|ing)"
+    r"|overrid\w*|overwrit\w*|fall(?:ing)?\s?back|fallback|switch\w*|defaults? to|ignor\w*"
+    r"|deprecat\w*|disabl\w*|not supported|unsupported|incompatib\w*|mismatch\w*)\b",
+    re.IGNORECASE,
+)
+_CHOICE_TOPIC = re.compile(
+    r"\b(?:backends?|dtype|kv.?cache|quantiz\w*|attention|kernels?|cuda.?graphs?|page.?size"
+    r"|precision|fp8|fp4|nvfp4|bf16|bfloat16|float16|fp16|version|flags?|arguments?)\b",
+    re.IGNORECASE,
+)
+_MAX_RELEVANT_INFO_CHARS = 400  # longer INFO lines are argument dumps
+
+
+def _is_structural(text: str) -> bool:
+    return (
+        _HEADER in text
+        or bool(_FRAME.match(text))
+        or bool(_CHAIN.match(text))
+        or bool(_CPP_FRAME.match(text))
+        or text.startswith("```")
+        or bool(_GROUP_BORDER.match(text))
+    )
+
+
+def _exception_line(text: str, *, strict: bool) -> tuple[str, str] | None:
+    """(type, message) if `text` reads like "module.TypeName: message"."""
+    if not text or text[0].isspace():
+        return None
+    match = _EXCEPTION.match(text)
+    if match is None:
+        return None
+    short = match["type"].rsplit(".", 1)[-1]
+    # A bare name ("AssertionError") must look like an exception class; with a
+    # colon, any CamelCase name will do after frames ("CompilationError: ...").
+    if (strict or not match["colon"]) and not _STRICT_TYPE.fullmatch(short):
+        return None
+    if not short[:1].isupper():  # code lines that lost their indent: "else:", "self.x"
+        return None
+    return match["type"], (match["msg"] or "").strip()
+
+
+def kernel_assertion_of(line: str) -> str | None:
+    """ "Assertion `cond` failed." from a device-side assert line, without block/thread ids."""
+    match = _KERNEL_ASSERTION.search(line)
+    return f"Assertion `{match['cond']}` failed." if match else None
+
+
+def _warning_of(line: _Line) -> str | None:
+    text = line.text.strip()
+    if py := _PY_WARNING.match(text):
+        return py["warning"]
+    if line.level == "WARNING" or text.lower().startswith("warning:"):
+        return text
+    if line.level not in (None, "INFO") or len(text) > _MAX_RELEVANT_INFO_CHARS:
+        return None
+    if _HTTP_ACCESS.search(text) or not _CHOICE.search(text):
+        return None
+    return text if _CHOICE_TOPIC.search(text) else None
+
+
+def _is_error_line(line: _Line) -> bool:
+    text = line.text
+    if not text.strip():
+        return False
+    head = text[:ERROR_SCAN_CHARS]
+    if _STRONG_ERROR.search(head) or _CUDA_ERROR.search(head):
+        return True
+    return line.level in ("ERROR", "CRITICAL", "FATAL") and not text[:1].isspace()
+
+
+# --- the per-stream state machine -----------------------------------------------------
+
+
+@dataclass
+class _Sink:
+    """What the streams found, each item tagged with the index of its first line."""
+
+    exceptions: list[tuple[int, RaisedException]] = field(default_factory=list)
+    kernel_assertions: list[tuple[int, str]] = field(default_factory=list)
+    error_lines: list[tuple[int, str]] = field(default_factory=list)
+    warnings: list[tuple[int, str]] = field(default_factory=list)
+    truncated: bool = False
+
+
+_IDLE, _FRAMES, _MESSAGE = "idle", "frames", "message"
+
+
+@dataclass
+class _Stream:
+    """Reads the lines of one rank/process, one at a time."""
+
+    sink: _Sink
+    state: str = _IDLE
+    start: int = 0
+    frames: list[Frame] = field(default_factory=list)
+    awaiting_code: bool = False
+    noise: int = 0
+    exc_type: str = ""
+    message: list[str] = field(default_factory=list)
+    exc_style: tuple[bool, str | None, str | None] = (False, None, None)
+
+    def feed(self, line: _Line) -> None:
+        if self.state == _MESSAGE:
+            if self._continues_message(line):
+                self.message.append(line.text.strip())
+                return
+            self._close_exception()
+        if self.state == _FRAMES and self._feed_frames(line):
+            return
+        self._feed_idle(line)
+
+    def finish(self) -> None:
+        if self.state == _MESSAGE:
+            self._close_exception()
+        elif self.state == _FRAMES:
+            self._close_untyped()
+
+    # idle: between tracebacks
+
+    def _feed_idle(self, line: _Line) -> None:
+        text = line.text
+        if _HEADER in text:
+            self._open_frames(line.index)
+        elif frame := _FRAME.match(text):
+            self.sink.truncated = True  # the paste starts inside a traceback
+            self._open_frames(line.index)
+            self._add_frame(frame)
+        elif exc := self._frameless_exception(line):
+            self._open_exception(line, *exc)
+        else:
+            self._collect(line)
+
+    @staticmethod
+    def _frameless_exception(line: _Line) -> tuple[str, str] | None:
+        # "ValueError: ..." logged on its own; a WARNING that quotes one is still a warning.
+        if line.level in ("INFO", "DEBUG", "WARNING"):
+            return None
+        return _exception_line(line.text, strict=True)
+
+    def _collect(self, line: _Line) -> bool:
+        """Keep kernel assertions, error lines and telling warnings; True if kept."""
+        if assertion := kernel_assertion_of(line.text):
+            self.sink.kernel_assertions.append((line.index, assertion))
+        elif warning := _warning_of(line):
+            self.sink.warnings.append((line.index, warning))
+        elif _is_error_line(line) and not _exception_line(line.text, strict=True):
+            self.sink.error_lines.append((line.index, line.text.strip()))
+        else:
+            return False
+        return True
+
+    # frames: inside "Traceback (most recent call last):"
+
+    def _open_frames(self, index: int) -> None:
+        self.state, self.start, self.frames, self.noise = _FRAMES, index, [], 0
+        self.awaiting_code = False
+
+    def _add_frame(self, match: re.Match[str]) -> None:
+        path = match["path"]
+        function = (match["func"] or "").strip()
+        self.frames.append(Frame(path, module_of(path), int(match["lineno"]), function))
+        if len(self.frames) > MAX_FRAMES:
+            del self.frames[0]
+        self.awaiting_code = True
+
+    def _feed_frames(self, line: _Line) -> bool:
+        """Consume a line inside a traceback; False hands it back to the idle reader."""
+        text = line.text
+        if frame := _FRAME.match(text):
+            self._add_frame(frame)
+        elif _HEADER in text or _CHAIN.match(text):
+            self._close_untyped()  # a traceback with no exception line: it was cut
+            return _HEADER not in text
+        elif not text.strip() or _CARETS.match(text) or _REPEATED.match(text):
+            pass
+        elif _CLIPPED.match(text):
+            self.sink.truncated = True
+        elif exc := _exception_line(text, strict=False):
+            self._open_exception(line, *exc)
+        elif self.awaiting_code:
+            self._set_code(text.strip())
+        else:
+            return self._feed_noise(line)
+        return True
+
+    def _set_code(self, code: str) -> None:
+        self.frames[-1] = replace(self.frames[-1], code=code)
+        self.awaiting_code = False
+
+    def _feed_noise(self, line: _Line) -> bool:
+        # Another process's lines can land inside a traceback; keep what matters in them.
+        self._collect(line)
+        self.noise += 1
+        if self.noise > MAX_NOISE_IN_FRAMES:
+            self._close_untyped()
+        return True
+
+    def _close_untyped(self) -> None:
+        self.sink.truncated = True
+        if self.frames:
+            self.sink.exceptions.append((self.start, RaisedException("", "", tuple(self.frames))))
+        self.state, self.frames = _IDLE, []
+
+    # message: the exception line and its continuation lines
+
+    def _open_exception(self, line: _Line, exc_type: str, message: str) -> None:
+        if self.state != _FRAMES:
+            self.start, self.frames = line.index, []
+        self.state, self.exc_type, self.message = _MESSAGE, exc_type, [message]
+        self.exc_style = line.style
+
+    def _continues_message(self, line: _Line) -> bool:
+        text = line.text
+        if not text.strip() or line.style != self.exc_style:
+            return False
+        if len(self.message) >= MAX_MESSAGE_LINES or _is_structural(text):
+            return False
+        if kernel_assertion_of(text) or _STRONG_ERROR.search(text[:ERROR_SCAN_CHARS]):
+            return False
+        return _exception_line(text, strict=True) is None
+
+    def _close_exception(self) -> None:
+        message = "\n".join(self.message).strip()
+        exc = RaisedException(self.exc_type, message, tuple(self.frames))
+        self.sink.exceptions.append((self.start, exc))
+        self.state, self.frames, self.message = _IDLE, [], []
+
+
+# --- merging streams ------------------------------------------------------------------
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _dedupe_key(text: str) -> str:
+    # Ranks differ only in numbers ("GPU 3", "Rank 5", pids); compare without them.
+    return " ".join(_DIGITS.sub("#", text.lower()).split())
+
+
+def _unique_texts(items: list[tuple[int, str]]) -> tuple[str, ...]:
+    seen: set[str] = set()
+    kept: list[str] = []
+    for _, text in sorted(items, key=lambda item: item[0]):
+        key = _dedupe_key(text)
+        if key not in seen and len(kept) < MAX_COLLECTED:
+            seen.add(key)
+            kept.append(text)
+    return tuple(kept)
+
+
+def _exception_key(exc: RaisedException) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    frames = tuple((f.module, f.function) for f in exc.frames)
+    return exc.type.rsplit(".", 1)[-1], _dedupe_key(exc.message[:300]), frames
+
+
+def _unique_exceptions(items: list[tuple[int, RaisedException]]) -> tuple[RaisedException, ...]:
+    seen: set[tuple[str, str, tuple[tuple[str, str], ...]]] = set()
+    unique: list[RaisedException] = []
+    for _, exc in sorted(items, key=lambda item: item[0]):
+        if (key := _exception_key(exc)) not in seen:
+            seen.add(key)
+            unique.append(exc)
+    framed = [exc for exc in unique if exc.type and exc.frames]
+    return tuple(exc for exc in unique if not _repeats_framed(exc, framed))
+
+
+def _repeats_framed(exc: RaisedException, framed: list[RaisedException]) -> bool:
+    """A log line repeating a traceback's last line, or a cut copy of a full traceback."""
+    if exc.type and not exc.frames:
+        key = _exception_key(exc)[:2]
+        return any(_exception_key(other)[:2] == key for other in framed)
+    if not exc.type:
+        mine = {(f.module, f.function) for f in exc.frames}
+        return any(mine <= {(f.module, f.function) for f in other.frames} for other in framed)
+    return False
+
+
+def _rank_order(rank: str) -> tuple[str, int]:
+    digits = _DIGITS.search(rank)
+    return rank.rstrip("0123456789"), int(digits.group()) if digits else -1
+
+
+_ERRORISH = re.compile(
+    r"error|fail|assert|exception|abort|fatal|killed|invalid|unsupported|not supported|cannot"
+    r"|can't|unable|denied|time(?:d)? ?out|crash|\bnan\b|\binf\b|\boom\b|out of memory"
+    r"|illegal|segfault|mismatch|not found|no such|refused|hang",
+    re.IGNORECASE,
+)
+MAX_SHORT_PASTE_LINES = 5
+
+
+def _short_paste_errors(lines: list[_Line]) -> list[tuple[int, str]]:
+    """For a paste of a few lines with no recognised error, its error-sounding lines."""
+    filled = [line for line in lines if line.text.strip()]
+    if len(filled) > MAX_SHORT_PASTE_LINES:
+        return []
+    return [(line.index, line.text.strip()) for line in filled if _ERRORISH.search(line.text)]
+
+
+def parse(text: str) -> ParsedTraceback:
+    """Parse a pasted log or traceback. Raises InputRejected for unusable input."""
+    _check_input(text)
+    lines = _logical_lines(text)
+    sink = _Sink()
+    streams: dict[str, _Stream] = {}
+    for line in lines:
+        streams.setdefault(line.stream, _Stream(sink)).feed(line)
+    for stream in streams.values():
+        stream.finish()
+    if not (sink.exceptions or sink.kernel_assertions or sink.error_lines or sink.warnings):
+        sink.error_lines = _short_paste_errors(lines)
+    ranks = {line.rank for line in lines if line.rank}
+    return ParsedTraceback(
+        exceptions=_unique_exceptions(sink.exceptions),
+        kernel_assertions=_unique_texts(sink.kernel_assertions),
+        error_lines=_unique_texts(sink.error_lines),
+        warnings=_unique_texts(sink.warnings),
+        ranks=tuple(sorted(ranks, key=_rank_order)),
+        truncated=sink.truncated,
+    )

@@ -1,0 +1,308 @@
+"""Parsing what engineers paste: prefixes, ranks, chains, device asserts, clipped output."""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from decisiontree.traceback import (
+    MAX_INPUT_CHARS,
+    InputRejected,
+    ParsedTraceback,
+    module_of,
+    parse,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "tracebacks"
+
+
+def fixture(name: str) -> str:
+    # newline="" keeps \r\n so the parser sees what the user pasted.
+    with open(FIXTURES / f"{name}.txt", encoding="utf-8", newline="") as pasted:
+        return pasted.read()
+
+
+def parsed(name: str) -> ParsedTraceback:
+    return parse(fixture(name))
+
+
+def test_it_reads_a_tail_that_starts_inside_a_traceback() -> None:
+    result = parsed("sglang_fp8_kv_assert_tail")
+
+    (exc,) = result.exceptions
+    assert exc.type == "AssertionError"
+    assert exc.message == ""
+    inner = exc.frames[-1]
+    assert inner.module == "sglang/srt/mem_cache/memory_pool.py"
+    assert (inner.lineno, inner.function) == (1498, "set_kv_buffer")
+    assert inner.code == "assert not self.nsa_kv_cache_store_fp8"
+    assert result.truncated  # no "Traceback (most recent call last):" header
+    assert result.error_lines == (
+        "Received sigquit from a child process. It usually means the child failed.",
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "module"),
+    [
+        (
+            "/home/x/sglang/python/sglang/srt/mem_cache/memory_pool.py",
+            "sglang/srt/mem_cache/memory_pool.py",
+        ),
+        (
+            "/usr/local/lib/python3.12/dist-packages/sglang/srt/mem_cache/memory_pool.py",
+            "sglang/srt/mem_cache/memory_pool.py",
+        ),
+        ("/w/.venv/lib/python3.11/site-packages/vllm/v1/engine/core.py", "vllm/v1/engine/core.py"),
+        ("/workspace/vllm/vllm/v1/engine/core.py", "vllm/v1/engine/core.py"),
+        ("/usr/lib/python3.11/multiprocessing/process.py", "multiprocessing/process.py"),
+        ("<frozen runpy>", "runpy"),
+        (".../triton_backend.py", "triton_backend.py"),
+        (
+            "C:\\Users\\me\\venv\\Lib\\site-packages\\torch\\nn\\modules\\module.py",
+            "torch/nn/modules/module.py",
+        ),
+        (
+            "/opt/py/lib/python3.10/site-packages/vllm-0.6.0-py3.10-linux-x86_64.egg/vllm/utils.py",
+            "vllm/utils.py",
+        ),
+    ],
+)
+def test_it_makes_module_paths_machine_independent(path: str, module: str) -> None:
+    assert module_of(path) == module
+
+
+def test_it_keeps_one_exception_when_ranks_print_it_interleaved() -> None:
+    result = parsed("torchrun_illegal_memory_access_interleaved")
+
+    (exc,) = result.exceptions
+    assert exc.type == "torch.AcceleratorError"
+    assert exc.message.splitlines()[0] == "CUDA error: an illegal memory access was encountered"
+    assert [f.function for f in exc.frames][-2:] == [
+        "fused_experts_impl",
+        "invoke_fused_moe_kernel",
+    ]
+    assert exc.frames[-1].code == "ops.moe_align_block_size("
+    assert result.ranks == ("rank0", "rank1", "rank2", "rank3")
+    assert not result.truncated
+
+
+def test_it_follows_each_vllm_worker_separately() -> None:
+    result = parsed("vllm_sampler_oom_4tp_interleaved")
+
+    assert result.ranks == ("TP0", "TP1", "TP2", "TP3")
+    worker_error, api_error = result.exceptions
+    assert [f.function for f in worker_error.frames] == [
+        "worker_busy_loop",
+        "determine_available_memory",
+        "profile_run",
+        "_dummy_sampler_run",
+    ]
+    assert worker_error.message.startswith("CUDA out of memory occurred when warming up sampler")
+    assert api_error.message.startswith("Engine core initialization failed")
+    assert any("VLLM_ATTENTION_BACKEND" in w for w in result.warnings)
+
+
+def test_it_prefers_the_root_cause_over_a_wrapper() -> None:
+    vllm = parsed("vllm_no_kv_cache_memory")
+    assert vllm.exceptions[-1].message.startswith("Engine core initialization failed")
+    assert vllm.primary is not None and vllm.primary.type == "ValueError"
+
+    sglang = parsed("sglang_fp8_kv_assert_full")
+    assert sglang.primary is not None and sglang.primary.type == "AssertionError"
+
+
+def test_it_collects_device_side_assertions_once_and_keeps_the_cuda_message() -> None:
+    result = parsed("sglang_device_side_assert_8tp")
+
+    assert result.kernel_assertions == (
+        "Assertion `probability tensor contains either `inf`, `nan` or element < 0` failed.",
+    )
+    (exc,) = result.exceptions  # three ranks printed it: one exception
+    assert exc.type == "torch.AcceleratorError"
+    assert exc.message.splitlines()[:2] == [
+        "CUDA error: device-side assert triggered",
+        "CUDA kernel errors might be asynchronously reported at some other API call, "
+        "so the stacktrace below might be incorrect.",
+    ]
+    assert "frame #0" not in exc.message
+    assert result.ranks == ("TP0", "TP3", "TP6")
+
+
+def test_it_keeps_warnings_that_explain_the_crash_without_prefixes() -> None:
+    result = parsed("sglang_device_side_assert_8tp")
+
+    assert result.warnings[0] == (
+        "Set NSA backends for fp8_e4m3 KV Cache: prefill=flashmla_auto, decode=flashmla_kv."
+    )
+    assert not any("HTTP/1.1" in w or "Decode batch" in w for w in result.warnings)
+
+
+def test_it_reads_chained_exceptions_in_printed_order() -> None:
+    result = parsed("hf_offline_chained")
+
+    assert [e.type for e in result.exceptions] == [
+        "requests.exceptions.ConnectionError",
+        "huggingface_hub.errors.LocalEntryNotFoundError",
+        "OSError",
+    ]
+    assert result.exceptions[-1].message.count("\n") == 1  # two-line message
+    assert result.exceptions[-1].frames[0].module == "runpy"
+
+
+def test_it_reports_cpp_aborts_and_nccl_lines_outside_python_tracebacks() -> None:
+    result = parsed("torchrun_nccl_watchdog_timeout")
+
+    assert result.exceptions == ()
+    assert (
+        "terminate called after throwing an instance of 'c10::DistBackendError'"
+        in result.error_lines
+    )
+    assert any(line.startswith("what():  [PG ID 0") for line in result.error_lines)
+    # rank1 and rank3 printed the same watchdog line with other numbers: kept once.
+    assert sum("Watchdog caught collective" in line[:40] for line in result.error_lines) == 1
+    assert not any(line.startswith("frame #") for line in result.error_lines)
+
+
+def test_it_survives_docker_prefixes_crlf_and_a_clipped_end() -> None:
+    text = fixture("docker_compose_crlf_cut")
+    assert "\r\n" in text
+    result = parse(text)
+
+    (exc,) = result.exceptions
+    assert exc.type == ""  # the exception line never arrived
+    assert exc.frames[-1].function == "flash_mla_with_kvcache"
+    assert exc.frames[-1].code == ""  # "... (log truncated by docker)" is not source
+    assert result.truncated
+
+
+def test_it_reads_carets_repeated_frames_and_frozen_modules() -> None:
+    (exc,) = parsed("recursion_frozen_runpy").exceptions
+
+    assert exc.type == "RecursionError"
+    assert [f.module for f in exc.frames[:2]] == ["runpy", "runpy"]
+    assert exc.frames[-1].code == 'if node.kind == "leaf":'
+    assert all("^" not in f.code and "~" not in f.code for f in exc.frames)
+
+
+def test_it_reads_exception_groups() -> None:
+    result = parsed("exception_group")
+
+    assert [e.type for e in result.exceptions] == [
+        "ExceptionGroup",
+        "aiohttp.client_exceptions.ClientResponseError",
+    ]
+    assert "+-" not in result.exceptions[0].message
+    assert result.primary is not None and result.primary.type.endswith("ClientResponseError")
+
+
+def test_it_reads_the_host_oom_killer() -> None:
+    result = parsed("host_oom_killed")
+
+    assert "Killed" in result.error_lines
+    assert any(line.startswith("Out of memory: Killed process") for line in result.error_lines)
+
+
+def test_it_finds_nothing_in_healthy_server_noise() -> None:
+    result = parsed("noise_only")
+
+    assert (result.exceptions, result.error_lines, result.warnings) == ((), (), ())
+
+
+@pytest.mark.parametrize(
+    ("text", "exc_type", "message"),
+    [
+        (
+            "AssertionError: assert not self.nsa_kv_cache_store_fp8",
+            "AssertionError",
+            "assert not self.nsa_kv_cache_store_fp8",
+        ),
+        (
+            "RuntimeError: CUDA error: device-side assert triggered",
+            "RuntimeError",
+            "CUDA error: device-side assert triggered",
+        ),
+        (
+            "ERROR 02-19 00:08:10 [core.py:12] "
+            "ValueError: No available memory for the cache blocks.",
+            "ValueError",
+            "No available memory for the cache blocks.",
+        ),
+        (
+            "\x1b[31mtorch.OutOfMemoryError: "
+            "CUDA out of memory. Tried to allocate 20.00 MiB.\x1b[0m",
+            "torch.OutOfMemoryError",
+            "CUDA out of memory. Tried to allocate 20.00 MiB.",
+        ),
+    ],
+)
+def test_it_reads_one_line_pastes(text: str, exc_type: str, message: str) -> None:
+    (exc,) = parse(text).exceptions
+
+    assert (exc.type, exc.message, exc.frames) == (exc_type, message, ())
+
+
+def test_it_keeps_a_bare_log_line() -> None:
+    result = parse("[2026-02-19 00:08:10 TP3] NCCL WARN Cuda failure 'out of memory'")
+
+    assert result.error_lines == ("NCCL WARN Cuda failure 'out of memory'",)
+    assert result.ranks == ("TP3",)
+
+
+def test_it_marks_a_paste_that_ends_mid_traceback_as_truncated() -> None:
+    full = fixture("fa3_requires_sm90_assert")
+    cut = full[: full.index("AssertionError:")]
+
+    assert not parse(full).truncated
+    assert parse(cut).truncated
+    assert parse(cut).exceptions[0].frames[-1].function == "create_flashattention_v3_backend"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "   \n\t\n", "\x00\x01\x02binary", "".join(chr(i % 31 + 1) for i in range(5000))],
+)
+def test_it_rejects_empty_and_binary_pastes(text: str) -> None:
+    with pytest.raises(InputRejected) as rejected:
+        parse(text)
+
+    assert str(rejected.value)  # a message the user can act on
+
+
+def test_it_rejects_a_50_mb_paste_fast() -> None:
+    huge = "x" * 50_000_000
+    start = time.perf_counter()
+    with pytest.raises(InputRejected, match="limit"):
+        parse(huge)
+
+    assert time.perf_counter() - start < 1.0
+
+
+def test_it_parses_a_2_mb_paste_in_well_under_a_second() -> None:
+    body = fixture("sglang_device_side_assert_8tp") + fixture("vllm_no_kv_cache_memory")
+    text = (body * (MAX_INPUT_CHARS // len(body)))[: MAX_INPUT_CHARS - 1]
+    start = time.process_time()
+    result = parse(text)
+
+    assert time.process_time() - start < 1.0
+    assert result.kernel_assertions and result.exceptions
+
+
+def test_it_parses_pathological_long_lines_fast() -> None:
+    text = "Assertion `" * 100_000 + "\n" + "a/" * 400_000
+    start = time.process_time()
+    parse(text)
+
+    assert time.process_time() - start < 1.0
+
+
+def test_it_does_not_import_django() -> None:
+    code = (
+        "import sys, decisiontree.traceback, decisiontree.fingerprint; "
+        "print('django' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert out.stdout.strip() == "False"
