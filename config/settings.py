@@ -188,12 +188,35 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 25,
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "api.auth.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["api.auth.HasScope"],
+    "DEFAULT_THROTTLE_CLASSES": ["api.auth.TokenRateThrottle", "api.auth.AnonymousRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "token": os.environ.get("FIXGRAPH_API_RATE_TOKEN", "600/min"),
+        "anon": os.environ.get("FIXGRAPH_API_RATE_ANON", "60/min"),
+    },
+    "EXCEPTION_HANDLER": "api.errors.api_exception_handler",
 }
+# Off by default: with it on, callers without a token may diagnose and search (scope `read`).
+FIXGRAPH_ALLOW_ANONYMOUS_API = envbool("FIXGRAPH_ALLOW_ANONYMOUS_API", "False")
+SLACK_SIGNING_SECRET = envsecret("SLACK_SIGNING_SECRET")
+# The only origins a Slack reply is ever posted to (tests add a local server).
+SLACK_RESPONSE_ORIGINS = envlist("SLACK_RESPONSE_ORIGINS", "https://hooks.slack.com")
+# Swagger UI and Redoc served from this server: no CDN is needed.
+INSTALLED_APPS += ["drf_spectacular_sidecar"]
 SPECTACULAR_SETTINGS = {
     "TITLE": "FixGraph API",
     "DESCRIPTION": "Diagnose LLM-serving crashes and search what the team learned.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {

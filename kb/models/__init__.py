@@ -12,6 +12,7 @@ from kb.models.findings import (
     SourceDocument,
 )
 from kb.models.revision import KnowledgeRevision
+from kb.models.search import FindingSearchDocument
 from kb.models.validation import Host, ValidationRun
 from kb.models.vocabulary import Flag, FrameworkRelease, Hardware, LanguageModel
 
@@ -20,6 +21,7 @@ __all__ = [
     "ErrorSignature",
     "Finding",
     "FindingGpu",
+    "FindingSearchDocument",
     "Fix",
     "FixFeedback",
     "Flag",

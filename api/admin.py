@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from api.models import ApiToken
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = [
+        "prefix",
+        "name",
+        "user",
+        "scopes",
+        "created_at",
+        "expires_at",
+        "revoked_at",
+        "last_used_at",
+    ]
+    list_filter = ["revoked_at"]
+    search_fields = ["prefix", "name", "user__username"]
+    readonly_fields = ["prefix", "created_at", "last_used_at"]
+    fields = ["user", "name", "scopes", "expires_at", "revoked_at", *readonly_fields]
+    actions = ["revoke"]
+
+    def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        # A new token: generate it, and show it once; only its digest is stored.
+        token, raw = ApiToken.issue(
+            obj.user, list(obj.scopes or []), name=obj.name, expires_at=obj.expires_at
+        )
+        obj.pk, obj.prefix, obj.digest = token.pk, token.prefix, token.digest
+        messages.warning(request, f"The new token is {raw} — copy it now; it is not shown again.")
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        messages.info(request, f"Revoked {count} token(s).")

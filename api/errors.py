@@ -1,0 +1,81 @@
+"""One error shape for every failure a bot can see:
+`{"error": {"code": "...", "message": "...", "fields": {...}}}`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import Http404, HttpRequest, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+log = logging.getLogger(__name__)
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request is too large."
+    default_code = "payload_too_large"
+
+
+class InputRefused(exceptions.APIException):
+    """The pasted text cannot be diagnosed (empty, binary, malformed)."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "input_rejected"
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+def error_body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge("The request body is larger than this server accepts.")
+    response = exception_handler(exc, context)
+    if response is None:
+        # A bug: log it with its traceback, answer in the same shape as everything else.
+        log.exception("Unhandled error in %s", context.get("view"), exc_info=exc)
+        return Response(
+            error_body("server_error", "The server failed on this request; it was logged."),
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+    response.data = shaped(exc, response.data)
+    return response
+
+
+def shaped(exc: Exception, data: Any) -> dict[str, Any]:
+    if isinstance(exc, exceptions.ValidationError):
+        fields = data if isinstance(data, dict) else {"non_field_errors": data}
+        return error_body("invalid", first_message(fields), fields)
+    if isinstance(exc, Http404):
+        return error_body("not_found", "Not found.")
+    if isinstance(exc, PermissionDenied):
+        return error_body("permission_denied", "You may not do this.")
+    code = exc.get_codes() if isinstance(exc, exceptions.APIException) else "error"
+    message = data.get("detail", str(exc)) if isinstance(data, dict) else str(exc)
+    return error_body(code if isinstance(code, str) else "error", str(message))
+
+
+def first_message(fields: dict[str, Any]) -> str:
+    """`traceback: This field is required.` — one line a bot can post."""
+    for name, problems in fields.items():
+        problem = problems[0] if isinstance(problems, list) and problems else problems
+        if isinstance(problem, dict):
+            return first_message(problem)
+        label = "" if name == "non_field_errors" else f"{name}: "
+        return f"{label}{problem}"
+    return "The request is invalid."
+
+
+def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Unknown paths under /api/v1/ answer in JSON, not the HTML 404 page."""
+    return JsonResponse(error_body("not_found", f"No API endpoint at {request.path}."), status=404)

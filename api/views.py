@@ -1,0 +1,298 @@
+"""The /api/v1/ endpoints: transport only; the work is in kb.services."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, renderers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+from rest_framework.views import APIView
+
+from api import serializers as s
+from api.errors import Conflict, InputRefused
+from api.models import ApiToken, IdempotentReply, Scope
+from api.slack import diagnosis_blocks
+from config.celery import app as celery_app
+from kb.models import (
+    Finding,
+    Fix,
+    Flag,
+    FrameworkRelease,
+    Hardware,
+    Host,
+    LanguageModel,
+    ValidationRun,
+)
+from kb.services.search import FindingFilters, search_findings
+
+
+class SlackBlocksRenderer(renderers.JSONRenderer):
+    """`?format=slack` or `Accept: application/vnd.slack.blocks+json`: blocks to post as is."""
+
+    media_type = "application/vnd.slack.blocks+json"
+    format = "slack"
+
+
+def run_diagnosis(data: dict[str, Any]) -> dict[str, Any]:
+    # Imported on use: the rest of the API keeps working while decisiontree changes.
+    from decisiontree.traceback import InputRejected
+    from kb.services.diagnosis import diagnose
+
+    fields = {
+        k: data.get(k) or None
+        for k in ("launch_command", "gpu", "model", "framework", "framework_version")
+    }
+    try:
+        result = diagnose(data["traceback"], answers=data.get("answers") or None, **fields)
+    except InputRejected as rejected:
+        raise InputRefused(str(rejected)) from rejected
+    return result.to_dict()
+
+
+class DiagnoseView(APIView):
+    required_scopes = {"unsafe": Scope.READ}
+    renderer_classes = [renderers.JSONRenderer, SlackBlocksRenderer]
+
+    @extend_schema(request=s.DiagnoseRequestSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        """Ranked fixes for a pasted error: `match`, `fixes`, `not_helpful`, `questions`."""
+        serializer = s.DiagnoseRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = run_diagnosis(serializer.validated_data)
+        if request.accepted_renderer.format == "slack":
+            return Response(diagnosis_blocks(result))
+        return Response(result)
+
+
+class FeedbackView(APIView):
+    required_scopes = {"unsafe": Scope.READ}
+
+    @extend_schema(request=s.FeedbackSerializer, responses={201: s.FeedbackReplySerializer})
+    def post(self, request: Request) -> Response:
+        """Tell FixGraph whether a suggested fix helped; it becomes ranking evidence."""
+        from kb.services.diagnosis import record_feedback
+
+        serializer = s.FeedbackSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        feedback = record_feedback(
+            Fix.objects.get(pk=data["fix_id"]),
+            helped=data["helped"],
+            fingerprint=data.get("fingerprint", ""),
+            context=data.get("context") or {},
+            comment=data.get("comment", ""),
+            channel="api",
+            user=request.user,
+        )
+        reply = {"id": feedback.pk, "fix_id": feedback.fix_id, "helped": feedback.helped}
+        return Response(reply, status=status.HTTP_201_CREATED)
+
+
+FINDING_FILTERS = [
+    OpenApiParameter("q", str, description="Full text: error strings, flags, GPU arch (sm120)"),
+    *(OpenApiParameter(name, str) for name in ("gpu", "arch", "model", "framework", "flag")),
+    OpenApiParameter("status", str, enum=list(Finding.Status.values)),
+]
+
+
+@extend_schema_view(list=extend_schema(parameters=FINDING_FILTERS))
+class FindingViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Findings: search and filter; create and edit with `write` (every edit keeps history)."""
+
+    serializer_class = s.FindingSerializer
+    required_scopes = {"safe": Scope.READ, "unsafe": Scope.WRITE}
+    filter_backends: list[type] = []
+
+    def get_queryset(self) -> QuerySet[Finding]:
+        base = Finding.objects.select_related("model", "framework").prefetch_related(
+            "gpus", "flag_settings", "fixes"
+        )
+        if self.action != "list":
+            return base
+        params = self.request.query_params
+        filters = FindingFilters(
+            **{
+                name: params.get(name, "").strip()[:200]
+                for name in ("status", "gpu", "arch", "model", "framework", "flag")
+            }
+        )
+        return search_findings(params.get("q", ""), filters=filters, queryset=base)
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = super().get_serializer_context()
+        if self.action == "list":
+            context["search_query"] = self.request.query_params.get("q", "")
+        return context
+
+    @extend_schema(request=s.FixSerializer, responses={200: s.FixSerializer(many=True)})
+    @action(detail=True, methods=["get", "post"], serializer_class=s.FixSerializer)
+    def fixes(self, request: Request, pk: str | None = None) -> Response:
+        """A finding's fixes, in order; POST (scope `write`) adds one."""
+        finding = self.get_object()
+        if request.method == "GET":
+            return Response(s.FixSerializer(finding.fixes.all(), many=True).data)
+        serializer = s.FixSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        serializer.save(finding=finding)
+        return Response(serializer.data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: s.FindingHistorySerializer(many=True)})
+    @action(detail=True, methods=["get"], serializer_class=s.FindingHistorySerializer)
+    def history(self, request: Request, pk: str | None = None) -> Response:
+        """Every saved version of the finding, newest first, with who changed what."""
+        finding = self.get_object()
+        versions = list(finding.history.select_related("history_user").order_by("-history_id"))
+        rows = [
+            history_row(version, older)
+            for version, older in zip(versions, [*versions[1:], None], strict=True)
+        ]
+        return Response(s.FindingHistorySerializer(rows, many=True).data)
+
+
+def history_row(version: Any, older: Any) -> dict[str, Any]:
+    changed = [change.field for change in version.diff_against(older).changes] if older else []
+    user = version.history_user
+    return {
+        "history_id": version.history_id,
+        "history_date": version.history_date,
+        "history_type": {"+": "created", "~": "changed", "-": "deleted"}[version.history_type],
+        "history_user": user.get_username() if user else None,
+        "title": version.title,
+        "status": version.status,
+        "changed_fields": changed,
+    }
+
+
+class ReadOnly(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
+    required_scopes = {"safe": Scope.READ}
+    filter_backends: list[type] = []
+
+
+class HardwareViewSet(ReadOnly):
+    """GPUs as `nvidia-smi` names them, with architecture and memory."""
+
+    queryset = Hardware.objects.all()
+    serializer_class = s.GpuSerializer
+
+
+class LanguageModelViewSet(ReadOnly):
+    queryset = LanguageModel.objects.all()
+    serializer_class = s.LanguageModelSerializer
+
+
+class FrameworkReleaseViewSet(ReadOnly):
+    queryset = FrameworkRelease.objects.all()
+    serializer_class = s.FrameworkReleaseSerializer
+
+
+@extend_schema(parameters=[OpenApiParameter("framework", str, enum=["sglang", "vllm"])])
+class FlagViewSet(ReadOnly):
+    """Launch flags per framework, under their newest spelling."""
+
+    serializer_class = s.FlagSerializer
+
+    def get_queryset(self) -> QuerySet[Flag]:
+        framework = self.request.query_params.get("framework", "")
+        flags = Flag.objects.all()
+        return flags.filter(framework=framework) if framework else flags
+
+
+class HostViewSet(ReadOnly):
+    queryset = Host.objects.all()
+    serializer_class = s.HostSerializer
+
+
+class ValidationRunViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """Runs of fixes on GPU hosts. POST (scope `validate`) queues one; send `Idempotency-Key`."""
+
+    queryset = ValidationRun.objects.select_related("host")
+    serializer_class = s.ValidationRunSerializer
+    required_scopes = {"safe": Scope.READ, "unsafe": Scope.VALIDATE}
+    filter_backends: list[type] = []
+
+    @extend_schema(
+        request=s.ValidationRunRequestSerializer,
+        responses={202: s.ValidationRunSerializer},
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
+    )
+    def create(self, request: Request) -> Response:
+        key = request.headers.get("Idempotency-Key", "").strip()[:200]
+        if key:
+            replay = idempotent_replay(request, key)
+            if replay is not None:
+                return replay
+        serializer = s.ValidationRunRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        with transaction.atomic():
+            run = queue_validation(serializer, request)
+            reply = self.get_serializer(run).data
+            if key:
+                remember_reply(request, key, status.HTTP_202_ACCEPTED, reply)
+        return Response(reply, status=status.HTTP_202_ACCEPTED, headers={"Location": reply["url"]})
+
+
+def queue_validation(serializer: BaseSerializer[Any], request: Request) -> ValidationRun:
+    data = serializer.validated_data
+    run = ValidationRun.objects.create(
+        fix_id=data["fix_id"],
+        host=data["host"],
+        status=ValidationRun.Status.QUEUED,
+        created_by=request.user if request.user.is_authenticated else None,
+    )
+    # After commit, so the worker never looks for a run that is not there yet.
+    transaction.on_commit(lambda: send_validation_task(run.pk))
+    return run
+
+
+def send_validation_task(run_id: int) -> None:
+    result = celery_app.send_task("kb.run_validation", args=[run_id])
+    ValidationRun.objects.filter(pk=run_id).update(task_id=str(result.id or ""))
+
+
+def request_digest(request: Request) -> str:
+    body = json.dumps(request.data, sort_keys=True, default=str)
+    return hashlib.sha256(f"{request.path}\n{body}".encode()).hexdigest()
+
+
+def idempotent_replay(request: Request, key: str) -> Response | None:
+    token = request.auth if isinstance(request.auth, ApiToken) else None
+    stored = IdempotentReply.objects.filter(token=token, key=key).first()
+    if stored is None:
+        return None
+    if stored.request_digest != request_digest(request):
+        raise Conflict("This Idempotency-Key was already used for a different request.")
+    return Response(stored.body, status=stored.status_code, headers={"Idempotent-Replay": "true"})
+
+
+def remember_reply(request: Request, key: str, code: int, body: dict[str, Any]) -> None:
+    token = request.auth if isinstance(request.auth, ApiToken) else None
+    try:
+        with transaction.atomic():
+            IdempotentReply.objects.create(
+                token=token,
+                key=key,
+                path=request.path,
+                request_digest=request_digest(request),
+                status_code=code,
+                body=body,
+            )
+    except IntegrityError as exc:
+        # A concurrent request with the same key won; this one must not queue a second run.
+        raise Conflict("A request with this Idempotency-Key is already in progress.") from exc

@@ -1,0 +1,487 @@
+"""Full-text search over findings, shared by the web pages and the REST API.
+
+Error text is the hard case: `nsa_kv_cache_store_fp8`, `--mem-fraction-static`,
+`memory_pool.py:set_kv_buffer`. Both databases' tokenizers cut identifiers
+apart (and PostgreSQL's parser reads `self.nsa_kv` as a host name), so the
+text is normalised here first: every identifier is indexed as its parts *and*
+whole (`nsakvcachestorefp8`), and a query identifier matches either the whole
+token or its parts as a phrase. GPU architectures are spelled one way
+(`sm_120`, `SM120`, `sm 120` all become `sm120`).
+
+PostgreSQL: weighted tsvector ('simple' config: no stemming, no stop words)
+plus pg_trgm word similarity for typos. SQLite (`make run`): FTS5 with bm25.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.contrib.postgres.search import (
+    SearchQuery,
+    SearchRank,
+    SearchVector,
+    TrigramWordSimilarity,
+)
+from django.db import connection, transaction
+from django.db.models import Case, F, FloatField, Q, QuerySet, Value, When
+
+from kb.models import Finding
+from kb.models.search import FindingSearchDocument
+
+FTS_TABLE = "kb_finding_fts"
+MAX_QUERY_CHARS = 500
+MAX_SAMPLE_CHARS = 20_000
+# Past this many terms a query is a pasted log, not a search: any term may match.
+ALL_TERMS_UP_TO = 8
+SQLITE_MAX_HITS = 500
+SNIPPET_CHARS = 180
+
+ARCH_SPELLING = re.compile(r"\bsm[\s_-]?(\d{2,3}[a-z]?)\b", re.IGNORECASE)
+IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[_\-.:/][A-Za-z0-9]+)*")
+ALNUM = re.compile(r"[a-z0-9]+")
+
+
+# --- query terms ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Term:
+    """One word of a query; an identifier keeps its parts in order."""
+
+    parts: tuple[str, ...]
+
+    @property
+    def joined(self) -> str:
+        return "".join(self.parts)
+
+
+def normalise_arch(text: str) -> str:
+    return ARCH_SPELLING.sub(lambda m: "sm" + m.group(1).lower(), text)
+
+
+def parse_query(query: str) -> tuple[Term, ...]:
+    text = normalise_arch(query[:MAX_QUERY_CHARS].lower())
+    terms = (Term(tuple(ALNUM.findall(token))) for token in IDENTIFIER.findall(text))
+    unique = dict.fromkeys(term for term in terms if term.parts)
+    return tuple(unique)
+
+
+# --- documents ------------------------------------------------------------------
+
+
+def searchable(text: str) -> str:
+    """Text as both databases should tokenize it: parts, then whole identifiers."""
+    text = normalise_arch(text)
+    wholes = {
+        "".join(ALNUM.findall(piece.lower()))
+        for token in IDENTIFIER.findall(text)
+        for piece in identifier_pieces(token)
+    }
+    plain = " ".join(ALNUM.findall(text.lower()))
+    return plain + "\n" + " ".join(sorted(w for w in wholes if w))
+
+
+def identifier_pieces(token: str) -> Iterable[str]:
+    """`pkg.mod:func_name` is found as a whole and as `func_name` or `mod`."""
+    if not re.search(r"[_\-.:/]", token):
+        return ()
+    pieces = [p for p in re.split(r"[.:/]", token) if re.search(r"[_-]", p)]
+    return [token, *pieces]
+
+
+@dataclass(frozen=True)
+class DocumentFields:
+    title: str
+    errors: str
+    context: str
+    body: str
+
+    @property
+    def text(self) -> str:
+        return "\n".join((self.title, self.errors, self.context, self.body))
+
+
+def document_fields(finding: Finding) -> DocumentFields:
+    return DocumentFields(
+        title=finding.title,
+        errors=join_lines(error_lines(finding)),
+        context=join_lines(context_lines(finding)),
+        body=join_lines(body_lines(finding)),
+    )
+
+
+def join_lines(lines: Iterable[str | None]) -> str:
+    return "\n".join(line for line in lines if line)
+
+
+def error_lines(finding: Finding) -> Iterable[str]:
+    for signature in finding.signatures.all():
+        yield f"{signature.exception_type}: {signature.template}"
+        yield " ".join(str(frame) for frame in signature.key_frames or ())
+    for sample in finding.samples.all():
+        yield sample.text[:MAX_SAMPLE_CHARS]
+
+
+def context_lines(finding: Finding) -> Iterable[str | None]:
+    yield finding.summary
+    yield finding.cause
+    for setting in finding.flag_settings.all():
+        yield f"--{setting.name} {setting.value}"
+    for gpu in finding.gpus.all():
+        yield f"{gpu.name} {gpu.arch} {gpu.family} {' '.join(map(str, gpu.aliases or ()))}"
+    for condition in finding.conditions or ():
+        if isinstance(condition, dict):
+            yield f"{condition.get('key', '')} = {condition.get('value', '')}"
+    if finding.model is not None:
+        model = finding.model
+        yield f"{model.name} {model.family} {model.arch} {model.quantization}"
+    if finding.framework is not None:
+        yield str(finding.framework)
+
+
+def body_lines(finding: Finding) -> Iterable[str | None]:
+    yield finding.body
+    yield finding.works_command
+    for fix in finding.fixes.all():
+        yield fix.summary
+        for change in fix.changes or ():
+            if isinstance(change, dict):
+                yield f"{change.get('name', '')} {change.get('value') or ''}"
+
+
+# --- keeping documents up to date ---------------------------------------------------
+
+_pending = threading.local()
+
+
+def schedule_refresh(finding_id: int) -> None:
+    """Rebuild a finding's document once, after the transaction that changed it commits."""
+    pending: set[int] | None = getattr(_pending, "ids", None)
+    if pending is None:
+        pending = _pending.ids = set()
+    # Every call registers: the first flush after a commit empties the set and later
+    # ones are no-ops; an id from a rolled-back transaction is harmlessly rebuilt.
+    pending.add(finding_id)
+    transaction.on_commit(flush_pending)
+
+
+def flush_pending() -> None:
+    ids: set[int] = getattr(_pending, "ids", set())
+    _pending.ids = set()
+    for finding_id in sorted(ids):
+        refresh_document(finding_id)
+
+
+def refresh_document(finding_id: int) -> None:
+    finding = (
+        Finding.objects.filter(pk=finding_id)
+        .select_related("model", "framework")
+        .prefetch_related("signatures", "samples", "flag_settings", "gpus", "fixes")
+        .first()
+    )
+    with transaction.atomic():
+        if finding is None:
+            FindingSearchDocument.objects.filter(finding_id=finding_id).delete()
+            write_fts_row(finding_id, None)
+            return
+        store_document(finding, document_fields(finding))
+
+
+def store_document(finding: Finding, fields: DocumentFields) -> None:
+    indexed = {
+        "title": searchable(fields.title),
+        "errors": searchable(fields.errors),
+        "context": searchable(fields.context),
+        "body": searchable(fields.body),
+    }
+    FindingSearchDocument.objects.update_or_create(
+        finding=finding, defaults={**indexed, "text": fields.text}
+    )
+    if connection.vendor == "postgresql":
+        FindingSearchDocument.objects.filter(finding=finding).update(vector=weighted_vector())
+    write_fts_row(finding.pk, indexed)
+
+
+def weighted_vector() -> SearchVector:
+    return (
+        SearchVector("title", weight="A", config="simple")
+        + SearchVector("errors", weight="B", config="simple")
+        + SearchVector("context", weight="C", config="simple")
+        + SearchVector("body", weight="D", config="simple")
+    )
+
+
+def write_fts_row(finding_id: int, indexed: dict[str, str] | None) -> None:
+    if connection.vendor != "sqlite":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {FTS_TABLE} WHERE rowid = %s", [finding_id])  # noqa: S608
+        if indexed is not None:
+            cursor.execute(
+                f"INSERT INTO {FTS_TABLE} (rowid, title, errors, context, body) "  # noqa: S608
+                "VALUES (%s, %s, %s, %s, %s)",
+                [
+                    finding_id,
+                    indexed["title"],
+                    indexed["errors"],
+                    indexed["context"],
+                    indexed["body"],
+                ],
+            )
+
+
+def build_missing_documents() -> int:
+    """Documents for findings saved without signals (bulk loads, raw SQL, old rows)."""
+    missing = list(
+        Finding.objects.filter(search_document__isnull=True).values_list("pk", flat=True)
+    )
+    stale = FindingSearchDocument.objects.filter(built_at__lt=F("finding__updated_at"))
+    ids = missing + list(stale.values_list("finding_id", flat=True))
+    for finding_id in ids:
+        refresh_document(finding_id)
+    return len(ids)
+
+
+def rebuild_all() -> int:
+    """Every document from scratch: after a restore, or when this module's rules change."""
+    ids = list(Finding.objects.values_list("pk", flat=True))
+    for finding_id in ids:
+        refresh_document(finding_id)
+    return len(ids)
+
+
+# --- filters ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FindingFilters:
+    """The facets a user narrows a list by; empty means any."""
+
+    status: str = ""
+    gpu: str = ""
+    arch: str = ""
+    model: str = ""
+    framework: str = ""
+    flag: str = ""
+
+
+def canonical_arch(value: str) -> str:
+    """`sm120`, `SM_120`, `sm 120` -> `sm_120`."""
+    match = ARCH_SPELLING.search(value.strip())
+    return f"sm_{match.group(1).lower()}" if match else value.strip().lower()
+
+
+def filter_findings(queryset: QuerySet[Finding], filters: FindingFilters) -> QuerySet[Finding]:
+    conditions = [condition for condition in facet_conditions(filters) if condition is not None]
+    if not conditions:
+        return queryset
+    # Through a subquery, so joins on GPUs and flags never duplicate rows.
+    matching = Finding.objects.all()
+    for condition in conditions:
+        matching = matching.filter(condition)
+    return queryset.filter(pk__in=matching.values("pk"))
+
+
+def facet_conditions(filters: FindingFilters) -> Iterable[Q | None]:
+    yield Q(status=filters.status) if filters.status else None
+    yield gpu_condition(filters.gpu) if filters.gpu else None
+    yield arch_condition(filters.arch) if filters.arch else None
+    yield model_condition(filters.model) if filters.model else None
+    yield framework_condition(filters.framework) if filters.framework else None
+    yield flag_condition(filters.flag) if filters.flag else None
+
+
+def gpu_condition(gpu: str) -> Q:
+    words = gpu.split()
+    by_words = Q()
+    for word in words:
+        by_words &= Q(gpus__name__icontains=word)
+    return by_words
+
+
+def arch_condition(arch: str) -> Q:
+    wanted = canonical_arch(arch)
+    in_conditions = Q(search_document__context__icontains=f"gpu.arch = {wanted}")
+    return Q(gpus__arch__iexact=wanted) | Q(gpus__compute_capability=arch.strip()) | in_conditions
+
+
+def model_condition(model: str) -> Q:
+    return (
+        Q(model__name__icontains=model)
+        | Q(model__arch__iexact=model)
+        | Q(model__family__iexact=model)
+    )
+
+
+def framework_condition(framework: str) -> Q:
+    name, _, version = framework.strip().partition(" ")
+    condition = Q(framework__name__iexact=name)
+    return condition & Q(framework__version__istartswith=version) if version else condition
+
+
+def flag_condition(flag: str) -> Q:
+    name = flag.strip().lstrip("-").split("=")[0].split()[0] if flag.strip("- ") else ""
+    spellings = {name, name.replace("_", "-"), name.replace("-", "_")}
+    condition = Q()
+    for spelling in spellings:
+        condition |= Q(flag_settings__name__iexact=spelling)
+    return condition
+
+
+# --- search ---------------------------------------------------------------------------
+
+
+def search_findings(
+    query: str = "",
+    *,
+    filters: FindingFilters | None = None,
+    queryset: QuerySet[Finding] | None = None,
+) -> QuerySet[Finding]:
+    """Findings matching `query` (all of its words; any, for a pasted log) and the filters.
+
+    With a query, best first and each annotated with `rank` (higher is better);
+    without one, newest first. `snippet_for(finding, query)` gives the highlighted line.
+    """
+    base = filter_findings(
+        queryset if queryset is not None else Finding.objects.all(), filters or FindingFilters()
+    )
+    terms = parse_query(query)
+    if not terms:
+        return base.order_by("-updated_at", "-id")
+    build_missing_documents()
+    base = base.select_related("search_document")
+    if connection.vendor == "postgresql":
+        return postgres_search(base, query, terms)
+    return sqlite_search(base, query, terms)
+
+
+def postgres_search(
+    base: QuerySet[Finding], query: str, terms: tuple[Term, ...]
+) -> QuerySet[Finding]:
+    tsquery = SearchQuery(tsquery_text(terms), search_type="raw", config="simple")
+    text = query.strip()[:MAX_QUERY_CHARS]
+    matched = Q(search_document__vector=tsquery)
+    if len(text) >= 4:
+        # Typos and partial strings: a close enough stretch of the document.
+        matched |= Q(search_document__text__trigram_word_similar=text)
+    return (
+        base.filter(matched)
+        .annotate(
+            rank=SearchRank(F("search_document__vector"), tsquery)
+            + TrigramWordSimilarity(Value(text), "search_document__text") * 0.1
+        )
+        .order_by("-rank", "-id")
+    )
+
+
+def tsquery_text(terms: tuple[Term, ...]) -> str:
+    operator = " & " if len(terms) <= ALL_TERMS_UP_TO else " | "
+    return operator.join(postgres_term(term) for term in terms)
+
+
+def postgres_term(term: Term) -> str:
+    # Parts are [a-z0-9]+ only (see ALNUM), so nothing here can break tsquery syntax.
+    if len(term.parts) == 1:
+        return f"{term.joined}:*"
+    phrase = " <-> ".join(term.parts[:-1] + (f"{term.parts[-1]}:*",))
+    return f"({term.joined}:* | ({phrase}))"
+
+
+def sqlite_search(
+    base: QuerySet[Finding], query: str, terms: tuple[Term, ...]
+) -> QuerySet[Finding]:
+    ranks = fts_ranks(terms)
+    if not ranks:
+        return (
+            base.filter(search_document__text__icontains=query.strip()[:MAX_QUERY_CHARS])
+            .annotate(rank=Value(0.0, output_field=FloatField()))
+            .order_by("-id")
+        )
+    rank = Case(
+        *(When(pk=pk, then=Value(score)) for pk, score in ranks.items()),
+        default=Value(0.0),
+        output_field=FloatField(),
+    )
+    return base.filter(pk__in=list(ranks)).annotate(rank=rank).order_by("-rank", "-id")
+
+
+def fts_ranks(terms: tuple[Term, ...]) -> dict[int, float]:
+    sql = (
+        f"SELECT rowid, -bm25({FTS_TABLE}, 10.0, 4.0, 2.0, 1.0) FROM {FTS_TABLE} "  # noqa: S608
+        f"WHERE {FTS_TABLE} MATCH %s ORDER BY 2 DESC LIMIT {SQLITE_MAX_HITS}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [fts_query_text(terms)])
+        return {int(pk): float(score) for pk, score in cursor.fetchall()}
+
+
+def fts_query_text(terms: tuple[Term, ...]) -> str:
+    operator = " AND " if len(terms) <= ALL_TERMS_UP_TO else " OR "
+    return operator.join(fts_term(term) for term in terms)
+
+
+def fts_term(term: Term) -> str:
+    if len(term.parts) == 1:
+        return f'"{term.joined}"*'
+    return f'("{term.joined}"* OR "{" ".join(term.parts)}"*)'
+
+
+# --- snippets -------------------------------------------------------------------------
+
+
+def snippet_for(finding: Finding, query: str) -> str:
+    """A short stretch of the finding around the first hit, HTML-escaped, hits in <mark>."""
+    pattern = highlight_pattern(parse_query(query))
+    texts = snippet_sources(finding)
+    if pattern is None:
+        return html.escape(texts[0][:SNIPPET_CHARS]) if texts else ""
+    for text in texts:
+        match = pattern.search(text)
+        if match:
+            return marked(text, pattern, match.start())
+    return html.escape(texts[0][:SNIPPET_CHARS]) if texts else ""
+
+
+def snippet_sources(finding: Finding) -> list[str]:
+    # search_findings() select_related()s the document: no query per row.
+    try:
+        raw = finding.search_document.text
+    except FindingSearchDocument.DoesNotExist:
+        raw = finding.title
+    return [line for line in raw.splitlines() if line.strip()]
+
+
+def highlight_pattern(terms: tuple[Term, ...]) -> re.Pattern[str] | None:
+    if not terms:
+        return None
+    # Parts may be written with any separator (or none) between them.
+    alternatives = sorted(
+        (r"[\s_\-.:/]?".join(map(part_pattern, term.parts)) for term in terms),
+        key=len,
+        reverse=True,
+    )
+    return re.compile("|".join(alternatives), re.IGNORECASE)
+
+
+def part_pattern(part: str) -> str:
+    arch = re.fullmatch(r"sm(\d{2,3}[a-z]?)", part)
+    return rf"sm[\s_-]?{arch.group(1)}" if arch else re.escape(part)
+
+
+def marked(text: str, pattern: re.Pattern[str], first_hit: int) -> str:
+    start = max(0, first_hit - SNIPPET_CHARS // 3)
+    window = text[start : start + SNIPPET_CHARS]
+    pieces: list[str] = ["…" if start else ""]
+    position = 0
+    for match in pattern.finditer(window):
+        pieces.append(html.escape(window[position : match.start()]))
+        pieces.append(f"<mark>{html.escape(match.group())}</mark>")
+        position = match.end()
+    pieces.append(html.escape(window[position:]))
+    if start + SNIPPET_CHARS < len(text):
+        pieces.append("…")
+    return "".join(pieces)

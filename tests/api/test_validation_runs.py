@@ -1,0 +1,108 @@
+"""Queueing a validation run: scope `validate`, 202 with the run's URL, idempotent by key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from kb.models import Finding, Host, ValidationRun
+from tests.api.conftest import assert_error
+
+pytestmark = pytest.mark.django_db
+
+RUNS = "/api/v1/validation-runs/"
+
+
+class SentTasks(list):
+    def send_task(self, name: str, args: list[Any]) -> Any:
+        self.append((name, args))
+        return type("Result", (), {"id": f"task-{len(self)}"})()
+
+
+@pytest.fixture
+def sent(monkeypatch) -> SentTasks:
+    tasks = SentTasks()
+    monkeypatch.setattr("api.views.celery_app", tasks)
+    return tasks
+
+
+@pytest.fixture
+def host(db: None) -> Host:
+    return Host.objects.create(
+        name="rtx-box-1", address="10.0.0.5", username="gpu", key_path="/secret/key"
+    )
+
+
+def queue(client: APIClient, body: dict, key: str = ""):
+    headers = {"HTTP_IDEMPOTENCY_KEY": key} if key else {}
+    return client.post(RUNS, body, format="json", **headers)
+
+
+def test_it_queues_a_run_and_answers_202_with_its_url(
+    validator: APIClient,
+    dsa_finding: Finding,
+    host: Host,
+    sent: SentTasks,
+    django_capture_on_commit_callbacks,
+) -> None:
+    fix = dsa_finding.fixes.first()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = queue(validator, {"fix_id": fix.pk, "host": "rtx-box-1"})
+    assert response.status_code == 202, response.content
+    run = ValidationRun.objects.get()
+    assert (run.fix, run.host, run.status) == (fix, host, ValidationRun.Status.QUEUED)
+    assert sent == [("kb.run_validation", [run.pk])]
+    assert response["Location"].endswith(f"{RUNS}{run.pk}/")
+    assert validator.get(response["Location"]).json()["status"] == "queued"
+    run.refresh_from_db()
+    assert run.task_id == "task-1"
+
+
+def test_the_same_idempotency_key_queues_once(
+    validator: APIClient,
+    dsa_finding: Finding,
+    host: Host,
+    sent: SentTasks,
+    django_capture_on_commit_callbacks,
+) -> None:
+    body = {"fix_id": dsa_finding.fixes.first().pk, "host": "rtx-box-1"}
+    with django_capture_on_commit_callbacks(execute=True):
+        first = queue(validator, body, key="retry-1")
+        again = queue(validator, body, key="retry-1")
+    assert (first.status_code, again.status_code) == (202, 202)
+    assert again.json() == first.json() and again["Idempotent-Replay"] == "true"
+    assert ValidationRun.objects.count() == 1 and len(sent) == 1
+    assert_error(queue(validator, {**body, "host": "other"}, key="retry-1"), 409, "conflict")
+
+
+def test_queueing_needs_the_validate_scope(
+    reader: APIClient, dsa_finding: Finding, host: Host, sent: SentTasks
+) -> None:
+    body = {"fix_id": dsa_finding.fixes.first().pk, "host": "rtx-box-1"}
+    assert_error(queue(reader, body), 403)
+    assert not ValidationRun.objects.exists() and not sent
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"fix_id": 999999, "host": "rtx-box-1"},
+        {"host": "rtx-box-1"},
+        {"fix_id": 1},
+        {"fix_id": 1, "host": "no-such-host"},
+        {"fix_id": [1], "host": "rtx-box-1"},
+    ],
+)
+def test_it_explains_a_bad_run_request(
+    validator: APIClient, body: dict, host: Host, dsa_finding: Finding, sent: SentTasks
+) -> None:
+    assert_error(queue(validator, body), 400, "invalid")
+    assert not sent
+
+
+def test_hosts_are_listed_without_their_secrets(reader: APIClient, host: Host) -> None:
+    row = reader.get("/api/v1/hosts/").json()["results"][0]
+    assert row["name"] == "rtx-box-1" and "key_path" not in row and "username" not in row
+    assert reader.get(f"/api/v1/hosts/{host.pk}/").status_code == 200
