@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connection, transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
 from kb.models import (
@@ -20,16 +19,9 @@ from kb.models import (
 WATCHED = (Finding, Fix, ErrorSample, FixFeedback, SignatureDecision, ValidationRun)
 
 
-def bump_revision() -> None:
-    KnowledgeRevision.bump()
-
-
 def knowledge_changed(sender: type, **kwargs: Any) -> None:
-    # After commit, so a reader never rebuilds from a half-written change; once
-    # per transaction, so ingesting a document does not bump it fifty times.
-    if any(entry[1] is bump_revision for entry in connection.run_on_commit):
-        return
-    transaction.on_commit(bump_revision)
+    # In the writer's transaction: readers see the new stamp exactly when they see the change.
+    KnowledgeRevision.bump()
 
 
 for model in WATCHED:

@@ -71,6 +71,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('number', models.PositiveBigIntegerField(default=0)),
+                ('stamp', models.CharField(default='', max_length=32)),
                 ('changed_at', models.DateTimeField(auto_now=True)),
             ],
         ),

@@ -1,27 +1,33 @@
-"""A counter that moves whenever published knowledge changes.
+"""A stamp that changes whenever published knowledge changes.
 
 Every process (web workers, Celery workers) holds its own in-memory decision
-graph; comparing this one number tells it when to rebuild.
+graph; comparing this one row tells it when to rebuild. The stamp is written in
+the same transaction as the change, so a reader sees both or neither; it is
+random, so a rolled-back change never makes a stale graph look current.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from django.db import models
 
 
 class KnowledgeRevision(models.Model):
-    """A single row; `number` grows with every change that can alter a diagnosis."""
+    """A single row: `number` counts changes, `stamp` identifies the latest one."""
 
     number = models.PositiveBigIntegerField(default=0)
+    stamp = models.CharField(max_length=32, default="")
     changed_at = models.DateTimeField(auto_now=True)
 
     @classmethod
-    def current(cls) -> int:
-        row = cls.objects.filter(pk=1).values_list("number", flat=True).first()
-        return row or 0
+    def current(cls) -> str:
+        row = cls.objects.filter(pk=1).values_list("number", "stamp").first()
+        return f"{row[0]}:{row[1]}" if row else "0:"
 
     @classmethod
     def bump(cls) -> None:
-        updated = cls.objects.filter(pk=1).update(number=models.F("number") + 1)
+        stamp = uuid.uuid4().hex
+        updated = cls.objects.filter(pk=1).update(number=models.F("number") + 1, stamp=stamp)
         if not updated:
-            cls.objects.get_or_create(pk=1, defaults={"number": 1})
+            cls.objects.get_or_create(pk=1, defaults={"number": 1, "stamp": stamp})

@@ -1,0 +1,48 @@
+"""`python manage.py ingest PATH... [--publish]`: load write-ups and FINDINGS.md files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from kb.services.ingest import ingest_paths
+
+
+class Command(BaseCommand):
+    help = (
+        "Ingest incident write-ups and FINDINGS.md files (files or folders). Idempotent: "
+        "unchanged documents are skipped, edited ones update their findings."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("paths", nargs="+", help="Files or folders (.md, .txt, .log)")
+        parser.add_argument(
+            "--publish",
+            action="store_true",
+            help="Publish findings from FINDINGS.md-format documents directly "
+            "(free-form write-ups always wait for review)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        report = ingest_paths(options["paths"], publish=options["publish"])
+        for doc in report.documents:
+            self.stdout.write(describe(doc))
+        totals = ", ".join(
+            f"{report.count(action)} {action}"
+            for action in ("created", "updated", "skipped", "failed")
+        )
+        self.stdout.write(f"documents: {totals}")
+        if report.failed and len(report.failed) == len(report.documents):
+            raise CommandError("no document could be ingested")
+
+
+def describe(doc: Any) -> str:
+    if doc.action == "failed":
+        return f"failed   {doc.path}: {doc.reason}"
+    if doc.action == "skipped":
+        return f"skipped  {doc.path} ({doc.reason})"
+    parts = [f"{doc.findings_created} findings created", f"{doc.findings_updated} updated"]
+    if doc.findings_removed:
+        parts.append(f"{doc.findings_removed} retired")
+    return f"{doc.action:<8} {doc.path}: {', '.join(parts)}"

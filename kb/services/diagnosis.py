@@ -1,0 +1,226 @@
+"""Diagnosis over the published knowledge base, and what users tell us back.
+
+Translates ORM rows into the plain records of `decisiontree` and keeps one
+decision graph per process, rebuilt when the knowledge revision moves.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Prefetch
+
+from decisiontree.context import Context, build_context
+from decisiontree.diagnose import Diagnosis
+from decisiontree.diagnose import diagnose as diagnose_with_graph
+from decisiontree.graph import KnowledgeGraph, build_graph
+from decisiontree.records import (
+    Change,
+    ChangeAction,
+    Condition,
+    Evidence,
+    FindingRecord,
+    FixRecord,
+    Outcome,
+    SourceRef,
+)
+from kb.models import (
+    Finding,
+    Fix,
+    FixFeedback,
+    KnowledgeRevision,
+    SignatureDecision,
+    ValidationRun,
+)
+
+
+@dataclass(frozen=True)
+class CachedGraph:
+    revision: str
+    graph: KnowledgeGraph
+
+
+_cache: CachedGraph | None = None
+_lock = threading.Lock()
+
+
+def knowledge_graph() -> KnowledgeGraph:
+    """The decision graph of the published findings, rebuilt only when they changed."""
+    global _cache
+    revision = KnowledgeRevision.current()
+    cached = _cache
+    if cached is not None and cached.revision == revision:
+        return cached.graph
+    with _lock:
+        if _cache is None or _cache.revision != revision:
+            _cache = CachedGraph(revision, build_graph(finding_records()))
+        return _cache.graph
+
+
+def diagnose(
+    text: str,
+    *,
+    launch_command: str | None = None,
+    gpu: str | None = None,
+    model: str | None = None,
+    framework: str | None = None,
+    framework_version: str | None = None,
+    answers: dict[str, str] | None = None,
+) -> Diagnosis:
+    """Ranked fixes for a pasted error. Raises decisiontree InputRejected on bad input."""
+    context = build_context(
+        text,
+        launch_command=launch_command,
+        gpu=gpu,
+        model=model,
+        framework=framework,
+        framework_version=framework_version,
+    )
+    for key, value in (answers or {}).items():
+        context = context.with_answer(key, value)
+    return diagnose_with_graph(text, context, knowledge_graph())
+
+
+def finding_records() -> list[FindingRecord]:
+    findings = (
+        Finding.objects.filter(status=Finding.Status.PUBLISHED)
+        .prefetch_related(
+            Prefetch("fixes", queryset=Fix.objects.order_by("position", "id")),
+            "samples",
+            "sources",
+        )
+        .order_by("id")
+    )
+    evidence = fix_evidence()
+    decisions = signature_decisions()
+    return [finding_record(f, evidence, decisions) for f in findings]
+
+
+def finding_record(
+    finding: Finding,
+    evidence: dict[int, Evidence],
+    decisions: dict[tuple[int, str], list[str]],
+) -> FindingRecord:
+    return FindingRecord(
+        id=finding.pk,
+        title=finding.title,
+        kind=finding.kind,
+        cause=finding.cause,
+        samples=tuple(sample.text for sample in finding.samples.all()),
+        conditions=tuple(condition_of(c) for c in finding.conditions or ()),
+        fixes=tuple(fix_record(fix, evidence.get(fix.pk)) for fix in finding.fixes.all()),
+        sources=tuple(SourceRef(doc.pk, doc.title) for doc in finding.sources.all()),
+        linked_fingerprints=tuple(decisions.get((finding.pk, "link"), ())),
+        split_fingerprints=tuple(decisions.get((finding.pk, "split"), ())),
+    )
+
+
+def condition_of(raw: dict[str, Any]) -> Condition:
+    return Condition(str(raw["key"]), str(raw["value"]), bool(raw.get("negate", False)))
+
+
+def fix_record(fix: Fix, evidence: Evidence | None) -> FixRecord:
+    return FixRecord(
+        id=fix.pk,
+        summary=fix.summary,
+        changes=tuple(change_of(c) for c in fix.changes or ()),
+        outcome=Outcome(fix.outcome),
+        evidence=evidence or Evidence(),
+    )
+
+
+def change_of(raw: dict[str, Any]) -> Change:
+    value = raw.get("value")
+    return Change(ChangeAction(raw["action"]), str(raw["name"]), None if value is None else str(value))
+
+
+def fix_evidence() -> dict[int, Evidence]:
+    """Validated runs per architecture and user feedback, per fix, in two queries."""
+    passed: dict[int, Counter[str]] = {}
+    failed: dict[int, Counter[str]] = {}
+    finished = ValidationRun.objects.filter(
+        status__in=[ValidationRun.Status.PASSED, ValidationRun.Status.FAILED]
+    ).values_list("fix_id", "arch", "status")
+    for fix_id, arch, status in finished:
+        bucket = passed if status == ValidationRun.Status.PASSED else failed
+        bucket.setdefault(fix_id, Counter())[arch or "unknown"] += 1
+    helped: Counter[int] = Counter()
+    not_helped: Counter[int] = Counter()
+    for fix_id, was_helpful in FixFeedback.objects.values_list("fix_id", "helped"):
+        (helped if was_helpful else not_helped)[fix_id] += 1
+    fix_ids = set(passed) | set(failed) | set(helped) | set(not_helped)
+    return {
+        fix_id: Evidence(
+            validated_passed=tuple(sorted(passed.get(fix_id, Counter()).items())),
+            validated_failed=tuple(sorted(failed.get(fix_id, Counter()).items())),
+            feedback_helped=helped[fix_id],
+            feedback_not_helped=not_helped[fix_id],
+        )
+        for fix_id in fix_ids
+    }
+
+
+def signature_decisions() -> dict[tuple[int, str], list[str]]:
+    decisions: dict[tuple[int, str], list[str]] = {}
+    for finding_id, decision, fingerprint in SignatureDecision.objects.values_list(
+        "finding_id", "decision", "fingerprint"
+    ):
+        decisions.setdefault((finding_id, decision), []).append(fingerprint)
+    return decisions
+
+
+def record_feedback(
+    fix: Fix,
+    *,
+    helped: bool,
+    fingerprint: str = "",
+    context: Context | dict[str, Any] | None = None,
+    comment: str = "",
+    channel: str = "",
+    user: AbstractBaseUser | AnonymousUser | None = None,
+) -> FixFeedback:
+    """A user says a suggested fix fixed it (or did not). Becomes ranking evidence."""
+    return FixFeedback.objects.create(
+        fix=fix,
+        helped=helped,
+        fingerprint=fingerprint[:64],
+        context=context_dict(context),
+        comment=comment,
+        channel=channel[:20],
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+
+
+def decide_signature(
+    fingerprint: str,
+    finding: Finding,
+    *,
+    decision: str,
+    user: AbstractBaseUser | AnonymousUser | None = None,
+) -> SignatureDecision:
+    """A reviewer links a fingerprint to a finding, or splits it off; it sticks."""
+    row, _ = SignatureDecision.objects.update_or_create(
+        fingerprint=fingerprint,
+        finding=finding,
+        defaults={
+            "decision": SignatureDecision.Decision(decision),
+            "decided_by": user if user is not None and user.is_authenticated else None,
+        },
+    )
+    return row
+
+
+def context_dict(context: Context | dict[str, Any] | None) -> dict[str, Any]:
+    if context is None:
+        return {}
+    if isinstance(context, dict):
+        return context
+    return {
+        key: (dict(value) if hasattr(value, "items") else value)
+        for key, value in vars(context).items()
+        if value not in (None, (), {})
+    }

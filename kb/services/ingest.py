@@ -1,0 +1,146 @@
+"""Ingestion: documents on disk become findings in the knowledge base.
+
+Idempotent by content: a document already stored byte-for-byte is skipped; a
+document at a known path whose content changed updates the findings it yielded
+(same rows, so their history shows the edit). Each document is stored in one
+transaction: a document that cannot be read or stored leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import transaction
+
+from decisiontree.documents import (
+    DocumentRejected,
+    ExtractedDocument,
+    ExtractedFinding,
+    decode_document,
+    extract_document,
+)
+from kb.models import Finding, SourceDocument
+from kb.services.records import store_extracted_finding
+
+INGESTIBLE_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".log", ""}
+
+
+@dataclass
+class DocumentOutcome:
+    path: str
+    action: str  # created | updated | skipped | failed
+    findings_created: int = 0
+    findings_updated: int = 0
+    findings_removed: int = 0
+    reason: str = ""
+
+
+@dataclass
+class IngestReport:
+    documents: list[DocumentOutcome] = field(default_factory=list)
+
+    def count(self, action: str) -> int:
+        return sum(1 for doc in self.documents if doc.action == action)
+
+    @property
+    def failed(self) -> list[DocumentOutcome]:
+        return [doc for doc in self.documents if doc.action == "failed"]
+
+
+def ingest_paths(paths: Iterable[str | Path], *, publish: bool = False) -> IngestReport:
+    """Ingest files and folders (recursively: .md, .txt, .log). Never stops at a bad file."""
+    report = IngestReport()
+    for path in iter_documents(paths):
+        report.documents.append(ingest_file(path, publish=publish))
+    return report
+
+
+def iter_documents(paths: Iterable[str | Path]) -> Iterator[Path]:
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            yield from sorted(
+                p for p in path.rglob("*")
+                if p.is_file() and p.suffix.lower() in INGESTIBLE_SUFFIXES
+                and not p.name.startswith(".")
+            )
+        else:
+            yield path
+
+
+def ingest_file(path: Path, *, publish: bool = False) -> DocumentOutcome:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return DocumentOutcome(str(path), "failed", reason=f"cannot read: {exc.strerror or exc}")
+    return ingest_bytes(data, str(path), publish=publish)
+
+
+def ingest_bytes(data: bytes, path: str, *, publish: bool = False) -> DocumentOutcome:
+    """Store one document and its findings; `path` identifies it for later edits."""
+    content_hash = hashlib.sha256(data).hexdigest()
+    if SourceDocument.objects.filter(content_hash=content_hash).exists():
+        return DocumentOutcome(path, "skipped", reason="unchanged")
+    try:
+        text = decode_document(data, path)
+        extracted = extract_document(text, path)
+    except DocumentRejected as exc:
+        return DocumentOutcome(path, "failed", reason=str(exc))
+    if not extracted.findings:
+        return DocumentOutcome(path, "failed", reason="no finding could be extracted")
+    return store_document(extracted, text, path, content_hash, publish=publish)
+
+
+@transaction.atomic
+def store_document(
+    extracted: ExtractedDocument, text: str, path: str, content_hash: str, *, publish: bool
+) -> DocumentOutcome:
+    document = SourceDocument.objects.select_for_update().filter(path=path).first() if path else None
+    action = "updated" if document else "created"
+    if document is None:
+        document = SourceDocument(path=path)
+    document.title = extracted.title[:300] or Path(path).name
+    document.format = extracted.format
+    document.content = text
+    document.content_hash = content_hash
+    document.save()
+
+    outcome = DocumentOutcome(path, action)
+    # FINDINGS.md entries are reviewed as written; extracted write-ups wait for a reviewer.
+    publish_now = publish and extracted.format == SourceDocument.Format.FINDINGS_MD
+    kept: set[int] = set()
+    for key, finding in keyed_findings(extracted.findings):
+        stored, change = store_extracted_finding(
+            finding, document, key, problems=extracted.problems, publish=publish_now
+        )
+        kept.add(stored.pk)
+        if change == "created":
+            outcome.findings_created += 1
+        elif change == "updated":
+            outcome.findings_updated += 1
+    stale = Finding.objects.filter(origin=document).exclude(pk__in=kept)
+    # An entry removed from its document is retired, not deleted: its history stays.
+    outcome.findings_removed = stale.exclude(status=Finding.Status.RETIRED).count()
+    for finding in stale:
+        finding.status = Finding.Status.RETIRED
+        finding.save(update_fields=["status", "updated_at"])
+    return outcome
+
+
+def keyed_findings(
+    findings: Iterable[ExtractedFinding],
+) -> Iterator[tuple[str, ExtractedFinding]]:
+    """Give each entry a key stable across edits: its title, made unique in the document."""
+    seen: dict[str, int] = {}
+    for finding in findings:
+        key = slugify_title(finding.title) or "finding"
+        seen[key] = seen.get(key, 0) + 1
+        yield (key if seen[key] == 1 else f"{key}-{seen[key]}"), finding
+
+
+def slugify_title(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:280]

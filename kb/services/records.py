@@ -1,0 +1,227 @@
+"""Write extracted findings into the linked records of the knowledge base."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from decisiontree.documents import ExtractedFinding, ExtractedFix, GpuMention
+from decisiontree.fingerprint import signature_of
+from decisiontree.traceback import InputRejected, parse
+from kb.models import (
+    ErrorSample,
+    ErrorSignature,
+    Finding,
+    FindingGpu,
+    Fix,
+    Flag,
+    FlagSetting,
+    FrameworkRelease,
+    Hardware,
+    LanguageModel,
+    SourceDocument,
+)
+
+FINDING_FIELDS = (
+    "title", "summary", "body", "kind", "resolution", "cause", "conditions", "model_id",
+    "framework_id", "works_command", "throughput_tok_s", "ttft_ms", "itl_ms", "before_value",
+    "after_value", "metric_unit", "metric_note", "extra", "problems",
+)
+
+
+def store_extracted_finding(
+    extracted: ExtractedFinding,
+    document: SourceDocument,
+    key: str,
+    *,
+    problems: tuple[str, ...] = (),
+    publish: bool = False,
+) -> tuple[Finding, str]:
+    """Create or update the finding for entry `key` of `document`.
+
+    Returns the finding and "created", "updated" or "unchanged". Must run inside
+    a transaction: the finding and its links are written together.
+    """
+    finding = Finding.objects.filter(origin=document, origin_key=key).first()
+    change = "created" if finding is None else "unchanged"
+    finding = finding or Finding(origin=document, origin_key=key)
+    values = finding_values(extracted, problems)
+    if change == "unchanged" and any(getattr(finding, k) != v for k, v in values.items()):
+        change = "updated"
+    for name, value in values.items():
+        setattr(finding, name, value)
+    if publish and finding.status == Finding.Status.DRAFT:
+        finding.status = Finding.Status.PUBLISHED
+        change = "updated" if change == "unchanged" else change
+    if change != "unchanged":
+        finding.save()
+    finding.sources.add(document)
+    links_changed = link_records(finding, extracted)
+    if links_changed and change == "unchanged":
+        change = "updated"
+    return finding, change
+
+
+def finding_values(extracted: ExtractedFinding, problems: tuple[str, ...]) -> dict[str, Any]:
+    metrics = extracted.metrics
+    note = " → ".join(v for v in (metrics.before, metrics.after) if v)
+    return {
+        "title": extracted.title[:300],
+        "summary": extracted.summary,
+        "body": extracted.body,
+        "kind": extracted.kind,
+        "resolution": extracted.status,
+        "cause": extracted.cause,
+        "conditions": [asdict(c) for c in extracted.conditions],
+        "model_id": language_model(extracted),
+        "framework_id": release(extracted.framework, extracted.framework_version),
+        "works_command": extracted.works_command or "",
+        "throughput_tok_s": metrics.throughput_tok_s,
+        "ttft_ms": metrics.ttft_ms,
+        "itl_ms": metrics.itl_ms,
+        "before_value": metrics.before_value,
+        "after_value": metrics.after_value,
+        "metric_unit": metrics.unit or "",
+        "metric_note": note,
+        "extra": dict(extracted.extra),
+        "problems": list(problems),
+    }
+
+
+def language_model(extracted: ExtractedFinding) -> int | None:
+    if not extracted.model:
+        return None
+    model, _ = LanguageModel.objects.get_or_create(
+        name=extracted.model[:200],
+        defaults={"arch": extracted.model_arch or "", "quantization": extracted.quantization or ""},
+    )
+    return model.pk
+
+
+def release(name: str | None, version: str | None) -> int | None:
+    if not name:
+        return None
+    row, _ = FrameworkRelease.objects.get_or_create(
+        name=name.lower()[:60], version=(version or "")[:60]
+    )
+    return row.pk
+
+
+def link_records(finding: Finding, extracted: ExtractedFinding) -> bool:
+    """Replace the finding's GPUs, libraries, flags, samples and fixes. True if any changed."""
+    changed = link_gpus(finding, extracted.gpus)
+    changed |= link_libraries(finding, extracted.versions)
+    changed |= link_flags(finding, extracted.framework, extracted.flags)
+    changed |= link_samples(finding, extracted.samples)
+    changed |= link_fixes(finding, extracted.fixes)
+    return changed
+
+
+def link_gpus(finding: Finding, gpus: tuple[GpuMention, ...]) -> bool:
+    wanted: dict[int, int] = {}
+    for gpu in gpus:
+        hardware = Hardware.objects.filter(name=gpu.name).first()
+        if hardware is None:
+            hardware, _ = Hardware.objects.get_or_create(
+                name=gpu.name[:120], defaults={"arch": gpu.arch or "", "compute_capability": ""}
+            )
+        wanted[hardware.pk] = max(gpu.count, 1)
+    current = dict(FindingGpu.objects.filter(finding=finding).values_list("hardware_id", "count"))
+    if current == wanted:
+        return False
+    FindingGpu.objects.filter(finding=finding).delete()
+    FindingGpu.objects.bulk_create(
+        FindingGpu(finding=finding, hardware_id=pk, count=count) for pk, count in wanted.items()
+    )
+    return True
+
+
+def link_libraries(finding: Finding, versions: dict[str, str] | Any) -> bool:
+    wanted = {release(name, version) for name, version in versions.items()}
+    current = set(finding.libraries.values_list("pk", flat=True))
+    if wanted == current:
+        return False
+    finding.libraries.set(wanted)
+    return True
+
+
+def link_flags(
+    finding: Finding, framework: str | None, flags: tuple[tuple[str, str | None], ...]
+) -> bool:
+    wanted = {name[:80]: (value or "")[:500] for name, value in flags}
+    current = dict(finding.flag_settings.values_list("name", "value"))
+    if wanted == current:
+        return False
+    known = {
+        f.name: f.pk
+        for f in Flag.objects.filter(name__in=wanted, framework=(framework or "").lower())
+    }
+    finding.flag_settings.all().delete()
+    FlagSetting.objects.bulk_create(
+        FlagSetting(finding=finding, name=name, value=value, flag_id=known.get(name))
+        for name, value in wanted.items()
+    )
+    return True
+
+
+def link_samples(finding: Finding, samples: tuple[str, ...]) -> bool:
+    current = list(finding.samples.order_by("pk").values_list("text", flat=True))
+    if current == list(samples):
+        return False
+    finding.samples.all().delete()
+    signatures = []
+    for text in samples:
+        signature = error_signature(text)
+        ErrorSample.objects.create(finding=finding, text=text, signature=signature)
+        if signature is not None:
+            signatures.append(signature)
+    finding.signatures.set(signatures)
+    return True
+
+
+def error_signature(text: str) -> ErrorSignature | None:
+    try:
+        signature = signature_of(parse(text))
+    except InputRejected:
+        return None
+    if signature is None:
+        return None
+    row, _ = ErrorSignature.objects.get_or_create(
+        fingerprint=signature.fingerprint,
+        defaults={
+            "template_key": signature.template_key,
+            "exception_type": signature.exception_type[:200],
+            "template": signature.template,
+            "key_frames": list(signature.key_frames),
+        },
+    )
+    return row
+
+
+def link_fixes(finding: Finding, fixes: tuple[ExtractedFix, ...]) -> bool:
+    """Update fixes in place (matched by their text) so each keeps its history."""
+    existing = {fix.summary: fix for fix in finding.fixes.all()}
+    changed = False
+    for position, extracted in enumerate(fixes):
+        values = {
+            "changes": [change_dict(c) for c in extracted.changes],
+            "outcome": str(extracted.outcome),
+            "position": position,
+        }
+        fix = existing.pop(extracted.text, None)
+        if fix is None:
+            Fix.objects.create(finding=finding, summary=extracted.text, **values)
+            changed = True
+        elif any(getattr(fix, k) != v for k, v in values.items()):
+            for name, value in values.items():
+                setattr(fix, name, value)
+            fix.save()
+            changed = True
+    for stale in existing.values():
+        stale.delete()
+        changed = True
+    return changed
+
+
+def change_dict(change: Any) -> dict[str, Any]:
+    return {"action": str(change.action), "name": change.name, "value": change.value}

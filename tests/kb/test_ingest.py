@@ -1,0 +1,151 @@
+"""Ingesting documents: idempotent, edits keep history, bad input stores nothing."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from kb.models import Finding, Fix, SourceDocument
+
+pytestmark = pytest.mark.django_db
+
+WRITEUPS = Path(__file__).resolve().parents[1] / "fixtures" / "writeups"
+
+ENTRY = """# Team findings
+
+## OOM while capturing CUDA graphs on H200
+- Hardware: 8x NVIDIA H200
+- Model: deepseek-ai/DeepSeek-V3
+- Framework: sglang 0.5.9
+- Flags: --tp-size 8 --mem-fraction-static 0.95
+- Cause: the static pool leaves too little room for the graph buffers
+- Fix: --mem-fraction-static 0.85
+- Did not help: --disable-cuda-graph
+- Status: resolved
+
+```
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.81 GiB of which 1.20 GiB is free.
+```
+"""
+
+
+def ingest(*paths: Path, publish: bool = False) -> str:
+    out = StringIO()
+    args = [str(p) for p in paths] + (["--publish"] if publish else [])
+    call_command("ingest", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_it_publishes_findings_md_entries_with_publish(vocabulary: None, tmp_path: Path) -> None:
+    path = tmp_path / "FINDINGS.md"
+    path.write_text(ENTRY)
+    output = ingest(path, publish=True)
+    finding = Finding.objects.get()
+    assert "created" in output and "1 findings created" in output
+    assert finding.status == Finding.Status.PUBLISHED
+    assert finding.gpus.get().arch == "sm_90"
+    assert {(f.outcome, f.summary) for f in finding.fixes.all()} >= {
+        ("resolves", "--mem-fraction-static 0.85"),
+    }
+    assert finding.flag_settings.get(name="mem-fraction-static").value == "0.95"
+    assert finding.signatures.get().exception_type.endswith("OutOfMemoryError")
+
+
+def test_it_skips_a_document_it_already_has(vocabulary: None, tmp_path: Path) -> None:
+    path = tmp_path / "FINDINGS.md"
+    path.write_text(ENTRY)
+    ingest(path, publish=True)
+    output = ingest(path, publish=True)
+    assert "skipped" in output
+    assert Finding.objects.count() == 1 and SourceDocument.objects.count() == 1
+
+
+def test_an_edited_document_updates_its_finding_and_keeps_history(
+    vocabulary: None, tmp_path: Path
+) -> None:
+    path = tmp_path / "FINDINGS.md"
+    path.write_text(ENTRY)
+    ingest(path, publish=True)
+    path.write_text(ENTRY.replace("--mem-fraction-static 0.85", "--mem-fraction-static 0.80"))
+    output = ingest(path, publish=True)
+
+    finding = Finding.objects.get()
+    assert "updated" in output
+    assert SourceDocument.objects.count() == 1
+    assert finding.fixes.filter(summary="--mem-fraction-static 0.80").exists()
+    assert finding.history.count() >= 1
+    assert Fix.history.filter(summary="--mem-fraction-static 0.85").exists()
+
+
+def test_writeups_land_as_drafts_even_with_publish(vocabulary: None) -> None:
+    writeups = sorted(p for p in WRITEUPS.iterdir() if p.suffix in (".md", ".txt"))
+    assert writeups, "fixture write-ups are missing"
+    ingest(*writeups, publish=True)
+    assert Finding.objects.count() >= len(writeups)
+    assert not Finding.objects.filter(status=Finding.Status.PUBLISHED).exists()
+
+
+@pytest.mark.parametrize("expected_path", sorted(WRITEUPS.glob("*.expected.json")), ids=str)
+def test_it_extracts_what_a_reviewer_expects_from_a_writeup(
+    vocabulary: None, expected_path: Path
+) -> None:
+    expected = json.loads(expected_path.read_text())
+    source = next(
+        p for p in WRITEUPS.iterdir()
+        if p.name.startswith(expected_path.name.removesuffix(".expected.json") + ".")
+        and not p.name.endswith(".json")
+    )
+    ingest(source)
+    finding = Finding.objects.get(origin__path=str(source))
+    arches = {g.arch for g in finding.gpus.all()}
+    assert arches == {g["arch"] for g in expected["gpus"]}
+    flags = dict(finding.flag_settings.values_list("name", "value"))
+    for name, value in expected["flags"].items():
+        assert flags.get(name) == value, name
+    outcomes = {f.outcome for f in finding.fixes.all()}
+    assert {f["outcome"] for f in expected["fixes"]} <= outcomes
+    assert finding.samples.exists()
+
+
+def test_bad_documents_are_reported_by_name_and_store_nothing(
+    vocabulary: None, tmp_path: Path
+) -> None:
+    good = tmp_path / "FINDINGS.md"
+    good.write_text(ENTRY)
+    binary = tmp_path / "core.log"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 64)
+    huge = tmp_path / "huge.txt"
+    huge.write_bytes(b"RuntimeError: CUDA error\n" * (50 * 1024 * 1024 // 24))
+    latin = tmp_path / "cp1252.md"
+    latin.write_bytes(ENTRY.replace("H200", "H200 \u2014 caf\u00e9").encode("cp1252"))
+
+    output = ingest(good, binary, huge, latin, publish=True)
+
+    assert f"failed   {binary}" in output
+    assert f"failed   {huge}" in output
+    assert "not text" in output
+    assert "the limit is 5 MB" in output
+    paths = set(SourceDocument.objects.values_list("path", flat=True))
+    assert str(binary) not in paths and str(huge) not in paths
+    assert str(good) in paths
+
+
+def test_it_fails_when_no_document_could_be_ingested(vocabulary: None, tmp_path: Path) -> None:
+    binary = tmp_path / "x.md"
+    binary.write_bytes(b"\x00\x01\x02" * 100)
+    with pytest.raises(CommandError, match="no document could be ingested"):
+        ingest(binary)
+    assert not SourceDocument.objects.exists()
+
+
+def test_broken_markdown_still_ingests(vocabulary: None, tmp_path: Path) -> None:
+    path = tmp_path / "broken.md"
+    path.write_text(ENTRY.replace("```\n\"\"\"", "") + "\n```python\nunclosed fence <script>x</script>\n")
+    output = ingest(path)
+    assert "created" in output
+    assert Finding.objects.count() == 1

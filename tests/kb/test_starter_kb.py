@@ -1,0 +1,88 @@
+"""The starter knowledge base that `make run` loads: what it must know, loaded idempotently."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.utils.html import escape
+
+from kb.models import ErrorSignature, Finding, Fix, SourceDocument
+
+from .conftest import STARTER
+
+pytestmark = pytest.mark.django_db
+
+
+def published() -> list[Finding]:
+    return list(Finding.objects.filter(status=Finding.Status.PUBLISHED))
+
+
+def fixes_setting(flag: str, value: str | None = None) -> list[Fix]:
+    return [
+        fix
+        for fix in Fix.objects.filter(finding__status=Finding.Status.PUBLISHED)
+        if any(
+            c["action"] == "set_flag" and c["name"] == flag and (value is None or c["value"] == value)
+            for c in fix.changes
+        )
+    ]
+
+
+def test_it_knows_the_fp8_kv_decode_crash_on_sm120_and_its_fix(starter_kb: None) -> None:
+    resolving = [f for f in fixes_setting("kv-cache-dtype", "bf16") if f.outcome == "resolves"]
+    assert resolving, "no published fix sets --kv-cache-dtype bf16"
+    finding = resolving[0].finding
+    assert {"key": "gpu.arch", "value": "sm_120", "negate": False} in finding.conditions
+    assert any(
+        c["name"] == "dsa-decode-backend" and c["value"] == "trtllm"
+        for fix in resolving
+        for c in fix.changes
+    )
+
+
+def test_it_knows_triton_does_not_help_and_asserts_on_fp8_kv(starter_kb: None) -> None:
+    assert any(f.outcome == "no_effect" for f in fixes_setting("attention-backend", "triton"))
+    assert ErrorSignature.objects.filter(
+        template__contains="nsa_kv_cache_store_fp8", findings__status="published"
+    ).exists()
+
+
+def test_it_knows_the_oom_at_graph_capture_and_mem_fraction(starter_kb: None) -> None:
+    assert fixes_setting("mem-fraction-static", "0.88")
+    assert any(f.kind == Finding.Kind.OOM for f in published())
+
+
+def test_it_knows_the_silent_fp8_kv_auto_selection_and_independent_nsa_backend(
+    starter_kb: None,
+) -> None:
+    texts = " ".join(f"{f.title} {f.cause} {f.body}".lower() for f in published())
+    assert "flashmla_kv" in texts
+    assert "auto" in texts and "fp8" in texts
+
+
+def test_it_knows_flashinfer_mla_refuses_fp8_kv_and_the_decode_cast_cost(starter_kb: None) -> None:
+    slow = [f for f in published() if f.kind == Finding.Kind.SLOW]
+    assert slow, "the FP8→BF16 cast bottleneck is a performance finding"
+    assert any(f.before_value for f in slow), "the measured cost of the cast is kept"
+    assert any(fix.outcome == "partial" for f in slow for fix in f.fixes.all())
+    texts = " ".join(f"{f.title} {f.cause} {f.body}" for f in published()).lower()
+    assert "gather" in texts and "sizeof(dtype) == 2" in texts
+
+
+def test_it_loads_twice_without_duplicates(starter_kb: None) -> None:
+    counts = (Finding.objects.count(), Fix.objects.count(), SourceDocument.objects.count())
+    out = StringIO()
+    call_command("ingest", str(STARTER), "--publish", stdout=out)
+    assert (Finding.objects.count(), Fix.objects.count(), SourceDocument.objects.count()) == counts
+    assert "skipped" in out.getvalue()
+
+
+def test_the_home_page_lists_the_starter_findings(starter_kb: None, client: Client) -> None:
+    page = client.get("/").content.decode()
+    titles = [finding.title for finding in published()]
+    assert len(titles) >= 6
+    for title in titles:
+        assert escape(title) in page
