@@ -1,0 +1,146 @@
+"""Matching a paste's signatures against known samples: layers and thresholds."""
+
+from __future__ import annotations
+
+import time
+
+from decisiontree.fingerprint import Signature
+from decisiontree.match import MatchLevel, Query, SignatureIndex, level_of
+
+GENERIC = ("runtimeerror", "cuda", "error", "device", "side", "assert", "triggered")
+
+
+def signature(fingerprint: str, terms: tuple[str, ...], template: str = "",
+              template_key: str | None = None, exception_type: str = "RuntimeError") -> Signature:
+    return Signature(
+        exception_type=exception_type,
+        template=template or " ".join(terms),
+        key_frames=(),
+        fingerprint=fingerprint,
+        template_key=template_key or f"t-{fingerprint}",
+        terms=terms,
+    )
+
+
+POOL_ASSERT = signature(
+    "fp-pool",
+    ("assertionerror", "assert", "not", "self", "nsa_kv_cache_store_fp8", "nsa", "kv", "cache",
+     "store", "fp8", "set_kv_buffer", "set", "buffer", "memory_pool", "forward_decode",
+     "triton_backend"),
+    template="assert not self.nsa_kv_cache_store_fp8",
+    exception_type="AssertionError",
+)
+GRAPH_OOM = signature(
+    "fp-oom",
+    ("outofmemoryerror", "cuda", "out", "of", "memory", "tried", "allocate", "capacity",
+     "capture_one_batch_size", "cuda_graph_runner", "capture"),
+)
+GENERIC_ASSERT = signature("fp-generic", GENERIC,
+                           template="CUDA error: device-side assert triggered")
+
+
+def index_of(*entries: tuple[int, Signature]) -> SignatureIndex:
+    index = SignatureIndex()
+    for finding_id, known in entries:
+        index.add(finding_id, known)
+    index.finish()
+    return index
+
+
+def best(index: SignatureIndex, *queries: Query) -> tuple[int, MatchLevel, str] | None:
+    found = index.lookup(list(queries))
+    return (found[0].finding_id, found[0].level, found[0].layer) if found else None
+
+
+def test_it_knows_an_exact_fingerprint() -> None:
+    index = index_of((1, POOL_ASSERT), (2, GRAPH_OOM))
+
+    assert best(index, Query.of(POOL_ASSERT)) == (1, MatchLevel.KNOWN, "fingerprint")
+
+
+def test_it_knows_the_same_template_with_other_frames() -> None:
+    index = index_of((1, POOL_ASSERT), (2, GRAPH_OOM))
+    moved = signature("fp-other-frames", POOL_ASSERT.terms[:10], template=POOL_ASSERT.template,
+                      template_key=POOL_ASSERT.template_key, exception_type="AssertionError")
+
+    assert best(index, Query.of(moved)) == (1, MatchLevel.KNOWN, "template")
+
+
+def test_it_matches_a_short_query_of_specific_words() -> None:
+    index = index_of((1, POOL_ASSERT), (2, GRAPH_OOM))
+    one_line = Query(terms=("assert", "not", "self", "nsa_kv_cache_store_fp8", "nsa", "kv",
+                            "cache", "store", "fp8"))
+
+    assert best(index, one_line) == (1, MatchLevel.KNOWN, "terms")
+
+
+def test_it_is_not_confident_about_generic_words_even_when_they_repeat_exactly() -> None:
+    index = index_of((1, GENERIC_ASSERT), (2, POOL_ASSERT), (3, GRAPH_OOM))
+
+    found = index.lookup([Query.of(GENERIC_ASSERT)])
+    assert found[0].level is not MatchLevel.KNOWN
+
+
+def test_it_finds_nothing_for_unrelated_words() -> None:
+    index = index_of((1, POOL_ASSERT), (2, GRAPH_OOM))
+    unrelated = Query(terms=("oserror", "errno", "address", "already", "in", "use", "bind"))
+
+    assert all(c.level is MatchLevel.NONE for c in index.lookup([unrelated]))
+
+
+def test_it_weighs_one_rare_term_above_several_common_ones() -> None:
+    rare = signature("fp-rare", ("runtimeerror", "flashmla_kv", "decode"))
+    common = signature("fp-common", ("runtimeerror", "cuda", "error", "torch", "memory"))
+    index = index_of((1, rare), (2, common))
+    query = Query(terms=("runtimeerror", "cuda", "error", "torch", "flashmla_kv"))
+
+    assert index.lookup([query])[0].finding_id == 1
+
+
+def test_it_lets_a_reviewer_split_a_fingerprint_from_a_finding() -> None:
+    index = SignatureIndex()
+    index.split(POOL_ASSERT.fingerprint, 1)
+    index.add(1, POOL_ASSERT)
+    index.add(2, GRAPH_OOM)
+    index.finish()
+
+    assert all(c.finding_id != 1 for c in index.lookup([Query.of(POOL_ASSERT)]))
+
+
+def test_it_lets_a_reviewer_link_a_fingerprint_to_a_finding() -> None:
+    index = index_of((1, POOL_ASSERT), (2, GRAPH_OOM))
+    index.link("fp-never-seen", 2)
+
+    unseen = Query(terms=("whatever",), fingerprint="fp-never-seen")
+    assert best(index, unseen) == (2, MatchLevel.KNOWN, "linked")
+
+
+def test_it_explains_a_match_by_its_most_telling_terms() -> None:
+    index = index_of((1, POOL_ASSERT), (2, GRAPH_OOM))
+
+    candidate = index.lookup([Query.of(POOL_ASSERT)])[0]
+    assert candidate.matched_terms[0] in {"nsa_kv_cache_store_fp8", "set_kv_buffer",
+                                          "triton_backend", "memory_pool", "forward_decode"}
+    assert "nsa_kv_cache_store_fp8" in candidate.explain()
+
+
+def test_it_places_scores_between_the_two_thresholds_as_similar() -> None:
+    assert level_of(0.9) is MatchLevel.KNOWN
+    assert level_of(0.45) is MatchLevel.SIMILAR
+    assert level_of(0.1) is MatchLevel.NONE
+
+
+def test_it_stays_fast_with_many_samples_sharing_common_terms() -> None:
+    index = SignatureIndex()
+    for n in range(20_000):
+        index.add(n, signature(f"fp-{n}", (*GENERIC, f"kernel_{n}", f"module_{n % 500}")))
+    index.finish()
+    query = Query(terms=(*GENERIC, "kernel_123", "module_123"))
+
+    started = time.perf_counter()
+    for _ in range(20):
+        found = index.lookup([query])
+    per_lookup = (time.perf_counter() - started) / 20
+
+    assert found[0].finding_id == 123
+    assert per_lookup < 0.05
