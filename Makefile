@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 		{ echo "FixGraph needs Python 3.11 or newer (found $$($(PYTHON) --version))"; exit 1; }
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet '.[dev]'
 	touch $(STAMP)
 
 run: install

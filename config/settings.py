@@ -149,7 +149,13 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
-STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").exists() else []
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# Serve straight from the app folders too, so `make run` and tests need no collectstatic.
+WHITENOISE_USE_FINDERS = True
+try:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+except OSError:  # a read-only deployment runs collectstatic at build time instead
+    pass
 
 LOGIN_URL = "/admin/login/"
 

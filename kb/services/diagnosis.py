@@ -17,7 +17,7 @@ from django.db.models import Prefetch
 from decisiontree.context import Context, build_context
 from decisiontree.diagnose import Diagnosis
 from decisiontree.diagnose import diagnose as diagnose_with_graph
-from decisiontree.graph import KnowledgeGraph, build_graph
+from decisiontree.graph import KnowledgeGraph, SignatureCache, build_graph
 from decisiontree.records import (
     Change,
     ChangeAction,
@@ -46,6 +46,8 @@ class CachedGraph:
 
 _cache: CachedGraph | None = None
 _lock = threading.Lock()
+# Parsed samples survive rebuilds: after an edit only new samples are parsed again.
+_signatures: SignatureCache = {}
 
 
 def knowledge_graph() -> KnowledgeGraph:
@@ -57,8 +59,17 @@ def knowledge_graph() -> KnowledgeGraph:
         return cached.graph
     with _lock:
         if _cache is None or _cache.revision != revision:
-            _cache = CachedGraph(revision, build_graph(finding_records()))
+            _cache = CachedGraph(revision, rebuild_graph())
         return _cache.graph
+
+
+def rebuild_graph() -> KnowledgeGraph:
+    global _signatures
+    records = finding_records()
+    graph = build_graph(records, cache=_signatures)
+    current = {sample for record in records for sample in record.samples}
+    _signatures = {sample: found for sample, found in _signatures.items() if sample in current}
+    return graph
 
 
 def diagnose(
