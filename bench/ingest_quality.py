@@ -1,0 +1,220 @@
+"""Extraction quality on labelled write-ups: precision and recall per field.
+
+    python bench/ingest_quality.py [DIR ...]     # default: bench/corpus/writeups
+
+Each `<name>.labels.json` beside a write-up lists what a careful human found in
+it (format: bench/corpus/README.md). A FINDINGS.md file counts as one document:
+the union of its entries is compared with its labels.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from decisiontree.documents import ExtractedDocument, extract_document  # noqa: E402
+from decisiontree.documents.changes import changes_in  # noqa: E402
+from decisiontree.vocabulary import load  # noqa: E402
+
+FIELDS = (
+    "gpus",
+    "arch",
+    "models",
+    "framework",
+    "framework version",
+    "flags",
+    "error types",
+    "fixes",
+    "fix changes",
+)
+Item = tuple[str, ...]
+
+
+@dataclass
+class Tally:
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    misses: list[str] = field(default_factory=list)
+
+    def add(self, name: str, predicted: set[Item], expected: set[Item]) -> None:
+        predicted = _align_free_text(predicted, expected)
+        self.tp += len(predicted & expected)
+        self.fp += len(predicted - expected)
+        self.fn += len(expected - predicted)
+        for item in sorted(expected - predicted):
+            self.misses.append(f"{name}: missed {'/'.join(item)}")
+        for item in sorted(predicted - expected):
+            self.misses.append(f"{name}: extra  {'/'.join(item)}")
+
+    @property
+    def precision(self) -> str:
+        return f"{self.tp / (self.tp + self.fp):6.2f}" if self.tp + self.fp else "   n/a"
+
+    @property
+    def recall(self) -> str:
+        return f"{self.tp / (self.tp + self.fn):6.2f}" if self.tp + self.fn else "   n/a"
+
+
+def _align_free_text(predicted: set[Item], expected: set[Item]) -> set[Item]:
+    """A fix in words ("kill the orphaned scheduler") matches a label worded a bit differently."""
+    from rapidfuzz import fuzz
+
+    aligned = set()
+    for item in predicted:
+        if item in expected or item[0].startswith(("--", "remove --")) or "=" in item[0]:
+            aligned.add(item)
+            continue
+        close = [
+            e for e in expected if e[1:] == item[1:] and fuzz.token_set_ratio(e[0], item[0]) >= 85
+        ]
+        aligned.add(close[0] if close else item)
+    return aligned
+
+
+def _value(value: object) -> str:
+    text = str(value).strip()
+    try:
+        return repr(float(text)) if re.fullmatch(r"-?\d+(?:\.\d+)?", text) else text
+    except ValueError:
+        return text
+
+
+SERVERS = frozenset({"sglang", "vllm", "tensorrt-llm", "lmdeploy"})
+
+
+def _package(name: str) -> str:
+    """Labels name packages as pip does ("flashinfer-python"); extraction as people say them."""
+    name = name.lower().replace("_", "-")
+    return {"flashinfer-python": "flashinfer", "pytorch": "torch"}.get(name, name)
+
+
+def _short_type(name: str) -> str:
+    return re.split(r"\.|::", name.strip())[-1]
+
+
+def _model_key(name: str) -> str:
+    return name.strip().lower().rsplit("/", 1)[-1]
+
+
+def _change_key(text: str, framework: str | None) -> str:
+    changes = changes_in(text, load(), framework)
+    if changes:
+        return " ".join(sorted(change.describe() for change in changes))
+    return " ".join(text.lower().split())
+
+
+def predicted(document: ExtractedDocument) -> dict[str, set[Item]]:
+    found: dict[str, set[Item]] = {name: set() for name in FIELDS}
+    for f in document.findings:
+        found["gpus"] |= {(g.name, str(g.count)) for g in f.gpus}
+        found["arch"] |= {(g.arch,) for g in f.gpus if g.arch}
+        found["models"] |= {(_model_key(f.model),)} if f.model else set()
+        found["framework"] |= {(f.framework,)} if f.framework else set()
+        found["framework version"] |= (
+            {(f.framework, f.framework_version)} if f.framework_version else set()
+        )
+        found["framework version"] |= {
+            (_package(name), version) for name, version in f.versions.items()
+        }
+        found["flags"] |= {(name, _value(value)) for name, value in f.flags}
+        found["error types"] |= {(_short_type(t),) for t in error_types(f.samples)}
+        for fix in f.fixes:
+            key = " ".join(sorted(change.describe() for change in fix.changes))
+            found["fixes"].add((key, fix.outcome.value))
+            found["fix changes"].add((key,))
+    return found
+
+
+def expected(labels: dict, framework_hint: str | None) -> dict[str, set[Item]]:
+    frameworks = labels.get("frameworks") or (
+        [{"name": labels["framework"], "version": labels.get("framework_version")}]
+        if labels.get("framework")
+        else []
+    )
+    servers = [fw["name"].lower() for fw in frameworks if fw["name"].lower() in SERVERS]
+    framework = servers[0] if servers else framework_hint
+    fixes = {
+        (_change_key(fix["change"], framework), fix["outcome"]) for fix in labels.get("fixes", [])
+    }
+    return {
+        "gpus": {(g["name"], str(g.get("count", 1))) for g in labels.get("gpus", [])},
+        "arch": {(g["arch"],) for g in labels.get("gpus", []) if g.get("arch")},
+        "models": {(_model_key(m),) for m in labels.get("models", [])},
+        "framework": {(fw["name"].lower(),) for fw in frameworks if fw["name"].lower() in SERVERS},
+        "framework version": {
+            (_package(fw["name"]), fw["version"]) for fw in frameworks if fw.get("version")
+        },
+        "flags": {(name, _value(value)) for name, value in labels.get("flags", {}).items()},
+        "error types": {(_short_type(t),) for t in labels.get("error_types", [])},
+        "fixes": fixes,
+        "fix changes": {(key,) for key, _ in fixes},
+    }
+
+
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
+
+
+def error_types(samples: Iterable[str]) -> set[str]:
+    from decisiontree.traceback import InputRejected, parse
+
+    types: set[str] = set()
+    for sample in samples:
+        types |= set(_TERMINATE.findall(sample))
+        try:
+            types |= {exc.type for exc in parse(sample).exceptions if exc.type}
+        except InputRejected:
+            continue
+    return types
+
+
+def documents(directories: list[Path]) -> Iterable[tuple[Path, dict]]:
+    for directory in directories:
+        for label_file in sorted(directory.glob("*.json")):
+            stem = label_file.name.removesuffix(".labels.json").removesuffix(".expected.json")
+            if stem == label_file.name.removesuffix(".json"):
+                continue
+            texts = [p for p in directory.glob(stem + ".*") if p.suffix in (".md", ".txt", ".log")]
+            if texts:
+                yield texts[0], json.loads(label_file.read_text())
+
+
+def main(argv: list[str]) -> int:
+    directories = [Path(arg) for arg in argv] or [ROOT / "bench" / "corpus" / "writeups"]
+    tallies = {name: Tally() for name in FIELDS}
+    count = 0
+    for path, labels in documents(directories):
+        document = extract_document(path.read_text(errors="replace"), path.name)
+        got = predicted(document)
+        want = expected(labels, next((f.framework for f in document.findings if f.framework), None))
+        for name in FIELDS:
+            tallies[name].add(path.name, got[name], want[name])
+        count += 1
+    print(f"{count} labelled documents\n")
+    print(f"{'field':<18} {'prec':>6} {'recall':>6} {'tp':>4} {'fp':>4} {'fn':>4}")
+    total = Tally()
+    for name in FIELDS:
+        t = tallies[name]
+        print(f"{name:<18} {t.precision} {t.recall} {t.tp:4} {t.fp:4} {t.fn:4}")
+        if name != "fix changes":  # a looser view of "fixes"; not counted twice in the total
+            total.tp, total.fp, total.fn = total.tp + t.tp, total.fp + t.fp, total.fn + t.fn
+    print(
+        f"{'micro total':<18} {total.precision} {total.recall} "
+        f"{total.tp:4} {total.fp:4} {total.fn:4}"
+    )
+    if "-v" in sys.argv or "--verbose" in sys.argv:
+        for name in FIELDS:
+            for line in tallies[name].misses:
+                print(f"  [{name}] {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main([a for a in sys.argv[1:] if not a.startswith("-")]))

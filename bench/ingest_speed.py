@@ -1,0 +1,131 @@
+"""Extraction rate over 1,000 generated documents of realistic size (~10 KB).
+
+    python bench/ingest_speed.py [--docs 1000] [--seed 7]
+
+Half are FINDINGS.md files of a few entries, half incident write-ups with a
+launch command, a traceback, log noise and a story of what was tried. Only
+extraction is timed (no database); the target is far below a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from decisiontree.documents import extract_document  # noqa: E402
+
+GPUS = [
+    "8x H100",
+    "2x NVIDIA H200",
+    "4 x RTX 4090",
+    "a B200 node (8x B200)",
+    "8x RTX PRO 6000 Blackwell",
+    "4x A100 80GB",
+]
+MODELS = [
+    "meta-llama/Llama-3.1-70B-Instruct",
+    "Qwen/Qwen3-235B-A22B-FP8",
+    "deepseek-ai/DeepSeek-V3-0324",
+    "zai-org/GLM-5-NVFP4",
+]
+FLAGS = [
+    ("--mem-fraction-static", ["0.95", "0.88", "0.8"]),
+    ("--kv-cache-dtype", ["fp8_e4m3", "bf16", "auto"]),
+    ("--attention-backend", ["flashinfer", "triton", "fa3"]),
+    ("--cuda-graph-max-bs", ["64", "256"]),
+    ("--chunked-prefill-size", ["4096", "8192"]),
+]
+VERDICTS = [
+    "did not help",
+    "fixed it",
+    "made it worse",
+    "still crashed with the same error",
+    "finally worked",
+]
+NOISE = (
+    "[2026-02-19 00:0{m}:1{s} TP{r}] INFO scheduler.py:1021: Decode batch. "
+    "#running-req: {n}, #token: {t}, gen throughput (token/s): {g}\n"
+)
+SGLANG = "/home/u{r}/sglang/python/sglang/srt"
+TRACEBACK = (
+    "[2026-02-19 00:08:10 TP{r}] Scheduler hit an exception: Traceback (most recent call last):\n"
+    f'  File "{SGLANG}/managers/scheduler.py", line 2661, in run_scheduler_process\n'
+    "    scheduler.event_loop_overlap()\n"
+    f'  File "{SGLANG}/mem_cache/memory_pool.py", line {{line}}, in set_kv_buffer\n'
+    "    assert not self.nsa_kv_cache_store_fp8\n"
+    "AssertionError\n"
+)
+PROSE = (
+    "We spent the afternoon on this one. The server loaded the weights, captured the CUDA "
+    "graphs and then died on the first decode request, which is the worst kind of failure "
+    "because everything looks fine until traffic arrives. The logs were long and mostly "
+    "irrelevant, so here are the parts that mattered. "
+)
+
+
+def launch(rng: random.Random, model: str) -> str:
+    flags = " \\\n  ".join(f"{name} {rng.choice(values)}" for name, values in rng.sample(FLAGS, 3))
+    return f"python -m sglang.launch_server --model-path {model} --tp 8 \\\n  {flags}\n"
+
+
+def writeup(rng: random.Random) -> str:
+    model = rng.choice(MODELS)
+    parts = [
+        f"# Crash on {rng.choice(GPUS)} with {model}\n\n",
+        PROSE * 5,
+        "\n\n```\n",
+        launch(rng, model),
+        "```\n\n",
+    ]
+    parts += [NOISE.format(m=i % 10, s=i % 6, r=i % 8, n=i, t=i * 31, g=i * 1.7) for i in range(60)]
+    parts += ["\n", TRACEBACK.format(r=rng.randrange(8), line=rng.randrange(900, 1600)), "\n"]
+    for name, values in rng.sample(FLAGS, 4):
+        parts.append(
+            f"Switching to {name} {rng.choice(values)} {rng.choice(VERDICTS)}. {PROSE}\n\n"
+        )
+    return "".join(parts)
+
+
+def findings_md(rng: random.Random) -> str:
+    parts = ["# FINDINGS\n\n"]
+    for n in range(6):
+        name, values = rng.choice(FLAGS)
+        parts.append(
+            f"## Finding {n}: decode crash variant {rng.randrange(1000)}\n"
+            f"- Hardware: {rng.choice(GPUS)}\n- Model: {rng.choice(MODELS)}\n"
+            f"- Framework: sglang 0.5.{rng.randrange(10)}\n"
+            f"- Flags: --tp-size 8 {name} {values[0]}\n- Cause: {PROSE[:120]}\n"
+            f"- Fix: {name} {values[-1]}\n- Did not help: --disable-cuda-graph\n"
+            "- Status: resolved\n\n"
+            f"```\n{TRACEBACK.format(r=n, line=1498)}```\n{PROSE}\n\n"
+        )
+    return "".join(parts)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    documents = [writeup(rng) if i % 2 else findings_md(rng) for i in range(args.docs)]
+    size = sum(len(d) for d in documents) / len(documents)
+    extract_document(documents[0])  # load the vocabulary outside the timing
+    started = time.perf_counter()
+    findings = sum(len(extract_document(d).findings) for d in documents)
+    elapsed = time.perf_counter() - started
+    print(f"{len(documents)} documents, {size / 1024:.1f} KB average, {findings} findings")
+    print(
+        f"extraction: {elapsed:.2f} s  ({len(documents) / elapsed:.0f} docs/s, "
+        f"{elapsed / len(documents) * 1000:.1f} ms/doc)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,119 @@
+"""The slice of `decisiontree.vocabulary` that extraction uses, typed as a Protocol.
+
+Extraction only needs these calls; tests may pass anything shaped like this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+
+class GpuLike(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def arch(self) -> str: ...
+
+
+class FlagSpecLike(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+
+
+class LaunchLike(Protocol):
+    @property
+    def framework(self) -> str | None: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def flags(self) -> Mapping[str, str]: ...
+
+
+class ModelInfoLike(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def family(self) -> str | None: ...
+    @property
+    def arch(self) -> str | None: ...
+    @property
+    def quantization(self) -> str | None: ...
+
+
+class VocabularyLike(Protocol):
+    def gpus_in_text(self, text: str) -> Sequence[tuple[GpuLike, int]]: ...
+    def arch_of(self, text: str) -> str | None: ...
+    def flag(self, name: str, framework: str | None = None) -> FlagSpecLike | None: ...
+    def canonical_flag(self, name: str, framework: str | None = None) -> str | None: ...
+    def parse_launch_command(self, cmd: str) -> LaunchLike: ...
+    def flags_in_text(
+        self, text: str, framework: str | None = None
+    ) -> list[tuple[str, str | None]]: ...
+    def model_info(self, text: str) -> ModelInfoLike | None: ...
+
+
+class CachedVocabulary:
+    """Remembers lookups of short names: a document asks about the same flag hundreds of times."""
+
+    def __init__(self, inner: VocabularyLike) -> None:
+        self._inner = inner
+        self._flags: dict[tuple[str, str | None], FlagSpecLike | None] = {}
+        self._models: dict[str, ModelInfoLike | None] = {}
+        self._arches: dict[str, str | None] = {}
+
+    def gpus_in_text(self, text: str) -> Sequence[tuple[GpuLike, int]]:
+        return self._inner.gpus_in_text(text)
+
+    def arch_of(self, text: str) -> str | None:
+        if text not in self._arches:
+            self._arches[text] = self._inner.arch_of(text)
+        return self._arches[text]
+
+    def flag(self, name: str, framework: str | None = None) -> FlagSpecLike | None:
+        key = (name, framework)
+        if key not in self._flags:
+            self._flags[key] = self._inner.flag(name, framework)
+        return self._flags[key]
+
+    def canonical_flag(self, name: str, framework: str | None = None) -> str | None:
+        spec = self.flag(name, framework)
+        return spec.name if spec else None
+
+    def parse_launch_command(self, cmd: str) -> LaunchLike:
+        return self._inner.parse_launch_command(cmd)
+
+    def flags_in_text(
+        self, text: str, framework: str | None = None
+    ) -> list[tuple[str, str | None]]:
+        return self._inner.flags_in_text(text, framework)
+
+    def model_info(self, text: str) -> ModelInfoLike | None:
+        if text not in self._models:
+            self._models[text] = self._inner.model_info(text)
+        return self._models[text]
+
+
+_DEFAULT: list[CachedVocabulary] = []
+
+
+def default_vocabulary() -> VocabularyLike:
+    if not _DEFAULT:
+        from decisiontree import vocabulary
+
+        _DEFAULT.append(CachedVocabulary(vocabulary.load()))
+    return _DEFAULT[0]
+
+
+def cached(vocab: VocabularyLike) -> VocabularyLike:
+    return vocab if isinstance(vocab, CachedVocabulary) else CachedVocabulary(vocab)
+
+
+BOOLEAN_TYPES = frozenset({"bool", "boolean", "store_true", "store_false", "flag", "switch"})
+
+
+def takes_value(spec: FlagSpecLike | None) -> bool:
+    """Unknown types take a value: wrongly eating a word is rarer than dropping a value."""
+    return spec is None or spec.type.lower() not in BOOLEAN_TYPES

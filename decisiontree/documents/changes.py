@@ -1,0 +1,209 @@
+"""Fix text becomes structured changes: set/remove a flag, set an env var, pin a version.
+
+Only flags the vocabulary knows become SET_FLAG/REMOVE_FLAG (canonical names);
+an unknown `--x` stays in the fix text, where a reviewer still sees it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from decisiontree.documents._vocab import VocabularyLike, takes_value
+from decisiontree.records import Change, ChangeAction
+
+FLAG_TOKEN = re.compile(r"(?<![\w-])--([A-Za-z0-9][A-Za-z0-9_.-]{0,60})(?:=([^\s`'\",;)]{0,200}))?")
+_REMOVAL_CUE = re.compile(
+    r"(?:remov\w*|unset\w*|drop\w*|without|omit\w*|delet\w*|strip\w*|no longer pass\w*|"
+    r"stop(?:ped)? passing|got rid of|take out|took out|taking out)"
+    r"(?:\s+(?:the|a|an|its|our|my))?(?:\s+(?:flag|option|argument))?\s*$",
+    re.IGNORECASE,
+)
+_JOINER = re.compile(
+    r"^[\s(),]*(?:and|or|&|\+|/|plus|also)?[\s(),]*(?:and|or|also)?[\s(),]*$", re.IGNORECASE
+)
+_FROM_TO = re.compile(r"^\s+(?:from\s+\S{1,40}\s+)?(?:to|=|->|→)\s+([^\s,;]{1,200})")
+_NEXT_TOKEN = re.compile(r"^[ \t]+([^\s-][^\s]{0,200}|-\d[^\s]{0,40})")
+_ENV = re.compile(
+    r"(?<![\w./-])(?:export\s+)?([A-Z][A-Z0-9_]{2,60})=(\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'"
+    r"|[^\s`'\",;]{0,200})"
+)
+_PIN = re.compile(r"(?<![\w./-])([A-Za-z][A-Za-z0-9_.\[\]-]{1,60})==\s?v?(\d[\w.+-]{0,40})")
+_PIN_WORDS = re.compile(
+    r"\b(?:upgrad\w*|downgrad\w*|pinn?\w*|bump\w*|roll\w* back|revert\w*|install\w*)\s+"
+    r"(?:to\s+)?([A-Za-z][\w.-]{1,40})\s+(?:to|at|back to"
+    r"|from \S+ to)\s+v?(\d+(?:\.\d+){1,3}[\w.+-]{0,20})",
+    re.IGNORECASE,
+)
+_PATCH = re.compile(r"\bpatch(?:ed|ing|es)?\b", re.IGNORECASE)
+_PY_PATH = re.compile(r"[\w./-]{1,200}\.(?:py|cuh?|cpp|h)\b")
+
+# Words that follow a boolean-looking flag in prose and are not its value.
+_NOT_VALUES = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "or",
+        "to",
+        "the",
+        "did",
+        "didn't",
+        "does",
+        "doesn't",
+        "was",
+        "wasn't",
+        "is",
+        "isn't",
+        "made",
+        "fixed",
+        "with",
+        "flag",
+        "option",
+        "alone",
+        "instead",
+        "also",
+        "too",
+        "which",
+        "but",
+        "as",
+        "in",
+        "on",
+        "it",
+        "its",
+        "helped",
+        "still",
+        "worked",
+        "works",
+        "work",
+        "fix",
+        "fixes",
+        "helps",
+        "help",
+        "then",
+        "so",
+        "that",
+        "this",
+        "for",
+        "of",
+        "by",
+        "at",
+        "from",
+        "had",
+        "has",
+        "have",
+        "finally",
+        "only",
+        "just",
+        "gave",
+        "got",
+        "(which).",
+        "(and",
+        "(",
+        "-",
+        "--",
+        "|",
+        "makes",
+        "make",
+        "set",
+    ]
+)
+
+
+def changes_in(
+    text: str, vocabulary: VocabularyLike, framework: str | None = None
+) -> tuple[Change, ...]:
+    """Every structured change the text asks for, in order of appearance, without repeats."""
+    found = [*_flag_changes(text, vocabulary, framework), *_env_changes(text), *_pin_changes(text)]
+    found.sort(key=lambda item: item[0])
+    changes = _last_value_per_flag(_without_loose_pins([change for _, change in found]))
+    if not changes and _PATCH.search(text):
+        path = _PY_PATH.search(text)
+        changes.append(
+            Change(ChangeAction.PATCH, path.group(0) if path else "patch", text.strip()[:300])
+        )
+    return tuple(dict.fromkeys(changes))
+
+
+def _flag_changes(
+    text: str, vocabulary: VocabularyLike, framework: str | None
+) -> list[tuple[int, Change]]:
+    changes: list[tuple[int, Change]] = []
+    previous_end, previous_removal = 0, False
+    for match in FLAG_TOKEN.finditer(text):
+        raw = match.group(1).rstrip(".")
+        canonical = vocabulary.canonical_flag(raw, framework)
+        between = text[previous_end : match.start()]
+        removal = bool(_REMOVAL_CUE.search(text[max(0, match.start() - 40) : match.start()])) or (
+            previous_removal and bool(_JOINER.match(between))
+        )
+        previous_end, previous_removal = match.end(), removal
+        if canonical is None:
+            continue
+        if removal:
+            changes.append((match.start(), Change(ChangeAction.REMOVE_FLAG, canonical)))
+            continue
+        value = match.group(2) or _value_after(text, match.end(), vocabulary, raw, framework)
+        changes.append((match.start(), Change(ChangeAction.SET_FLAG, canonical, _clean(value))))
+    return changes
+
+
+def _value_after(
+    text: str, end: int, vocabulary: VocabularyLike, raw: str, framework: str | None
+) -> str | None:
+    if not takes_value(vocabulary.flag(raw, framework)):
+        return None
+    tail = text[end : end + 240]
+    from_to = _FROM_TO.match(tail)
+    if from_to:
+        return from_to.group(1)
+    token = _NEXT_TOKEN.match(tail)
+    if token is None or token.group(1).lower().rstrip(".,;:") in _NOT_VALUES:
+        return None
+    return token.group(1)
+
+
+def _clean(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = value.strip().strip("`'\"").rstrip(".,;:)]}>*").strip("`'\"")
+    return value or None
+
+
+def _env_changes(text: str) -> list[tuple[int, Change]]:
+    return [
+        (m.start(), Change(ChangeAction.SET_ENV, m.group(1), _clean(m.group(2)) or ""))
+        for m in _ENV.finditer(text)
+    ]
+
+
+def _pin_changes(text: str) -> list[tuple[int, Change]]:
+    pins = [(m.start(), m.group(1).lower(), m.group(2)) for m in _PIN.finditer(text)]
+    pins += [(m.start(), m.group(1).lower(), m.group(2)) for m in _PIN_WORDS.finditer(text)]
+    return [
+        (start, Change(ChangeAction.PIN_VERSION, re.sub(r"\[.*\]", "", name), _clean(version)))
+        for start, name, version in pins
+    ]
+
+
+def _last_value_per_flag(changes: list[Change]) -> list[Change]:
+    """ "from --x a to --x b" sets --x once, to b."""
+    last = {c.name: c for c in changes if c.action is ChangeAction.SET_FLAG}
+    return [c for c in changes if c.action is not ChangeAction.SET_FLAG or last[c.name] is c]
+
+
+def _without_loose_pins(changes: list[Change]) -> list[Change]:
+    """`upgrade flashinfer to 0.3.2 (pip install flashinfer-python==0.3.2)` is one pin."""
+    pins = [c for c in changes if c.action is ChangeAction.PIN_VERSION]
+    return [
+        c
+        for c in changes
+        if not any(
+            other.name != c.name and other.name.startswith(c.name) and other.value == c.value
+            for other in pins
+        )
+        or c.action is not ChangeAction.PIN_VERSION
+    ]
+
+
+def describe_changes(changes: tuple[Change, ...]) -> str:
+    return " ".join(change.describe() for change in changes)

@@ -1,0 +1,524 @@
+"""Free-form incident write-ups: narrative prose with logs, commands and flags woven in.
+
+A write-up yields one finding, the incident it tells. What was tried is read
+from the sentences around each flag change ("did not help", "finally worked"),
+and from how consecutive launch commands differ.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from decisiontree.documents import derive, facts, samples
+from decisiontree.documents._vocab import VocabularyLike
+from decisiontree.documents.changes import changes_in, describe_changes
+from decisiontree.documents.model import ExtractedFinding, ExtractedFix
+from decisiontree.documents.outcomes import judge_outcome
+from decisiontree.documents.structure import fence_text, fences_in, heading, lines_of, prose_mask
+from decisiontree.records import Change, ChangeAction, Outcome
+
+# Entities are looked for in the head of huge documents only: a 5 MB log dump
+# names its GPU and model early, and scanning all of it would cost seconds.
+_ENTITY_SCAN_CHARS = 400_000
+_MAX_SENTENCES = 5_000
+_MAX_SENTENCE_CHARS = 2_000  # longer "sentences" are dumps, not narrative
+_PROSE_FLAG_CHARS = 30_000
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*-])|\n(?=\s*`?--[a-zA-Z])")
+_ITEM_START = re.compile(r"\n(?=\s*(?:[-*+]|\d{1,2}[.)])\s)")
+_MARKDOWN_NOISE = re.compile(r"^\s*(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)|\*\*|__|<[^>\n]{1,80}>")
+_CAUSE_CUES = (
+    re.compile(r"\broot[- ]cause\b", re.IGNORECASE),
+    re.compile(r"\b(?:turned out|turns out)\b", re.IGNORECASE),
+    re.compile(
+        r"\bthe (?:real |actual |underlying )?(?:cause|culprit|problem|issue|reason) (?:is|was)\b",
+        re.I,
+    ),
+    re.compile(r"\bcaused by\b|\bbecause\b|\bdue to\b", re.IGNORECASE),
+)
+_NON_FLAGS = frozenset({"model-path", "model"})
+_EMPHASIS = re.compile(r"\*\*|__|`")
+# A sentence restating the setup ("the model card recommends --x") reports no experiment.
+_DESCRIPTION = re.compile(
+    r"\b(?:model card|recommend\w*|by default|defaults? to|documented|(?:initial|original)"
+    r" (?:deployment|launch|command|config\w*|setup|parameters|flags))\b",
+    re.IGNORECASE,
+)
+# Only a sentence that *does* something earns the verdict of the sentence after it.
+_CHANGE_VERB = re.compile(
+    r"\b(?:switch\w*|tr(?:y|ied|ying)|set|setting|add\w*|lower\w*|rais\w*|increas\w*|decreas\w*"
+    r"|reduc\w*|bump\w*|chang\w*|replac\w*|pass\w*|drop\w*|remov\w*|enabl\w*|disabl\w*"
+    r"|relaunch\w*|restart\w*|overrid\w*|forc\w*|pinn?\w*|upgrad\w*|downgrad\w*|install\w*"
+    r"|export\w*"
+    r"|went with|moved to|swapp\w*|gave it|appl(?:y|ied))\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class _Document:
+    """A write-up cut into what extraction needs: samples, launches, the narrative around them."""
+
+    lines: list[str]
+    sample_texts: tuple[str, ...]
+    launches: list[facts.Launch]
+    narrative: list[str]  # lines of prose with samples and launch commands blanked out
+    head: str  # the text entity scans look at
+
+
+def parse_writeup(
+    text: str, vocabulary: VocabularyLike
+) -> tuple[str, tuple[ExtractedFinding, ...], tuple[str, ...]]:
+    """(title, findings, reviewer notes) of a free-form write-up."""
+    doc = _cut(text, vocabulary)
+    problems: list[str] = []
+    finding = _finding(doc, vocabulary, problems)
+    return finding.title, (finding,), tuple(problems)
+
+
+def _cut(text: str, vocabulary: VocabularyLike) -> _Document:
+    lines = lines_of(text)
+    fences = fences_in(lines)
+    prose = prose_mask(lines, fences)
+    spans = samples.find_unfenced_samples(lines, prose)
+    found = [
+        fence_text(lines, f)
+        for f in fences
+        if samples.block_has_error([lines[k] for k in f.content])
+    ]
+    found += [_unindent(lines[s.start : s.end]) for s in spans]
+    narrative = [line if prose[i] else "" for i, line in enumerate(lines)]
+    for span in spans:
+        narrative[span.start : span.end] = [""] * (span.end - span.start)
+    launches = facts.launches_in(lines, vocabulary)
+    for launch in launches:
+        if not launch.inline:  # a command quoted inside a sentence still belongs to the sentence
+            narrative[launch.start : launch.end] = [""] * (launch.end - launch.start)
+    found += _last_resort_samples(found, lines, prose, narrative)
+    kept = tuple(dict.fromkeys(s for s in found if s.strip()))[: samples.MAX_SAMPLES]
+    # Emphasis splits "vLLM **0.10.1**"; entity scans read the text without it.
+    head = _EMPHASIS.sub("", text[:_ENTITY_SCAN_CHARS])
+    return _Document(lines, kept, launches, narrative, head)
+
+
+def _unindent(block: list[str]) -> str:
+    """A markdown indented code block (every line 4+ spaces in) holds the paste minus 4 spaces."""
+    text = [line for line in block if line.strip()]
+    if text and all(line.startswith(("    ", "\t")) for line in text):
+        block = [line[1:] if line.startswith("\t") else line[4:] for line in block]
+    return "\n".join(block).strip("\n")
+
+
+def _last_resort_samples(
+    found: list[str], lines: list[str], prose: list[bool], narrative: list[str]
+) -> list[str]:
+    """Errors quoted inside sentences; warning log lines when nothing else is there."""
+    joined = "\n".join(found)
+    inline = [
+        e
+        for e in samples.inline_errors("\n".join(narrative)[:_ENTITY_SCAN_CHARS])
+        if e not in joined
+    ]
+    if found or inline:
+        return inline
+    return [lines[s.start] for s in samples.warning_lines(lines, prose)][:5]
+
+
+def _finding(doc: _Document, vocabulary: VocabularyLike, problems: list[str]) -> ExtractedFinding:
+    launched = next(
+        (launch.framework for launch in reversed(doc.launches) if launch.framework), None
+    )
+    framework, framework_version = facts.framework_in(doc.head, launched)
+    flags = _flags(doc, vocabulary, framework)
+    model = facts.model_in(doc.head, vocabulary, _launched_model(doc))
+    gpus = facts.gpus_in(_without_samples(doc), vocabulary)
+    sentences = _sentences(doc.narrative)
+    fixes, works_command = _fixes(doc, sentences, vocabulary, framework)
+    metrics = facts.metrics_in(_metric_lines(doc.narrative))
+    title, summary = _title(doc), _summary(doc)
+    kind = derive.infer_kind(
+        samples=doc.sample_texts,
+        headline=f"{title}\n{summary}",
+        has_before_after=metrics.before is not None,
+        has_works=works_command is not None or metrics.throughput_tok_s is not None,
+    )
+    _note_gaps(doc, fixes, problems)
+    return ExtractedFinding(
+        title=title,
+        summary=summary,
+        kind=kind,
+        status=_status(fixes, kind, sentences),
+        gpus=gpus,
+        model=model.model,
+        model_arch=model.arch,
+        quantization=model.quantization or flags.get("quantization"),
+        framework=framework,
+        framework_version=framework_version,
+        versions=facts.versions_in(doc.head),
+        flags=tuple(flags.items()),
+        samples=doc.sample_texts,
+        cause=_cause(sentences),
+        conditions=derive.derived_conditions(
+            gpus=gpus, model_arch=model.arch, framework=framework, flags=flags, fixes=fixes
+        ),
+        fixes=fixes,
+        metrics=metrics,
+        works_command=works_command,
+        body="\n".join(doc.lines).strip(),
+    )
+
+
+def _without_samples(doc: _Document) -> str:
+    """The text minus its error samples: GPU names in a traceback are rare, its lines are many."""
+    text = "\n".join(doc.lines)[:_ENTITY_SCAN_CHARS]
+    for sample in doc.sample_texts:
+        text = text.replace(sample, "")
+    return text
+
+
+_METRIC_WORDS = ("tok", "ttft", "itl", "tpot", "concurren", "from")
+
+
+def _metric_lines(narrative: list[str]) -> str:
+    """Lines that can hold a figure; the metric patterns need not scan the rest."""
+    text = "\n".join(line for line in narrative if line)[:_ENTITY_SCAN_CHARS]
+    lines = (
+        line for line in text.split("\n") if any(word in line.lower() for word in _METRIC_WORDS)
+    )
+    return "\n".join(lines)
+
+
+_SAYS_RESOLVED = re.compile(r"\b(?:fixed it|resolved|solved|works now|fixed the)\b", re.IGNORECASE)
+
+
+def _status(fixes: tuple[ExtractedFix, ...], kind: str, sentences: list[_Sentence]) -> str:
+    """From the fixes; a story saying "X fixed it" in words we cannot structure is resolved too."""
+    status = derive.infer_status(fixes, kind)
+    if status != "open":
+        return status
+    said = any(
+        _SAYS_RESOLVED.search(s.text) and judge_outcome(s.text) is Outcome.RESOLVES
+        for s in sentences
+    )
+    return "resolved" if said else status
+
+
+def _launched_model(doc: _Document) -> str | None:
+    return next((launch.model for launch in reversed(doc.launches) if launch.model), None)
+
+
+def _flags(
+    doc: _Document, vocabulary: VocabularyLike, framework: str | None
+) -> dict[str, str | None]:
+    """Flags of every launch merged, the last value winning; else the flags the prose mentions."""
+    merged: dict[str, str | None] = {}
+    for launch in doc.launches:
+        merged.update((k, v) for k, v in launch.flags.items() if k not in _NON_FLAGS)
+    if merged:
+        return merged
+    prose = "\n".join(doc.narrative)[:_PROSE_FLAG_CHARS]
+    for name, value in vocabulary.flags_in_text(prose, framework):
+        if name not in _NON_FLAGS:
+            merged.setdefault(name, value)  # the first mention is the setting as launched
+    return merged
+
+
+# -- sentences and what they say ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    text: str
+    unit: int  # sentences of one paragraph or list item share a unit; verdicts stay inside it
+    item: bool  # the unit is a list item: short, about one experiment
+
+
+def _sentences(narrative: list[str]) -> list[_Sentence]:
+    """Sentences of the prose, by paragraph and list item; never across a blank line."""
+    sentences: list[_Sentence] = []
+    units = (
+        u for p in "\n".join(narrative).split("\n\n") for u in _ITEM_START.split(p) if u.strip()
+    )
+    for unit, text in enumerate(units):
+        item = bool(re.match(r"\s*(?:[-*+]|\d{1,2}[.)])\s", text))
+        for sentence in _SENTENCE_END.split(text.strip()):
+            if sentence.strip():
+                sentences.append(
+                    _Sentence(" ".join(sentence[:_MAX_SENTENCE_CHARS].split()), unit, item)
+                )
+            if len(sentences) >= _MAX_SENTENCES:
+                return sentences
+    return sentences
+
+
+def _fixes(
+    doc: _Document, sentences: list[_Sentence], vocabulary: VocabularyLike, framework: str | None
+) -> tuple[tuple[ExtractedFix, ...], str | None]:
+    diffs, works = _launch_fixes(doc, vocabulary, framework)
+    # The first launch is the setup prose restates, unless it is the only, working one.
+    baseline = (
+        dict(doc.launches[0].flags)
+        if doc.launches and works != doc.launches[0].command.strip()
+        else {}
+    )
+    found = _prose_fixes(sentences, vocabulary, framework, baseline)
+    told = {change for fix in found for change in fix.changes}
+    by_changes: dict[frozenset[Change], ExtractedFix] = {}
+    for fix in [*_untold(diffs, told), *found]:
+        by_changes.pop(frozenset(fix.changes), None)
+        by_changes[frozenset(fix.changes)] = fix
+    return tuple(by_changes.values()), works
+
+
+def _untold(diffs: list[ExtractedFix], told: set[Change]) -> list[ExtractedFix]:
+    """What prose already judged is taken from prose; a relaunch diff keeps only the rest."""
+    kept = []
+    for fix in diffs:
+        rest = tuple(change for change in fix.changes if change not in told)
+        if rest:
+            kept.append(
+                ExtractedFix(f"relaunched with {describe_changes(rest)}", rest, fix.outcome)
+            )
+    return kept
+
+
+def _prose_fixes(
+    sentences: list[_Sentence],
+    vocabulary: VocabularyLike,
+    framework: str | None,
+    launched: dict[str, str],
+) -> list[ExtractedFix]:
+    fixes = []
+    for k, sentence in enumerate(sentences):
+        changes = changes_in(sentence.text, vocabulary, framework) or _pronoun_change(
+            sentences, k, vocabulary, framework
+        )
+        changes = _real_changes(changes, launched)
+        if not changes or _DESCRIPTION.search(sentence.text):
+            continue
+        outcome = judge_outcome(sentence.text)
+        if _starts_experiment(sentence.text) or sentence.item:
+            outcome = (
+                _item_verdict(sentences, k, vocabulary, framework) if sentence.item else outcome
+            )
+            outcome = outcome or _outcome_after(sentences, k, vocabulary, framework)
+        outcome = outcome or _lead_in_verdict(sentences, k)
+        if outcome is not None:
+            fixes.append(ExtractedFix(sentence.text, changes, outcome))
+    return fixes
+
+
+_LEAD_IN_FIX = re.compile(
+    r"^(?:the |our )?(?:fix|solution|workaround|resolution|what (?:finally )?(?:worked"
+    r"|fixed it))\b.{0,80}:$",
+    re.IGNORECASE,
+)
+
+
+def _lead_in_verdict(sentences: list[_Sentence], k: int) -> Outcome | None:
+    """ "Fix:" then a block of commands: the unit of commands takes the lead-in's verdict."""
+    if k == 0 or sentences[k - 1].unit == sentences[k].unit:
+        return None
+    lead_in = sentences[k - 1].text
+    if not lead_in.endswith(":"):
+        return None
+    if _LEAD_IN_FIX.match(lead_in) or _WORKING_LEAD_IN.search(lead_in):
+        return Outcome.RESOLVES
+    return judge_outcome(lead_in)
+
+
+def _starts_experiment(text: str) -> bool:
+    """A sentence that does something, or opens with the change itself ("`--x 1`. Same error.")."""
+    return bool(_CHANGE_VERB.search(text)) or bool(
+        re.match(r"[`'\"(]*(?:--|[A-Z][A-Z0-9_]{2,}=)", text)
+    )
+
+
+_PRONOUN_CHANGE = re.compile(
+    r"\b(?:dropp|lower|rais|reduc|increas|bump|set|chang|cut|halv|doubl|tak|brought)\w*\s+(?:it"
+    r"|that|this|the value)"
+    r"(?:\s+(?:back\s+)?(?:down|up))?\s+to\s+`?([\w.:-]{1,40})",
+    re.IGNORECASE,
+)
+
+
+def _pronoun_change(
+    sentences: list[_Sentence], k: int, vocabulary: VocabularyLike, framework: str | None
+) -> tuple[Change, ...]:
+    """`I had --mem-fraction-static 0.9 in there. Dropped it to 0.82` sets the flag just named."""
+    match = _PRONOUN_CHANGE.search(sentences[k].text)
+    if match is None or k == 0 or sentences[k - 1].unit != sentences[k].unit:
+        return ()
+    named = {
+        c.name
+        for c in changes_in(sentences[k - 1].text, vocabulary, framework)
+        if c.action is ChangeAction.SET_FLAG
+    }
+    if len(named) != 1:
+        return ()
+    return (Change(ChangeAction.SET_FLAG, named.pop(), match.group(1).rstrip(".")),)
+
+
+def _item_verdict(
+    sentences: list[_Sentence], k: int, vocabulary: VocabularyLike, framework: str | None
+) -> Outcome | None:
+    """A list item is one experiment: judge all of it, unless it holds another change too."""
+    unit = [s for s in sentences[k:] if s.unit == sentences[k].unit]
+    if any(changes_in(s.text, vocabulary, framework) for s in unit[1:]):
+        return judge_outcome(sentences[k].text)
+    return judge_outcome(" ".join(s.text for s in unit))
+
+
+def _real_changes(changes: tuple[Change, ...], launched: dict[str, str]) -> tuple[Change, ...]:
+    """A flag restated at the value it was first launched with is a description, not a change."""
+    return tuple(
+        c
+        for c in changes
+        if not (c.action is ChangeAction.SET_FLAG and launched.get(c.name) == (c.value or "true"))
+    )
+
+
+def _outcome_after(
+    sentences: list[_Sentence], k: int, vocabulary: VocabularyLike, framework: str | None
+) -> Outcome | None:
+    """`I switched to X. It still crashed.`: the verdict often comes a sentence or two later."""
+    for following in sentences[k + 1 : k + 4]:
+        if following.unit != sentences[k].unit or changes_in(following.text, vocabulary, framework):
+            return None
+        outcome = judge_outcome(following.text)
+        if outcome is not None:
+            return outcome
+    return None
+
+
+def _launch_fixes(
+    doc: _Document, vocabulary: VocabularyLike, framework: str | None
+) -> tuple[list[ExtractedFix], str | None]:
+    """Each relaunch is an experiment: its changes are the diff to what ran before it."""
+    fixes: list[ExtractedFix] = []
+    works: str | None = None
+    flags: dict[str, str] = {}
+    env: dict[str, str] = {}
+    for index, launch in enumerate(doc.launches):
+        changes = (
+            _diff(flags, dict(launch.flags)) + _env_diff(env, dict(launch.env)) if index else ()
+        )
+        flags.update(launch.flags)
+        env.update(launch.env)
+        outcome = _verdict_near(doc, launch)
+        if outcome is Outcome.RESOLVES:
+            works = launch.command.strip()
+        if changes and outcome is not None:
+            fixes.append(
+                ExtractedFix(f"relaunched with {describe_changes(changes)}", changes, outcome)
+            )
+    return fixes, works
+
+
+def _diff(before: dict[str, str], after: dict[str, str]) -> tuple[Change, ...]:
+    changes = [
+        Change(ChangeAction.SET_FLAG, name, None if value == "true" else value)
+        for name, value in after.items()
+        if name not in _NON_FLAGS and before.get(name) != value
+    ]
+    # An abbreviated relaunch ("same as before plus --x") is not a removal of everything else.
+    if len(after) * 2 >= len(before):
+        changes += [Change(ChangeAction.REMOVE_FLAG, name) for name in before if name not in after]
+    return tuple(changes)
+
+
+def _env_diff(before: dict[str, str], after: dict[str, str]) -> tuple[Change, ...]:
+    return tuple(
+        Change(ChangeAction.SET_ENV, name, value)
+        for name, value in after.items()
+        if before.get(name) != value and name not in _PLUMBING_ENV
+    )
+
+
+# Which GPUs a process sees is deployment plumbing, not a fix.
+_PLUMBING_ENV = frozenset({"CUDA_VISIBLE_DEVICES", "HF_TOKEN", "HF_HOME", "HUGGING_FACE_HUB_TOKEN"})
+_WORKING_LEAD_IN = re.compile(
+    r"\b(?:final(?:ly)?|working|what (?:runs|works|we run)|now running|in production"
+    r"|known[- ]good)\b",
+    re.IGNORECASE,
+)
+
+
+def _verdict_near(doc: _Document, launch: facts.Launch) -> Outcome | None:
+    after = _prose_near(doc.narrative, launch.end, step=1)
+    lead_in = _prose_near(doc.narrative, launch.start - 1, step=-1)
+    verdict = judge_outcome(after) or judge_outcome(lead_in)
+    if verdict is None and _WORKING_LEAD_IN.search(lead_in):
+        return Outcome.RESOLVES
+    return verdict
+
+
+def _prose_near(narrative: list[str], start: int, step: int) -> str:
+    """The first sentence of prose after (step 1) or the last before (step -1) a line."""
+    picked: list[str] = []
+    i = start
+    while 0 <= i < len(narrative) and len(picked) < 4:
+        if narrative[i].strip():
+            picked.append(narrative[i])
+        elif picked:
+            break
+        i += step
+    text = " ".join(picked if step > 0 else reversed(picked))
+    parts = _SENTENCE_END.split(text)
+    return (parts[0] if step > 0 else parts[-1]) if parts else ""
+
+
+# -- title, summary, cause ----------------------------------------------------------------
+
+
+def _title(doc: _Document) -> str:
+    for line in doc.narrative[:200]:
+        found = heading(line)
+        if found:
+            return _plain(found[1])[:200]
+    first = next((line for line in doc.lines if line.strip()), "")
+    return _plain(first)[:200]
+
+
+def _summary(doc: _Document) -> str:
+    """The first real paragraph: not the title line, not a heading, a dozen words at least."""
+    title = _title(doc)
+    for paragraph in "\n".join(doc.narrative[:2000]).split("\n\n"):
+        text = _plain(paragraph)
+        if text == title or heading(paragraph.strip()) or len(text.split()) < 12:
+            continue
+        return _trim(text, 400)
+    return ""
+
+
+def _cause(sentences: list[_Sentence]) -> str:
+    for cue in _CAUSE_CUES:
+        for sentence in sentences:
+            if cue.search(sentence.text):
+                return _trim(_plain(sentence.text), 400)
+    return ""
+
+
+def _plain(text: str) -> str:
+    """Markdown markers and HTML tags out, whitespace collapsed."""
+    return " ".join(" ".join(_MARKDOWN_NOISE.sub(" ", line) for line in text.splitlines()).split())
+
+
+def _trim(text: str, limit: int) -> str:
+    """Cut at a sentence end before `limit` when there is one, else at a word."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    end = max(cut.rfind(". "), cut.rfind("! "), cut.rfind("? "))
+    if end > limit // 3:
+        return cut[: end + 1]
+    return cut.rsplit(" ", 1)[0] + " …"
+
+
+def _note_gaps(doc: _Document, fixes: tuple[ExtractedFix, ...], problems: list[str]) -> None:
+    if not doc.sample_texts:
+        problems.append("no error sample (traceback or error log) found")
+    if not doc.launches:
+        problems.append("no launch command found; flags come from the prose")
+    if not fixes:
+        problems.append("no fix with a stated outcome found")
