@@ -23,10 +23,10 @@ from typing import Any
 
 import networkx as nx  # type: ignore[import-untyped]  # no stubs installed
 
-from decisiontree.fingerprint import Signature, signatures_of
+from decisiontree.fingerprint import Signature
 from decisiontree.match import SignatureIndex
 from decisiontree.records import Change, ChangeAction, Condition, FindingRecord, FixRecord
-from decisiontree.traceback import InputRejected, parse
+from decisiontree.samples import SampleSignatures, signatures_of_sample
 from decisiontree.vocabulary import Vocabulary, load
 
 Node = tuple[Any, ...]
@@ -71,7 +71,7 @@ class KnowledgeGraph:
 
 
 # Sample text -> its signatures, or the reason it was unreadable.
-SignatureCache = MutableMapping[str, "tuple[Signature, ...] | str"]
+SignatureCache = MutableMapping[str, SampleSignatures]
 
 
 def build_graph(
@@ -139,17 +139,9 @@ def _index_samples(
 def cached_signatures(sample: str, cache: SignatureCache) -> tuple[Signature, ...] | str:
     found = cache.get(sample)
     if found is None:
-        found = _signatures_or_reason(sample)
+        found = signatures_of_sample(sample)
         cache[sample] = found
     return found
-
-
-def _signatures_or_reason(sample: str) -> tuple[Signature, ...] | str:
-    try:
-        signatures = signatures_of(parse(sample))
-    except InputRejected as rejected:
-        return str(rejected)
-    return signatures or "no error found in sample"
 
 
 def _observe(

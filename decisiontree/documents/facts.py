@@ -17,15 +17,32 @@ def gpus_in(text: str, vocabulary: VocabularyLike) -> tuple[GpuMention, ...]:
     """GPU mentions merged by name; the largest count said wins ("8x H100", later "the H100")."""
     counts: dict[str, int] = {}
     arches: dict[str, str | None] = {}
+    mentions: dict[str, int] = {}
     for gpu, count in (hit for chunk in _chunks(text) for hit in vocabulary.gpus_in_text(chunk)):
         counts[gpu.name] = max(count, counts.get(gpu.name, 0))
         arches[gpu.name] = gpu.arch
+        mentions[gpu.name] = mentions.get(gpu.name, 0) + 1
     for name in list(counts):
         # "4x H100" and "NVIDIA H100 80GB HBM3" are one GPU: the precise name, the larger count.
         precise = [other for other in counts if other != name and other.startswith(name + " ")]
         if precise and arches[precise[0]] == arches[name]:
             counts[precise[0]] = max(counts[precise[0]], counts.pop(name))
-    return tuple(GpuMention(name, arches[name], counts[name]) for name in counts)
+            mentions[precise[0]] += mentions.pop(name)
+    found = [GpuMention(name, arches[name], counts[name]) for name in counts]
+    return tuple(_subject_hardware(found, mentions))
+
+
+def _subject_hardware(found: list[GpuMention], mentions: dict[str, int]) -> list[GpuMention]:
+    """The architecture the write-up is about, when others are only compared against
+    ("it ran fine on our H100s"): the one deployed several at a time, then the most named."""
+    weights: dict[str | None, tuple[bool, int]] = {}
+    for gpu in found:
+        several, named = weights.get(gpu.arch, (False, 0))
+        weights[gpu.arch] = (several or gpu.count > 1, named + mentions[gpu.name])
+    if len(weights) < 2:
+        return found
+    best = max(weights.values())
+    return [gpu for gpu in found if weights[gpu.arch] == best]
 
 
 _CHUNK = 4000

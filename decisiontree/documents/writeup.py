@@ -210,10 +210,14 @@ def _launched_model(doc: _Document) -> str | None:
 def _flags(
     doc: _Document, vocabulary: VocabularyLike, framework: str | None
 ) -> dict[str, str | None]:
-    """Flags of every launch merged, the last value winning; else the flags the prose mentions."""
+    """The configuration the error appeared with: the first launch's flags, plus flags later
+    launches add; a later launch's new *value* is a fix attempt, not the failing setting.
+    Without a launch command, the flags the prose mentions first."""
     merged: dict[str, str | None] = {}
     for launch in doc.launches:
-        merged.update((k, v) for k, v in launch.flags.items() if k not in _NON_FLAGS)
+        for name, value in launch.flags.items():
+            if name not in _NON_FLAGS:
+                merged.setdefault(name, value)
     if merged:
         return merged
     prose = "\n".join(doc.narrative)[:_PROSE_FLAG_CHARS]

@@ -140,6 +140,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('text', models.TextField()),
+                ('parsed', models.JSONField(blank=True, default=dict, help_text='Its signatures, as decisiontree.samples stores them')),
                 ('signature', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='samples', to='kb.errorsignature')),
                 ('finding', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='samples', to='kb.finding')),
             ],

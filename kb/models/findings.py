@@ -178,6 +178,9 @@ class ErrorSample(models.Model):
         ErrorSignature, null=True, blank=True, on_delete=models.SET_NULL, related_name="samples"
     )
     text = models.TextField()
+    parsed = models.JSONField(
+        default=dict, blank=True, help_text="Its signatures, as decisiontree.samples stores them"
+    )
 
     def __str__(self) -> str:
         return self.text[:80]

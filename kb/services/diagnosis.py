@@ -28,7 +28,9 @@ from decisiontree.records import (
     Outcome,
     SourceRef,
 )
+from decisiontree.samples import SampleSignatures, from_stored
 from kb.models import (
+    ErrorSample,
     Finding,
     Fix,
     FixFeedback,
@@ -64,12 +66,25 @@ def knowledge_graph() -> KnowledgeGraph:
 
 
 def rebuild_graph() -> KnowledgeGraph:
+    """Build from the published findings, reusing signatures parsed at ingest or last time."""
     global _signatures
     records = finding_records()
-    graph = build_graph(records, cache=_signatures)
+    known = stored_signatures()
+    known.update(_signatures)
+    graph = build_graph(records, cache=known)
     current = {sample for record in records for sample in record.samples}
-    _signatures = {sample: found for sample, found in _signatures.items() if sample in current}
+    _signatures = {sample: found for sample, found in known.items() if sample in current}
     return graph
+
+
+def stored_signatures() -> dict[str, SampleSignatures]:
+    found: dict[str, SampleSignatures] = {}
+    rows = ErrorSample.objects.filter(finding__status=Finding.Status.PUBLISHED)
+    for text, parsed in rows.values_list("text", "parsed").iterator(chunk_size=2000):
+        signatures = from_stored(parsed)
+        if signatures is not None:
+            found[text] = signatures
+    return found
 
 
 def diagnose(
@@ -146,7 +161,9 @@ def fix_record(fix: Fix, evidence: Evidence | None) -> FixRecord:
 
 def change_of(raw: dict[str, Any]) -> Change:
     value = raw.get("value")
-    return Change(ChangeAction(raw["action"]), str(raw["name"]), None if value is None else str(value))
+    return Change(
+        ChangeAction(raw["action"]), str(raw["name"]), None if value is None else str(value)
+    )
 
 
 def fix_evidence() -> dict[int, Evidence]:

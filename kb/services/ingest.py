@@ -64,8 +64,10 @@ def iter_documents(paths: Iterable[str | Path]) -> Iterator[Path]:
         path = Path(raw)
         if path.is_dir():
             yield from sorted(
-                p for p in path.rglob("*")
-                if p.is_file() and p.suffix.lower() in INGESTIBLE_SUFFIXES
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and p.suffix.lower() in INGESTIBLE_SUFFIXES
                 and not p.name.startswith(".")
             )
         else:
@@ -99,7 +101,9 @@ def ingest_bytes(data: bytes, path: str, *, publish: bool = False) -> DocumentOu
 def store_document(
     extracted: ExtractedDocument, text: str, path: str, content_hash: str, *, publish: bool
 ) -> DocumentOutcome:
-    document = SourceDocument.objects.select_for_update().filter(path=path).first() if path else None
+    document = (
+        SourceDocument.objects.select_for_update().filter(path=path).first() if path else None
+    )
     action = "updated" if document else "created"
     if document is None:
         document = SourceDocument(path=path)

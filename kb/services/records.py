@@ -6,8 +6,8 @@ from dataclasses import asdict
 from typing import Any
 
 from decisiontree.documents import ExtractedFinding, ExtractedFix, GpuMention
-from decisiontree.fingerprint import signature_of
-from decisiontree.traceback import InputRejected, parse
+from decisiontree.fingerprint import Signature
+from decisiontree.samples import signatures_of_sample, stored_form
 from kb.models import (
     ErrorSample,
     ErrorSignature,
@@ -23,9 +23,25 @@ from kb.models import (
 )
 
 FINDING_FIELDS = (
-    "title", "summary", "body", "kind", "resolution", "cause", "conditions", "model_id",
-    "framework_id", "works_command", "throughput_tok_s", "ttft_ms", "itl_ms", "before_value",
-    "after_value", "metric_unit", "metric_note", "extra", "problems",
+    "title",
+    "summary",
+    "body",
+    "kind",
+    "resolution",
+    "cause",
+    "conditions",
+    "model_id",
+    "framework_id",
+    "works_command",
+    "throughput_tok_s",
+    "ttft_ms",
+    "itl_ms",
+    "before_value",
+    "after_value",
+    "metric_unit",
+    "metric_note",
+    "extra",
+    "problems",
 )
 
 
@@ -165,27 +181,25 @@ def link_flags(
 
 
 def link_samples(finding: Finding, samples: tuple[str, ...]) -> bool:
+    """Store the samples with their signatures, parsed once here and not at every rebuild."""
     current = list(finding.samples.order_by("pk").values_list("text", flat=True))
     if current == list(samples):
         return False
     finding.samples.all().delete()
     signatures = []
     for text in samples:
-        signature = error_signature(text)
-        ErrorSample.objects.create(finding=finding, text=text, signature=signature)
-        if signature is not None:
-            signatures.append(signature)
+        found = signatures_of_sample(text)
+        row = error_signature(found[0]) if not isinstance(found, str) else None
+        ErrorSample.objects.create(
+            finding=finding, text=text, signature=row, parsed=stored_form(found)
+        )
+        if row is not None:
+            signatures.append(row)
     finding.signatures.set(signatures)
     return True
 
 
-def error_signature(text: str) -> ErrorSignature | None:
-    try:
-        signature = signature_of(parse(text))
-    except InputRejected:
-        return None
-    if signature is None:
-        return None
+def error_signature(signature: Signature) -> ErrorSignature:
     row, _ = ErrorSignature.objects.get_or_create(
         fingerprint=signature.fingerprint,
         defaults={

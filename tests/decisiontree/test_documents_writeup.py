@@ -199,7 +199,7 @@ def test_a_document_without_errors_or_fixes_says_so():
     assert "no fix with a stated outcome found" in document.problems
 
 
-def test_it_takes_the_last_launch_as_the_working_command_when_it_worked():
+def test_it_keeps_the_failing_launch_as_the_flags_and_the_last_one_as_working():
     text = (
         "# Llama on 2x A100\n\nFirst try:\n\n"
         "```\nvllm serve meta-llama/Llama-3.1-70B-Instruct -tp 2 --max-model-len 131072\n```\n\n"
@@ -213,4 +213,5 @@ def test_it_takes_the_last_launch_as_the_working_command_when_it_worked():
         == "vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 2 --max-model-len 32768"
     )
     assert outcomes(finding)["--max-model-len 32768"] is Outcome.RESOLVES
-    assert dict(finding.flags)["max-model-len"] == "32768"  # several launches: the last value wins
+    # The finding's flags are the configuration the error appeared with.
+    assert dict(finding.flags)["max-model-len"] == "131072"
