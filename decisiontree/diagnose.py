@@ -182,8 +182,9 @@ def diagnose(
         return Diagnosis(MatchLevel.NONE, signature, (), (), (), context)
     fixes, not_helpful = rank_fixes(candidates, context, graph, vocabulary)
     questions = ask_questions(candidates, context, graph, vocabulary, fixes)
-    return Diagnosis(candidates[0].level, signature, fixes, not_helpful, questions, context,
-                     candidates)
+    return Diagnosis(
+        candidates[0].level, signature, fixes, not_helpful, questions, context, candidates
+    )
 
 
 def queries_for(signatures: Sequence[Signature], text: str) -> list[Query]:
@@ -204,9 +205,7 @@ def shortlist(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
 # --- the context, plus what the log says the server really ran with -------------
 
 
-def with_log_evidence(
-    context: Context, warnings: Iterable[str], vocabulary: Vocabulary
-) -> Context:
+def with_log_evidence(context: Context, warnings: Iterable[str], vocabulary: Vocabulary) -> Context:
     """Fold flag values revealed by log lines into the context (launch values win)."""
     found = log_flags(warnings, vocabulary, context.framework)
     flags = dict(context.flags)
@@ -262,9 +261,7 @@ def _same_value(key: str, wanted: str, actual: str, vocabulary: Vocabulary) -> b
     return _normal_value(wanted, key, vocabulary) == actual
 
 
-def _normal_value(
-    value: str | None, key: str = "", vocabulary: Vocabulary | None = None
-) -> str:
+def _normal_value(value: str | None, key: str = "", vocabulary: Vocabulary | None = None) -> str:
     if value is None:
         return ""
     text = value.strip().strip("'\"").lower()
@@ -328,8 +325,15 @@ def score_cause(
     for condition in graph.conditions_of(finding.id):
         state = assess(condition, context, vocabulary)
         score *= CONDITION_FACTOR[state]
-        steps.append(WhyStep("condition", _condition_detail(condition, state, context),
-                             condition.key, _shown_value(condition), state))
+        steps.append(
+            WhyStep(
+                "condition",
+                _condition_detail(condition, state, context),
+                condition.key,
+                _shown_value(condition),
+                state,
+            )
+        )
     return _CauseScore(candidate, finding, score, tuple(steps))
 
 
@@ -381,8 +385,9 @@ def evidence_factor(fix: FixRecord, arch: str | None) -> tuple[float, str]:
     helped, not_helped = min(evidence.feedback_helped, 5), min(evidence.feedback_not_helped, 5)
     points += FEEDBACK * (helped - not_helped)
     if helped or not_helped:
-        parts.append(f"feedback: {evidence.feedback_helped} helped, "
-                     f"{evidence.feedback_not_helped} did not")
+        parts.append(
+            f"feedback: {evidence.feedback_helped} helped, {evidence.feedback_not_helped} did not"
+        )
     factor = max(MIN_EVIDENCE, points)
     return factor, "; ".join(parts) + f" (evidence x{factor:.2f})"
 
@@ -394,8 +399,11 @@ def _validation_points(evidence: Evidence, arch: str | None) -> tuple[float, lis
     passed_elsewhere = min(passed_all - passed_here, 3)
     per_other = VALIDATED_OTHER_ARCH if arch else VALIDATED_ANY_ARCH
     points = VALIDATED_SAME_ARCH * (passed_here - failed_here) + per_other * passed_elsewhere
-    notes = [f"validated on {arch}: {passed_here} passed, {failed_here} failed"] if (
-        passed_here or failed_here) else []
+    notes = (
+        [f"validated on {arch}: {passed_here} passed, {failed_here} failed"]
+        if (passed_here or failed_here)
+        else []
+    )
     if passed_elsewhere:
         notes.append(f"validated elsewhere: {passed_all - passed_here} passed")
     return points, notes
@@ -448,8 +456,7 @@ def spell_changes(
     changes: Iterable[Change], context: Context, finding: FindingRecord, vocabulary: Vocabulary
 ) -> tuple[str, ...]:
     framework = context.framework or framework_of(finding.conditions)
-    return tuple(spell_change(c, framework, context.framework_version, vocabulary)
-                 for c in changes)
+    return tuple(spell_change(c, framework, context.framework_version, vocabulary) for c in changes)
 
 
 def spell_change(
@@ -473,8 +480,15 @@ def _spelled_flag(
 # --- questions ------------------------------------------------------------------
 
 
-QUESTION_ORDER = ("gpu.arch", "gpu.name", "framework", "framework.version", "model.arch",
-                  "model.name", "model.quantization")
+QUESTION_ORDER = (
+    "gpu.arch",
+    "gpu.name",
+    "framework",
+    "framework.version",
+    "model.arch",
+    "model.name",
+    "model.quantization",
+)
 
 
 def ask_questions(
@@ -549,8 +563,9 @@ def _question(
 
 def _ask(key: str, context: Context, vocabulary: Vocabulary) -> str:
     if key.startswith("flag."):
-        flag = _spelled_flag(key.removeprefix("flag."), context.framework,
-                             context.framework_version, vocabulary)
+        flag = _spelled_flag(
+            key.removeprefix("flag."), context.framework, context.framework_version, vocabulary
+        )
         return f"What is {flag} set to (in the launch command or the server_args log line)?"
     return {
         "gpu.arch": "Which GPU?",
@@ -581,8 +596,9 @@ def _fix_dict(fix: FixRecord, command_changes: Sequence[str]) -> dict[str, Any]:
         "id": fix.id,
         "summary": fix.summary,
         "outcome": str(fix.outcome),
-        "changes": [{"action": str(c.action), "name": c.name, "value": c.value}
-                    for c in fix.changes],
+        "changes": [
+            {"action": str(c.action), "name": c.name, "value": c.value} for c in fix.changes
+        ],
         "command_changes": list(command_changes),
     }
 
@@ -641,8 +657,10 @@ def render_text(diagnosis: Diagnosis) -> str:
     if diagnosis.not_helpful:
         lines.append("")
         lines.append("Known NOT to help:")
-        lines += [f"  - {e.fix.summary} [{' '.join(e.command_changes)}]: {e.reason}"
-                  for e in diagnosis.not_helpful]
+        lines += [
+            f"  - {e.fix.summary} [{' '.join(e.command_changes)}]: {e.reason}"
+            for e in diagnosis.not_helpful
+        ]
     for question in diagnosis.questions:
         lines.append("")
         lines.append(f"? {question.text} (answers: {', '.join(question.answers)})")

@@ -171,8 +171,9 @@ class SignatureIndex:
         number = len(self._entries)
         ids = tuple(sorted({self._term_id(term) for term in signature.terms}))
         self._entries.append(
-            _Entry(finding_id, signature.fingerprint, signature.template_key,
-                   signature.template, ids)
+            _Entry(
+                finding_id, signature.fingerprint, signature.template_key, signature.template, ids
+            )
         )
         for term_id in ids:
             self._postings[term_id].append(number)
@@ -189,8 +190,10 @@ class SignatureIndex:
 
     def finish(self) -> None:
         """Compute term weights once all samples are in."""
-        self._weights = [self._idf_weight(len(p), term)
-                         for term, p in zip(self._terms, self._postings, strict=True)]
+        self._weights = [
+            self._idf_weight(len(p), term)
+            for term, p in zip(self._terms, self._postings, strict=True)
+        ]
         self._entry_weights = [sum(self._weights[i] for i in e.term_ids) for e in self._entries]
         self._stale = False
 
@@ -251,15 +254,21 @@ class SignatureIndex:
 
     def _by_identity(self, query: Query, query_terms: dict[str, float]) -> list[Candidate]:
         """Layers 1-3: reviewer links, exact fingerprint, same template."""
-        found = [Candidate(finding_id, 1.0, "linked", (), query.fingerprint)
-                 for finding_id in sorted(self._linked.get(query.fingerprint or "", ()))]
+        found = [
+            Candidate(finding_id, 1.0, "linked", (), query.fingerprint)
+            for finding_id in sorted(self._linked.get(query.fingerprint or "", ()))
+        ]
         same_print = self._by_fingerprint.get(query.fingerprint or "", set())
         floor = FINGERPRINT_FLOOR * self.specificity(query_terms)
         found += self._identity_hits("fingerprint", same_print, floor, query_terms)
         same_template = self._by_template.get(query.template_key or "", set())
         if same_template:
-            found += self._identity_hits("template", same_template - same_print,
-                                         self._template_floor(query, same_template), query_terms)
+            found += self._identity_hits(
+                "template",
+                same_template - same_print,
+                self._template_floor(query, same_template),
+                query_terms,
+            )
         return found
 
     def _template_floor(self, query: Query, entries: set[int]) -> float:
@@ -269,14 +278,16 @@ class SignatureIndex:
         findings = len({self._entries[n].finding_id for n in entries})
         return TEMPLATE_FLOOR * self.specificity(text_terms(query.template)) / findings
 
-    def _identity_hits(self, layer: str, entries: Iterable[int], score: float,
-                       query_terms: dict[str, float]) -> list[Candidate]:
+    def _identity_hits(
+        self, layer: str, entries: Iterable[int], score: float, query_terms: dict[str, float]
+    ) -> list[Candidate]:
         hits = []
         for number in sorted(entries):
             entry = self._entries[number]
             shared = self._shared_terms(entry, query_terms)
-            hits.append(Candidate(entry.finding_id, round(score, 4), layer, shared,
-                                  entry.fingerprint))
+            hits.append(
+                Candidate(entry.finding_id, round(score, 4), layer, shared, entry.fingerprint)
+            )
         return hits
 
     def _by_terms(self, query: Query, query_terms: dict[str, float]) -> list[Candidate]:
@@ -284,8 +295,9 @@ class SignatureIndex:
         partial = self._seed_scores(query_terms)
         # An entry sharing only a sliver of the rare terms the best one shares cannot win.
         floor = max(partial.values(), default=0.0) * PARTIAL_CUTOFF
-        shortlist = sorted((n for n in partial if partial[n] >= floor),
-                           key=lambda n: (-partial[n], n))[:FULL_SCORE_LIMIT]
+        shortlist = sorted(
+            (n for n in partial if partial[n] >= floor), key=lambda n: (-partial[n], n)
+        )[:FULL_SCORE_LIMIT]
         by_id = {self._term_ids[t]: w for t, w in query_terms.items() if t in self._term_ids}
         query_weight = sum(query_terms.values())
         scored = [(self._term_score(n, by_id, query_weight, query.template), n) for n in shortlist]
@@ -312,8 +324,9 @@ class SignatureIndex:
                 partial[number] += query_terms[term]
         return partial
 
-    def _term_score(self, number: int, query_ids: dict[int, float],
-                    query_weight: float, template: str) -> float:
+    def _term_score(
+        self, number: int, query_ids: dict[int, float], query_weight: float, template: str
+    ) -> float:
         entry = self._entries[number]
         known_weight = self._entry_weights[number]
         shared_weight = sum(map(query_ids.get, entry.term_ids, repeat(0.0)))
@@ -325,8 +338,9 @@ class SignatureIndex:
         dice = 2 * shared_weight / (query_weight + known_weight)
         coverage = 0.7 * overlap + 0.3 * dice
         coverage = max(coverage, 0.7 * coverage + 0.3 * _template_likeness(template, entry))
-        confidence = min(1.0, shared_weight / (SPECIFIC_TERMS_FOR_CONFIDENCE
-                                               * self._specific_weight()))
+        confidence = min(
+            1.0, shared_weight / (SPECIFIC_TERMS_FOR_CONFIDENCE * self._specific_weight())
+        )
         return round(coverage * confidence, 4)
 
     def _shared_terms(self, entry: _Entry, query_terms: dict[str, float]) -> tuple[str, ...]:

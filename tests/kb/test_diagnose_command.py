@@ -55,9 +55,7 @@ def test_it_puts_the_explicit_kv_dtype_override_first_for_the_decode_crash(
 ) -> None:
     paste = tmp_path / "crash.txt"
     paste.write_text(DECODE_CRASH)
-    result = json.loads(
-        run(str(paste), "--json", "--gpu", "RTX PRO 6000", "--launch-cmd", LAUNCH)
-    )
+    result = json.loads(run(str(paste), "--json", "--gpu", "RTX PRO 6000", "--launch-cmd", LAUNCH))
     assert result["match"] in ("known", "similar")
     first = changes_of(result["fixes"][0])
     assert first.get("kv-cache-dtype") == "bf16"

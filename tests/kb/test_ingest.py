@@ -96,7 +96,8 @@ def test_it_extracts_what_a_reviewer_expects_from_a_writeup(
 ) -> None:
     expected = json.loads(expected_path.read_text())
     source = next(
-        p for p in WRITEUPS.iterdir()
+        p
+        for p in WRITEUPS.iterdir()
         if p.name.startswith(expected_path.name.removesuffix(".expected.json") + ".")
         and not p.name.endswith(".json")
     )
@@ -145,7 +146,9 @@ def test_it_fails_when_no_document_could_be_ingested(vocabulary: None, tmp_path:
 
 def test_broken_markdown_still_ingests(vocabulary: None, tmp_path: Path) -> None:
     path = tmp_path / "broken.md"
-    path.write_text(ENTRY.replace("```\n\"\"\"", "") + "\n```python\nunclosed fence <script>x</script>\n")
+    path.write_text(
+        ENTRY.replace('```\n"""', "") + "\n```python\nunclosed fence <script>x</script>\n"
+    )
     output = ingest(path)
     assert "created" in output
     assert Finding.objects.count() == 1

@@ -39,7 +39,9 @@ def test_it_refuses_two_gpus_with_the_same_name() -> None:
 def test_it_refuses_a_duplicate_fingerprint() -> None:
     def create() -> ErrorSignature:
         return ErrorSignature.objects.create(
-            fingerprint="ab" * 20, template_key="cd" * 20, exception_type="AssertionError",
+            fingerprint="ab" * 20,
+            template_key="cd" * 20,
+            exception_type="AssertionError",
             template="assert not self.nsa_kv_cache_store_fp8",
         )
 
@@ -60,7 +62,9 @@ def test_it_refuses_a_duplicate_framework_release() -> None:
 
 def test_it_refuses_a_gpu_count_of_zero() -> None:
     finding = Finding.objects.create(title="OOM at capture")
-    assert_rejected(lambda: FindingGpu.objects.create(finding=finding, hardware=make_gpu(), count=0))
+    assert_rejected(
+        lambda: FindingGpu.objects.create(finding=finding, hardware=make_gpu(), count=0)
+    )
 
 
 def test_it_refuses_the_same_flag_twice_in_one_finding() -> None:

@@ -25,7 +25,9 @@ def fixes_setting(flag: str, value: str | None = None) -> list[Fix]:
         fix
         for fix in Fix.objects.filter(finding__status=Finding.Status.PUBLISHED)
         if any(
-            c["action"] == "set_flag" and c["name"] == flag and (value is None or c["value"] == value)
+            c["action"] == "set_flag"
+            and c["name"] == flag
+            and (value is None or c["value"] == value)
             for c in fix.changes
         )
     ]
