@@ -290,7 +290,10 @@ class Vocabulary:
             gpu = self._gpu_keys.get(gpu_key(match.group("gpu")))
             if gpu is None:
                 continue
-            before, after = text[: match.start()], text[match.end() :]
+            # A count sits right next to the name: look a few words around it, not at the
+            # whole text (slicing all of it per mention made long documents quadratic).
+            before = text[max(0, match.start() - _COUNT_WINDOW) : match.start()]
+            after = text[match.end() : match.end() + _COUNT_WINDOW]
             count = _count_before(before) or _count_after(after)
             if strict and count is None and _bare_number(match, after):
                 continue  # "4090" alone is as likely a port or a duration as a GPU
@@ -584,6 +587,9 @@ def _bare_number(match: re.Match[str], after: str) -> bool:
     if not match.group("gpu").strip().isdigit() or match.group("vendor"):
         return False
     return not re.match(r"s?\s*(?:gpus?|cards?)\b", after, re.I)
+
+
+_COUNT_WINDOW = 48
 
 
 def _count_before(before: str) -> int | None:
