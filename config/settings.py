@@ -187,6 +187,12 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "False")
+# A validation run goes to the queue of its host's first label (docs/validation.md).
+CELERY_TASK_ROUTES = ("kb.tasks.route_validation",)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-validation-runs": {"task": "kb.sweep_validation_runs", "schedule": 60.0},
+    "revalidate-fixes": {"task": "kb.revalidate_fixes", "schedule": 7 * 24 * 3600.0},
+}
 
 # --- REST API ---------------------------------------------------------------
 REST_FRAMEWORK = {

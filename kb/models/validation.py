@@ -21,6 +21,11 @@ class Host(models.Model):
     )
     host_key = models.TextField(blank=True, help_text="Pinned public host key (OpenSSH format)")
     labels = models.JSONField(default=list, blank=True)
+    env = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Environment of every command on the host, e.g. {"PATH": "/opt/venv/bin:/bin"}',
+    )
     facts = models.JSONField(default=dict, blank=True)
     facts_at = models.DateTimeField(null=True, blank=True)
     locked_by = models.ForeignKey(

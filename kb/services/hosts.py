@@ -1,0 +1,143 @@
+"""The GPU host registry: adding hosts with a pinned key, collecting their facts over
+SSH, and the one-run-at-a-time lease on each host."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from decisiontree.recipes import cuda_version, gpu_summary, parse_gpu_query
+from kb import remote
+from kb.models import Host
+
+GPU_QUERY = (
+    "nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv,noheader"
+)
+FRAMEWORK_PACKAGES = ("sglang", "vllm", "torch", "transformers", "flashinfer-python")
+# Runs on the host's python: package versions from their metadata, else their __version__.
+VERSIONS_SCRIPT = """
+import importlib, json, platform
+from importlib import metadata
+found = {"python": platform.python_version()}
+for name in %r:
+    try:
+        found[name] = metadata.version(name)
+    except Exception:
+        try:
+            found[name] = importlib.import_module(name.split("-")[0]).__version__
+        except Exception:
+            found[name] = None
+print(json.dumps(found))
+"""
+FACTS_TIMEOUT_S = 120.0
+
+
+class HostKeyNotApproved(Exception):
+    """First contact: the key is shown, not pinned, until the user approves it."""
+
+
+def add_host(
+    name: str,
+    *,
+    address: str,
+    username: str,
+    port: int = 22,
+    key_path: str = "",
+    labels: Iterable[str] = (),
+    env: Mapping[str, str] | None = None,
+    accept_host_key: bool = False,
+    host_key: str = "",
+) -> Host:
+    """Register a host. Its key is pinned from `host_key` (checked out of band) or, with
+    `accept_host_key`, from what the host offers now; otherwise nothing is saved."""
+    key = host_key.strip() or remote.fetch_host_key(address, port)
+    if not host_key and not accept_host_key:
+        raise HostKeyNotApproved(
+            f"{address}:{port} offers {key.split()[0]} key {remote.fingerprint(key)}. "
+            "Check it, then add the host again with --accept-host-key to pin it."
+        )
+    remote.fingerprint(key)  # refuses a malformed key before it is stored
+    return Host.objects.create(
+        name=name, address=address, port=port, username=username, key_path=key_path,
+        host_key=key, labels=list(labels), env=dict(env or {}),
+    )  # fmt: skip
+
+
+def target_of(host: Host) -> remote.Target:
+    return remote.Target(host.address, host.port, host.username, host.key_path, host.host_key)
+
+
+def on_host(host: Host, command: str) -> str:
+    """`command` with the host's environment exported first (values quoted, not expanded)."""
+    exports = [f"export {name}={shlex.quote(str(value))};" for name, value in host.env.items()]
+    return " ".join([*exports, command])
+
+
+def collect_facts(host: Host, session: remote.Session | None = None) -> dict[str, Any]:
+    """GPUs, driver, CUDA, Python and framework versions, read over SSH and saved."""
+    if session is None:
+        with remote.connect(target_of(host)) as own:
+            return collect_facts(host, own)
+    facts = read_facts(host, session)
+    host.facts, host.facts_at = facts, timezone.now()
+    host.save(update_fields=["facts", "facts_at"])
+    return facts
+
+
+def read_facts(host: Host, session: remote.Session) -> dict[str, Any]:
+    gpus = session.run(on_host(host, GPU_QUERY), timeout=FACTS_TIMEOUT_S)
+    banner = session.run(on_host(host, "nvidia-smi"), timeout=FACTS_TIMEOUT_S)
+    script = VERSIONS_SCRIPT % (FRAMEWORK_PACKAGES,)
+    versions = session.run(on_host(host, f"python3 -c {shlex.quote(script)}"),
+                           timeout=FACTS_TIMEOUT_S)  # fmt: skip
+    facts: dict[str, Any] = gpu_summary(parse_gpu_query(gpus.stdout)) if gpus.ok else {}
+    if not gpus.ok:
+        facts["gpu_error"] = (gpus.stderr or gpus.stdout).strip()[-500:] or "nvidia-smi failed"
+    facts["cuda"] = cuda_version(banner.stdout)
+    facts["packages"] = _versions(versions)
+    facts["python"] = facts["packages"].pop("python", None)
+    return facts
+
+
+def _versions(result: remote.CommandResult) -> dict[str, str | None]:
+    try:
+        found = json.loads(result.stdout.strip().splitlines()[-1]) if result.ok else {}
+    except (ValueError, IndexError):
+        found = {}
+    return {str(k): (str(v) if v else None) for k, v in found.items()}
+
+
+# ---------------------------------------------------------------- the lease
+
+
+def claim(host_id: int, run_id: int, lease_s: float) -> bool:
+    """Take the host for a run; False if another run holds an unexpired lease.
+
+    One conditional UPDATE, so two workers can never both win.
+    """
+    now = timezone.now()
+    free = Q(locked_by__isnull=True) | Q(lease_expires_at__lt=now) | Q(locked_by_id=run_id)
+    taken = Host.objects.filter(free, pk=host_id).update(
+        locked_by_id=run_id, lease_expires_at=now + timedelta(seconds=lease_s)
+    )
+    return taken == 1
+
+
+def renew(host_id: int, run_id: int, lease_s: float) -> bool:
+    """Extend the run's lease; False if it was lost (expired and taken by another run)."""
+    until = timezone.now() + timedelta(seconds=lease_s)
+    return Host.objects.filter(pk=host_id, locked_by_id=run_id).update(lease_expires_at=until) == 1
+
+
+def release(host_id: int, run_id: int) -> None:
+    with transaction.atomic():
+        Host.objects.filter(pk=host_id, locked_by_id=run_id).update(
+            locked_by=None, lease_expires_at=None
+        )

@@ -1,0 +1,614 @@
+"""Validation runs: launch a fix on a GPU host, measure it, and feed the result back.
+
+`run(run_id)` is what the Celery task calls. It claims the run (QUEUED -> RUNNING,
+one conditional UPDATE), leases the host, and over one SSH session: checks GPU health
+(`dcgmi`), reads the host's facts, starts the server with the fix applied in its own
+process group under a remote watchdog, waits for health, runs the load through an SSH
+tunnel, stops everything it started and records the verdict.
+
+The watchdog is what makes a killed worker safe: the worker touches a lease file in
+the run folder on every heartbeat; when it stops (worker gone, network gone), the
+watchdog kills the server's process group within `lease_s`. `sweep()` marks such
+runs on the database side.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from decisiontree.recipes import (
+    BenchMetrics,
+    LaunchPlan,
+    RecipeRefused,
+    apply_changes,
+    bench_argv,
+    build_launch,
+    parse_bench_console,
+    parse_bench_output,
+    recipe_for,
+)
+from kb import remote
+from kb.models import Fix, Host, KnowledgeRevision, ValidationRun
+from kb.recipes import LoadSettings, http_status, measure
+from kb.services import hosts
+from kb.services.diagnosis import change_of
+
+log = logging.getLogger(__name__)
+Status = ValidationRun.Status
+
+LEASE_S = 120.0  # how long a silent worker keeps its host (and its server) alive
+POLL_S = 2.0
+BENCH_TIMEOUT_S = 1800.0
+LOG_LIMIT = 60_000  # characters of log kept on the run row
+SERVER_TAIL_BYTES = 16_000
+RUNS_DIR = ".fixgraph/runs"
+DEFAULT_QUEUE = "celery"
+
+
+class HostBusy(Exception):
+    """Another run holds the host; the task tries again later."""
+
+
+class LeaseLost(Exception):
+    """The worker was too slow to renew its lease and another run took the host."""
+
+
+# Before anything was launched, so trying again cannot leave a server behind.
+RETRYABLE = (HostBusy, remote.HostUnreachable)
+
+
+# ---------------------------------------------------------------- the run's settings
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What a run launches and how it measures, from the finding, the fix and overrides."""
+
+    framework: str
+    model: str
+    flags: dict[str, str | None]
+    env: dict[str, str]
+    load: LoadSettings
+    startup_timeout_s: float
+    bench_timeout_s: float = BENCH_TIMEOUT_S
+    lease_s: float = LEASE_S
+    min_throughput_tok_s: float | None = None
+
+
+def settings_for(run: ValidationRun) -> RunSettings:
+    """The finding's launch (model, framework, flags as launched) with the fix's changes
+    laid over it. `run.recipe` may override any part: framework, model, flags, env,
+    load, startup_timeout_s, bench_timeout_s, lease_s, min_throughput_tok_s."""
+    over: dict[str, Any] = run.recipe or {}
+    finding = run.fix.finding
+    framework = over.get("framework") or (finding.framework.name if finding.framework else "")
+    recipe = recipe_for(framework or "sglang")
+    base = over.get("flags")
+    if base is None:
+        base = {s.name: s.value or None for s in finding.flag_settings.all()}
+    flags, env = apply_changes(base, over.get("env", {}), [change_of(c) for c in run.fix.changes])
+    model = over.get("model") or (finding.model.name if finding.model else "")
+    model = model or str(flags.get("model-path") or flags.get("model") or "")
+    return RunSettings(
+        framework=recipe.framework,
+        model=model,
+        flags=flags,
+        env=env,
+        load=LoadSettings.from_dict(over.get("load", {})),
+        startup_timeout_s=float(over.get("startup_timeout_s", recipe.startup_timeout_s)),
+        bench_timeout_s=float(over.get("bench_timeout_s", BENCH_TIMEOUT_S)),
+        lease_s=float(over.get("lease_s", LEASE_S)),
+        min_throughput_tok_s=over.get("min_throughput_tok_s"),
+    )
+
+
+# ---------------------------------------------------------------- starting and cancelling
+
+
+def queue_for(host: Host) -> str:
+    """The Celery queue of the workers that can reach `host`: its first label.
+
+    A worker machine consumes the queues of the labels it can reach
+    (`celery worker -Q hosts.lab-a,...`); an unlabelled host goes to the default queue.
+    """
+    labels = [str(label) for label in host.labels or [] if str(label).strip()]
+    return f"hosts.{labels[0]}" if labels else DEFAULT_QUEUE
+
+
+def start(
+    fix: Fix, host: Host, *, by: Any = None, recipe: dict[str, Any] | None = None
+) -> ValidationRun:
+    """Queue a run of `fix` on `host`; the task is sent once the row is committed."""
+    from config.celery import app  # the Celery app imports Django settings: import late
+
+    run = ValidationRun.objects.create(fix=fix, host=host, recipe=recipe or {}, created_by=by)
+
+    def send() -> None:
+        sent = app.send_task("kb.run_validation", args=[run.pk], queue=queue_for(host))
+        ValidationRun.objects.filter(pk=run.pk).update(task_id=str(sent.id or ""))
+
+    transaction.on_commit(send)
+    return run
+
+
+def matching_hosts(fix: Fix) -> list[Host]:
+    """Hosts whose GPUs have an architecture the fix's finding was seen on (all hosts
+    with GPUs when the finding names none)."""
+    finding = fix.finding
+    archs = {gpu.arch for gpu in finding.gpus.all()}
+    archs |= {
+        str(c.get("value"))
+        for c in finding.conditions or []
+        if c.get("key") == "gpu.arch" and not c.get("negate")
+    }
+    found = [h for h in Host.objects.all() if (h.facts or {}).get("gpu_count")]
+    return [h for h in found if not archs or h.facts.get("arch") in archs]
+
+
+def start_on_matching(
+    fix: Fix, *, by: Any = None, recipe: dict[str, Any] | None = None
+) -> list[ValidationRun]:
+    """Queue a run of `fix` on every matching host (facts must have been collected)."""
+    return [start(fix, host, by=by, recipe=recipe) for host in matching_hosts(fix)]
+
+
+def revalidate(*, older_than_days: float = 30) -> list[ValidationRun]:
+    """Run again every fix/host pair whose newest finished run is older than the limit,
+    with the same recipe: frameworks and drivers move under a fix that once worked."""
+    cutoff = timezone.now() - timedelta(days=older_than_days)
+    newest: dict[tuple[int, int], ValidationRun] = {}
+    finished = ValidationRun.objects.filter(status__in=[Status.PASSED, Status.FAILED])
+    for past in finished.order_by("finished_at").select_related("fix", "host"):
+        newest[(past.fix_id, past.host_id)] = past
+    pending = set(
+        ValidationRun.objects.filter(status__in=[Status.QUEUED, Status.RUNNING]).values_list(
+            "fix_id", "host_id"
+        )
+    )
+    due = [
+        past
+        for key, past in newest.items()
+        if key not in pending and past.finished_at and past.finished_at < cutoff
+    ]
+    return [start(past.fix, past.host, recipe=past.recipe) for past in due]
+
+
+def cancel(run_id: int) -> bool:
+    """Cancel a queued or running run; a running one stops its server at the next beat."""
+    return (
+        ValidationRun.objects.filter(pk=run_id, status__in=[Status.QUEUED, Status.RUNNING]).update(
+            status=Status.CANCELLED, finished_at=timezone.now()
+        )
+        == 1
+    )
+
+
+def give_up(run_id: int, reason: str) -> None:
+    """The task ran out of retries (host unreachable or busy throughout)."""
+    ValidationRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
+        status=Status.ERROR, error=f"gave up after retries: {reason}", finished_at=timezone.now()
+    )
+
+
+def sweep(*, grace_s: float = LEASE_S) -> list[int]:
+    """Mark RUNNING runs whose worker stopped renewing its lease as errors; free the host.
+
+    The remote watchdog has already stopped their servers by then (same lease).
+    """
+    now = timezone.now()
+    swept = []
+    for run in ValidationRun.objects.filter(status=Status.RUNNING).select_related("host"):
+        host = run.host
+        holds = host.locked_by_id == run.pk and (host.lease_expires_at or now) > now
+        recent = run.started_at and run.started_at > now - timedelta(seconds=grace_s)
+        if holds or recent:
+            continue
+        if ValidationRun.objects.filter(pk=run.pk, status=Status.RUNNING).update(
+            status=Status.ERROR,
+            finished_at=now,
+            error="the worker stopped renewing its lease (killed or cut off); "
+            "the host's watchdog stops the server",
+        ):
+            hosts.release(host.pk, run.pk)
+            swept.append(run.pk)
+    return swept
+
+
+# ---------------------------------------------------------------- the run
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    error: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+class RunLog:
+    """The worker's own lines plus the server log's tail, mirrored onto the run row."""
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self.lines: list[str] = []
+        self.server_tail = ""
+
+    def say(self, message: str) -> None:
+        self.lines.append(f"[{timezone.now():%H:%M:%S}] {message}")
+        self.flush()
+
+    def text(self) -> str:
+        text = "\n".join(self.lines)
+        if self.server_tail:
+            text += "\n---- server log (last lines) ----\n" + self.server_tail
+        return text[-LOG_LIMIT:]
+
+    def flush(self) -> None:
+        ValidationRun.objects.filter(pk=self.run_id).update(log=self.text())
+
+
+def run(run_id: int) -> None:
+    """Run a queued validation run to its verdict. Returns at once if it is not QUEUED."""
+    started = ValidationRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
+        status=Status.RUNNING, started_at=timezone.now(), error=""
+    )
+    if not started:
+        return  # another worker got there first, or it was cancelled
+    vrun = ValidationRun.objects.select_related("fix__finding", "host").get(pk=run_id)
+    lease_s = float((vrun.recipe or {}).get("lease_s", LEASE_S))
+    if not hosts.claim(vrun.host_id, run_id, lease_s):
+        _requeue(run_id, f"host {vrun.host.name} is busy with another run")
+        raise HostBusy(vrun.host.name)
+    runlog = RunLog(run_id)
+    try:
+        verdict = _verdict_of(vrun, runlog)
+    except remote.HostUnreachable as exc:
+        _requeue(run_id, str(exc))
+        raise
+    finally:
+        hosts.release(vrun.host_id, run_id)
+    _finish(vrun, verdict, runlog)
+
+
+def _verdict_of(vrun: ValidationRun, runlog: RunLog) -> Verdict:
+    try:
+        return _execute(vrun, runlog)
+    except remote.HostUnreachable:
+        raise
+    except RecipeRefused as exc:
+        return Verdict(Status.ERROR, f"recipe refused: {exc}")
+    except remote.HostKeyMismatch as exc:
+        return Verdict(Status.ERROR, str(exc))
+    except Exception as exc:
+        log.exception("validation run %s failed", vrun.pk)
+        return Verdict(Status.ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def _requeue(run_id: int, reason: str) -> None:
+    ValidationRun.objects.filter(pk=run_id, status=Status.RUNNING).update(
+        status=Status.QUEUED, error=f"will retry: {reason}", started_at=None
+    )
+
+
+def _execute(vrun: ValidationRun, runlog: RunLog) -> Verdict:
+    host = vrun.host
+    wanted = settings_for(vrun)
+    with remote.connect(hosts.target_of(host)) as ssh:
+        runlog.say(f"connected to {host.username}@{host.address}:{host.port}")
+        sick = dcgm_problem(host, ssh)
+        if sick:
+            runlog.say("dcgmi diag -r 1 failed")
+            return Verdict(Status.HOST_UNHEALTHY, sick)
+        plan = _plan(vrun, host, ssh, wanted, runlog)
+        if _cancelled(vrun.pk):
+            return Verdict(Status.CANCELLED)
+        server = RemoteServer(ssh, host, f"{RUNS_DIR}/run-{vrun.pk}", wanted.lease_s)
+        server.start(plan)
+        runlog.say(f"server started in {server.run_dir} (process group {server.pgid})")
+        try:
+            return _supervise(vrun, server, ssh.forward(plan.port), wanted, runlog)
+        finally:
+            server.stop()
+            runlog.server_tail = server.tail()
+            runlog.say("server stopped")
+
+
+def _plan(
+    vrun: ValidationRun, host: Host, ssh: remote.Session, wanted: RunSettings, runlog: RunLog
+) -> LaunchPlan:
+    facts = hosts.collect_facts(host, ssh)
+    version = (facts.get("packages") or {}).get(wanted.framework)
+    runlog.say(f"host: {facts.get('gpu_count', 0)}x {facts.get('gpu_name', '?')} "
+               f"({facts.get('arch') or '?'}), {wanted.framework} {version or '?'}")  # fmt: skip
+    plan = build_launch(
+        recipe_for(wanted.framework), model=wanted.model, port=free_port(host, ssh),
+        flags=wanted.flags, env=wanted.env, version=version,
+    )  # fmt: skip
+    ValidationRun.objects.filter(pk=vrun.pk).update(
+        command=plan.shell(), arch=facts.get("arch") or "", framework_version=version or ""
+    )
+    runlog.say(f"launch: {plan.shell()}")
+    return plan
+
+
+def dcgm_problem(host: Host, ssh: remote.Session) -> str:
+    """The failing diagnostic's output when the host has `dcgmi` and it fails; else ""."""
+    check = "command -v dcgmi >/dev/null 2>&1 || exit 0; dcgmi diag -r 1"
+    result = ssh.run(hosts.on_host(host, check), timeout=600)
+    if result.ok:
+        return ""
+    return f"dcgmi diag -r 1 failed (exit {result.exit_status}):\n{result.stdout[-2000:]}"
+
+
+def free_port(host: Host, ssh: remote.Session) -> int:
+    """A TCP port free on the host's loopback right now, for the server to listen on."""
+    script = (
+        "import socket; s = socket.socket();\ns.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
+    )
+    result = ssh.run(hosts.on_host(host, f"python3 -c {shlex.quote(script)}"), timeout=60)
+    if not result.ok:
+        raise remote.RemoteError(f"could not pick a port on the host: {result.stderr[-500:]}")
+    return int(result.stdout.split()[-1])
+
+
+def _supervise(
+    vrun: ValidationRun, server: RemoteServer, local_port: int, wanted: RunSettings, runlog: RunLog
+) -> Verdict:
+    base_url = f"http://127.0.0.1:{local_port}"
+    recipe = recipe_for(wanted.framework)
+    not_ready = _wait_until_ready(vrun, server, base_url + recipe.health_path, wanted, runlog)
+    if not_ready is not None:
+        return not_ready
+    runlog.say(f"healthy; load: {wanted.load}")
+    return _benchmark(vrun, server, base_url, wanted, runlog)
+
+
+def _wait_until_ready(
+    vrun: ValidationRun, server: RemoteServer, health_url: str, wanted: RunSettings, runlog: RunLog
+) -> Verdict | None:
+    deadline = time.monotonic() + wanted.startup_timeout_s
+    while True:
+        stopped = _heartbeat(vrun, server, wanted, runlog)
+        if stopped is not None:
+            return stopped
+        if http_status(health_url) == 200:
+            return None
+        if time.monotonic() > deadline:
+            return Verdict(Status.TIMED_OUT,
+                           f"not healthy after {wanted.startup_timeout_s:.0f} s")  # fmt: skip
+        time.sleep(POLL_S)
+
+
+def _heartbeat(
+    vrun: ValidationRun, server: RemoteServer, wanted: RunSettings, runlog: RunLog
+) -> Verdict | None:
+    """Renew both leases, mirror the log; a Verdict when the run must stop."""
+    if not hosts.renew(vrun.host_id, vrun.pk, wanted.lease_s):
+        raise LeaseLost(f"lost the lease on {vrun.host.name}")
+    alive, tail = server.beat()
+    runlog.server_tail = tail
+    runlog.flush()
+    if _cancelled(vrun.pk):
+        return Verdict(Status.CANCELLED)
+    if not alive:
+        return Verdict(Status.FAILED, "the server exited:\n" + tail[-3000:])
+    return None
+
+
+def _benchmark(
+    vrun: ValidationRun, server: RemoteServer, base_url: str, wanted: RunSettings, runlog: RunLog
+) -> Verdict:
+    pool = ThreadPoolExecutor(max_workers=1)
+    if wanted.load.tool == "framework":
+        future = pool.submit(framework_bench, server, vrun, wanted)
+    else:
+        future = pool.submit(measure, base_url, wanted.load)
+    deadline = time.monotonic() + wanted.bench_timeout_s
+    try:
+        while True:
+            try:
+                return _judge(future.result(timeout=POLL_S), wanted, runlog)
+            except FutureTimeout:
+                pass
+            stopped = _heartbeat(vrun, server, wanted, runlog)
+            if stopped is not None:
+                return stopped
+            if time.monotonic() > deadline:
+                return Verdict(Status.TIMED_OUT, f"benchmark ran past {wanted.bench_timeout_s} s")
+    finally:
+        # Requests still in flight end when the server is stopped; do not wait for them.
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def framework_bench(server: RemoteServer, vrun: ValidationRun, wanted: RunSettings) -> BenchMetrics:
+    """The framework's own benchmark, run on the host; its printout parsed."""
+    load = wanted.load
+    argv = bench_argv(
+        wanted.framework, model=wanted.model, port=server.port, requests=load.requests,
+        concurrency=load.concurrency, input_tokens=load.input_tokens,
+        output_tokens=load.output_tokens,
+    )  # fmt: skip
+    command = " ".join(shlex.quote(word) for word in argv)
+    done = server.ssh.run(hosts.on_host(server.host, command), timeout=wanted.bench_timeout_s)
+    if not done.ok:
+        raise remote.RemoteError(
+            f"{argv[0]} {argv[2]} failed: {(done.stderr or done.stdout)[-2000:]}"
+        )
+    return parse_bench_console(done.stdout)
+
+
+def _judge(metrics: BenchMetrics, wanted: RunSettings, runlog: RunLog) -> Verdict:
+    found = metrics.as_dict()
+    runlog.say(f"measured: {found}")
+    if not metrics.completed or metrics.failed:
+        return Verdict(Status.FAILED, f"{metrics.failed} of "
+                       f"{(metrics.completed or 0) + (metrics.failed or 0)} requests failed",
+                       found)  # fmt: skip
+    floor = wanted.min_throughput_tok_s
+    if floor is not None and (metrics.output_throughput_tok_s or 0) < floor:
+        return Verdict(Status.FAILED, f"throughput below the required {floor} tok/s", found)
+    return Verdict(Status.PASSED, "", found)
+
+
+def _cancelled(run_id: int) -> bool:
+    return ValidationRun.objects.filter(pk=run_id, status=Status.CANCELLED).exists()
+
+
+def _finish(vrun: ValidationRun, verdict: Verdict, runlog: RunLog) -> None:
+    now = timezone.now()
+    decided = ValidationRun.objects.filter(pk=vrun.pk, status=Status.RUNNING).update(
+        status=verdict.status, error=verdict.error, metrics=verdict.metrics, finished_at=now
+    )
+    runlog.flush()
+    if not decided:
+        # Cancelled meanwhile: keep that status, but keep what was measured.
+        ValidationRun.objects.filter(pk=vrun.pk).update(metrics=verdict.metrics)
+        return
+    feed_back(vrun.fix, verdict.status)
+
+
+def feed_back(fix: Fix, status: str) -> None:
+    """A finished run changes the evidence diagnosis reads; a failed `resolves` fix
+    goes back to a reviewer."""
+    if status == Status.FAILED and fix.outcome == Fix.Outcome.RESOLVES:
+        fix.needs_review = True
+        fix.save(update_fields=["needs_review", "updated_at"])  # moves the revision too
+    elif status in (Status.PASSED, Status.FAILED):
+        KnowledgeRevision.bump()
+
+
+def import_result(fix: Fix, host: Host, text: str, *, by: Any = None) -> ValidationRun:
+    """A benchmark run by hand (any supported format) recorded as a finished run."""
+    metrics = parse_bench_output(text)
+    passed = bool(metrics.completed or metrics.output_throughput_tok_s) and not metrics.failed
+    run = ValidationRun.objects.create(
+        fix=fix, host=host, created_by=by, metrics=metrics.as_dict(),
+        status=Status.PASSED if passed else Status.FAILED,
+        arch=(host.facts or {}).get("arch") or "", log=text[-LOG_LIMIT:],
+        recipe={"imported": metrics.tool}, started_at=timezone.now(), finished_at=timezone.now(),
+    )  # fmt: skip
+    feed_back(fix, run.status)
+    return run
+
+
+# ---------------------------------------------------------------- the server on the host
+
+# $1 run folder, $2 lease seconds, $3 the launch command (every word already quoted).
+# The server gets its own session, so its pid is its process group; the watchdog, in
+# another session, kills that group when the lease file goes stale or `stop` appears.
+LAUNCH_SCRIPT = r"""
+set -e
+run=$1 lease=$2 cmd=$3
+mkdir -p "$run"
+cd "$run"
+rm -f stop server.pgid
+touch lease
+setsid sh -c 'echo $$ > server.pgid; eval "exec $1"' fixgraph-server "$cmd" \
+    > server.log 2>&1 < /dev/null &
+setsid sh -c "$WATCHDOG" fixgraph-watchdog "$lease" > watchdog.log 2>&1 < /dev/null &
+i=0
+while [ ! -s server.pgid ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+cat server.pgid
+"""
+
+# A server whose main process died (crashed) may leave children behind: the group is
+# stopped as soon as its leader is gone, or is a zombie nobody reaps.
+LEADER_ALIVE = r"""
+leader_alive() {
+    state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
+    [ -d /proc/self ] || { kill -0 "$1" 2>/dev/null; return; }
+    [ -n "$state" ] && [ "$state" != Z ]
+}
+"""
+
+WATCHDOG_SCRIPT = (
+    LEADER_ALIVE
+    + r"""
+lease=$1
+while [ ! -s server.pgid ]; do sleep 0.2; done
+pg=$(cat server.pgid)
+while leader_alive "$pg"; do
+    if [ -e stop ]; then echo "asked to stop"; break; fi
+    age=$(( $(date +%s) - $(stat -c %Y lease 2>/dev/null || echo 0) ))
+    if [ "$age" -gt "$lease" ]; then echo "lease expired ${age}s ago: stopping"; break; fi
+    sleep 1
+done
+kill -TERM -"$pg" 2>/dev/null
+i=0
+while kill -0 -"$pg" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
+kill -KILL -"$pg" 2>/dev/null
+echo stopped
+"""
+)
+
+# $1 run folder. Stops the group now (TERM, then KILL after 10 s) and the watchdog with it.
+STOP_SCRIPT = r"""
+cd "$1" || exit 0
+touch stop
+pg=$(cat server.pgid 2>/dev/null) || exit 0
+kill -TERM -"$pg" 2>/dev/null
+i=0
+while kill -0 -"$pg" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
+kill -KILL -"$pg" 2>/dev/null
+exit 0
+"""
+
+# $1 run folder, $2 bytes of log tail. First line: alive or gone.
+BEAT_SCRIPT = (
+    LEADER_ALIVE
+    + r"""
+cd "$1" || { echo gone; exit 0; }
+touch lease
+pg=$(cat server.pgid 2>/dev/null)
+if [ -n "$pg" ] && leader_alive "$pg"; then echo alive; else echo gone; fi
+tail -c "$2" server.log 2>/dev/null
+"""
+)
+
+
+class RemoteServer:
+    """The framework's server on the host, in the run folder, watched by the watchdog."""
+
+    def __init__(self, ssh: remote.Session, host: Host, run_dir: str, lease_s: float) -> None:
+        self.ssh, self.host, self.run_dir = ssh, host, run_dir
+        self.lease_s = max(int(lease_s), 5)
+        self.pgid: int | None = None
+        self.port = 0
+
+    def _script(self, script: str, *args: str, timeout: float = 60) -> remote.CommandResult:
+        words = " ".join(shlex.quote(a) for a in ("fixgraph", *args))
+        command = f"WATCHDOG={shlex.quote(WATCHDOG_SCRIPT)} sh -c {shlex.quote(script)} {words}"
+        return self.ssh.run(hosts.on_host(self.host, command), timeout=timeout)
+
+    def start(self, plan: LaunchPlan) -> None:
+        started = self._script(LAUNCH_SCRIPT, self.run_dir, str(self.lease_s), plan.shell())
+        if not started.ok or not started.stdout.strip().isdigit():
+            raise remote.RemoteError(f"could not start the server: {started.stderr[-1000:]}")
+        self.pgid, self.port = int(started.stdout.strip()), plan.port
+
+    def beat(self) -> tuple[bool, str]:
+        """Renew the remote lease; (is the server's group alive, the log's tail)."""
+        result = self._script(BEAT_SCRIPT, self.run_dir, str(SERVER_TAIL_BYTES))
+        first, _, tail = result.stdout.partition("\n")
+        return first.strip() == "alive", tail
+
+    def stop(self) -> None:
+        try:
+            self._script(STOP_SCRIPT, self.run_dir, timeout=60)
+        except remote.RemoteError:
+            log.warning("could not stop %s on %s; its watchdog will", self.run_dir, self.host)
+
+    def tail(self) -> str:
+        try:
+            return self.beat()[1]
+        except remote.RemoteError:
+            return ""

@@ -1,0 +1,194 @@
+"""Launch commands and benchmark parsing: plain Python, no services needed."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from decisiontree.recipes import (
+    RecipeRefused,
+    UnknownBenchFormat,
+    apply_changes,
+    build_launch,
+    cuda_version,
+    gpu_summary,
+    parse_bench_output,
+    parse_gpu_query,
+    recipe_for,
+)
+from decisiontree.records import Change, ChangeAction
+
+BENCH = Path(__file__).parent / "fixtures" / "bench"
+ENV = Path(__file__).parents[1] / "decisiontree" / "fixtures" / "env"
+
+
+def sglang_launch(version: str | None, **flags: str | None) -> list[str]:
+    plan = build_launch(
+        recipe_for("sglang"),
+        model="zai-org/GLM-5-NVFP4",
+        port=31000,
+        flags=flags,
+        env={},
+        version=version,
+    )
+    return list(plan.argv)
+
+
+def test_it_applies_a_fixs_flag_changes_over_the_launch_as_reported() -> None:
+    flags, env = apply_changes(
+        {"--tp-size": "8", "nsa-decode-backend": "flashmla_kv", "kv-cache-dtype": "fp8_e4m3"},
+        {},
+        [
+            Change(ChangeAction.SET_FLAG, "kv-cache-dtype", "bf16"),
+            Change(ChangeAction.SET_FLAG, "dsa-decode-backend", "flashmla_sparse"),
+            Change(ChangeAction.REMOVE_FLAG, "tp-size"),
+            Change(ChangeAction.SET_ENV, "SGLANG_ENABLE_JIT_DEEPGEMM", "0"),
+        ],
+    )
+    assert flags == {"dsa-decode-backend": "flashmla_sparse", "kv-cache-dtype": "bf16"}
+    assert env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
+
+
+def test_it_spells_a_renamed_flag_the_way_the_hosts_release_knows_it() -> None:
+    old = sglang_launch("0.5.9", **{"dsa-decode-backend": "flashmla_sparse"})
+    new = sglang_launch("0.5.23", **{"dsa-decode-backend": "flashmla_sparse"})
+    assert "--nsa-decode-backend" in old and "--dsa-decode-backend" not in old
+    assert "--dsa-decode-backend" in new
+
+
+def test_it_refuses_a_flag_the_framework_does_not_have() -> None:
+    with pytest.raises(RecipeRefused, match="--kv-cache-dtpye"):
+        sglang_launch("0.5.9", **{"kv-cache-dtpye": "bf16", "tp-size": "8"})
+
+
+def test_it_keeps_the_listening_address_its_own() -> None:
+    # The tunnel and health checks need the server on loopback at the port the worker chose.
+    argv = sglang_launch(None, host="0.0.0.0", port="8000", **{"trust-remote-code": "true"})
+    assert argv[argv.index("--host") + 1] == "127.0.0.1"
+    assert argv[argv.index("--port") + 1] == "31000"
+    assert argv.count("--host") == 1 and argv.count("--port") == 1
+    assert "--trust-remote-code" in argv
+
+
+def test_it_serves_vllm_models_positionally() -> None:
+    plan = build_launch(
+        recipe_for("vllm"),
+        model="Qwen/Qwen3-8B",
+        port=8001,
+        flags={"gpu-memory-utilization": "0.85"},
+        env={},
+        version="0.33.0",
+    )
+    assert plan.argv[:3] == ("vllm", "serve", "Qwen/Qwen3-8B")
+    assert plan.argv[-2:] == ("--gpu-memory-utilization", "0.85")
+
+
+def test_it_quotes_every_value_so_a_shell_runs_no_command_hidden_in_it(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    nasty = f"x'; touch {marker}; echo '"
+    plan = build_launch(
+        recipe_for("sglang"),
+        model="m; touch " + str(marker),
+        port=1,
+        flags={"served-model-name": nasty},
+        env={"NOTE": "$(touch x)"},
+        version=None,
+    )
+    # Hand the command to a real shell, with `printf` in place of the server.
+    shown = subprocess.run(
+        ["sh", "-c", "printf '%s\\n' " + plan.shell()],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    ).stdout.splitlines()
+    assert not marker.exists() and not (tmp_path / "x").exists()
+    assert nasty in shown and "NOTE=$(touch x)" in shown
+    assert shlex.split(plan.shell())[-2:] == ["--served-model-name", nasty]
+
+
+def test_it_refuses_an_environment_name_a_shell_would_interpret() -> None:
+    with pytest.raises(RecipeRefused, match="environment variable"):
+        build_launch(
+            recipe_for("sglang"),
+            model="m",
+            port=1,
+            flags={},
+            env={"A=1; touch /tmp/x; B": "1"},
+            version=None,
+        )
+
+
+def test_it_reads_the_sglang_bench_serving_printout() -> None:
+    metrics = parse_bench_output((BENCH / "sglang_bench_serving.txt").read_text())
+    assert metrics.tool == "sglang.bench_serving"
+    assert metrics.output_throughput_tok_s == 543.99
+    assert metrics.total_throughput_tok_s == 2719.94
+    assert (metrics.ttft_ms, metrics.itl_ms, metrics.request_rate) == (412.77, 27.61, 2.12)
+    assert metrics.completed == 200 and metrics.duration_s == 94.12
+
+
+def test_it_reads_the_vllm_bench_serve_printout_with_failed_requests() -> None:
+    metrics = parse_bench_output((BENCH / "vllm_bench_serve.txt").read_text())
+    assert metrics.tool == "vllm bench serve"
+    assert metrics.output_throughput_tok_s == 607.46
+    assert metrics.total_throughput_tok_s == 1822.37  # older "Total Token throughput" casing
+    assert (metrics.completed, metrics.failed) == (98, 2)
+    assert metrics.extra["p99_ttft_ms"] == 210.66
+
+
+def test_it_reads_the_same_numbers_from_the_vllm_result_file() -> None:
+    console = parse_bench_output((BENCH / "vllm_bench_serve.txt").read_text())
+    saved = parse_bench_output((BENCH / "vllm_result.json").read_text())
+    fields = ("output_throughput_tok_s", "total_throughput_tok_s", "ttft_ms", "itl_ms", "failed")
+    assert [getattr(saved, f) for f in fields] == [getattr(console, f) for f in fields]
+
+
+def test_it_takes_the_latest_run_of_an_sglang_result_file() -> None:
+    metrics = parse_bench_output((BENCH / "sglang_result.jsonl").read_text())
+    assert metrics.output_throughput_tok_s == 1981.9
+    assert metrics.total_throughput_tok_s == 9909.7
+    assert metrics.completed == 480
+
+
+def test_it_reads_guidellms_best_sustained_load() -> None:
+    metrics = parse_bench_output((BENCH / "guidellm_benchmarks.json").read_text())
+    assert metrics.tool == "guidellm"
+    assert metrics.output_throughput_tok_s == 2484.9
+    assert (metrics.ttft_ms, metrics.itl_ms) == (880.5, 21.7)
+
+
+def test_it_says_so_when_the_text_is_no_benchmark_result() -> None:
+    with pytest.raises(UnknownBenchFormat):
+        parse_bench_output("Traceback (most recent call last):\nRuntimeError: CUDA error\n")
+
+
+def test_it_reads_gpus_driver_and_cuda_from_captured_h200_output() -> None:
+    gpus = parse_gpu_query((ENV / "captured_h200_query_gpu.csv").read_text())
+    summary = gpu_summary(gpus)
+    assert summary["gpu_name"] == "NVIDIA H200" and summary["arch"] == "sm_90"
+    assert summary["memory_mib"] == 143771 and summary["driver"] == "580.159.04"
+    assert cuda_version((ENV / "captured_h200_nvidia_smi.txt").read_text()) == "13.0"
+
+
+def test_it_counts_every_gpu_row() -> None:
+    rows = "NVIDIA RTX PRO 6000 Blackwell Server Edition, 12.0, 97887 MiB, 580.82.07\n" * 8
+    summary = gpu_summary(parse_gpu_query(rows))
+    assert summary["gpu_count"] == 8 and summary["arch"] == "sm_120"
+
+
+def test_it_builds_launches_without_django() -> None:
+    # decisiontree is plain Python; a fresh interpreter shows what importing it pulls in.
+    code = "import sys, decisiontree.recipes; print('django' in sys.modules)"
+    shown = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[2],
+    )
+    assert shown.stdout.strip() == "False"
