@@ -187,8 +187,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "False")
-# A validation run goes to the queue of its host's first label (docs/validation.md).
-CELERY_TASK_ROUTES = ("kb.tasks.route_validation",)
+# Scale-out (docs/validation.md): a validation run goes to the queue of its host's first
+# label, consumed by the workers that can reach that host. Off: one queue for everything.
+FIXGRAPH_QUEUE_PER_LABEL = envbool("FIXGRAPH_QUEUE_PER_LABEL", "False")
+if FIXGRAPH_QUEUE_PER_LABEL:
+    CELERY_TASK_ROUTES = ("kb.tasks.route_validation",)
 CELERY_BEAT_SCHEDULE = {
     "sweep-validation-runs": {"task": "kb.sweep_validation_runs", "schedule": 60.0},
     "revalidate-fixes": {"task": "kb.revalidate_fixes", "schedule": 7 * 24 * 3600.0},

@@ -12,7 +12,9 @@ $PY manage.py migrate --noinput
 $PY manage.py load_vocabulary
 $PY manage.py ingest knowledge/ --publish
 
-$PY -m celery -A config worker --loglevel INFO --concurrency 2 --logfile var/celery-worker.log &
+# One worker with the beat scheduler embedded: it sweeps stale validation runs.
+$PY -m celery -A config worker --beat --schedule var/celerybeat-schedule \
+    --loglevel INFO --concurrency 2 --logfile var/celery-worker.log &
 worker=$!
 stop() {
     kill -TERM "$worker" 2>/dev/null || true
