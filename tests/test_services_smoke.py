@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-RUN_HINT = "test services are not running: run `make test` (scripts/test-services.sh run -- pytest)"
+from tests.services import require_services
+
 SSH_TIMEOUT_S = 20
 
 
@@ -27,18 +28,6 @@ class SshTarget:
     user: str
     key: Path
     host_key: Path
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
-
-
-def require_services() -> None:
-    if os.environ.get("FIXGRAPH_SERVICES") == "1":
-        return
-    if in_ci():
-        pytest.fail(RUN_HINT, pytrace=False)
-    pytest.skip(RUN_HINT)
 
 
 @pytest.fixture

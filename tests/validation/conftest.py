@@ -31,6 +31,7 @@ from kb.models import (
     LanguageModel,
     ValidationRun,
 )
+from tests.services import require_services
 
 HERE = Path(__file__).resolve().parent
 GPU_HOST = HERE / "fixtures" / "gpu_host"
@@ -42,15 +43,6 @@ REPO = HERE.parents[1]
 TOKENS_PER_S = 200.0
 TTFT_MS = 20.0
 FAST_LOAD = {"requests": 16, "concurrency": 4, "input_tokens": 32, "output_tokens": 100}
-
-
-def require_services() -> None:
-    if os.environ.get("FIXGRAPH_SERVICES") == "1":
-        return
-    reason = "sshd/Redis/PostgreSQL are not running: use `make test`"
-    if os.environ.get("CI", "").lower() in {"true", "1", "yes"}:
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
