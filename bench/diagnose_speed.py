@@ -31,7 +31,6 @@ sys.path.insert(0, str(ROOT))
 from decisiontree.context import Context  # noqa: E402
 from decisiontree.diagnose import diagnose  # noqa: E402
 from decisiontree.graph import build_graph  # noqa: E402
-from decisiontree.samples import from_stored, signatures_of_sample, stored_form  # noqa: E402
 from decisiontree.records import (  # noqa: E402
     Change,
     ChangeAction,
@@ -41,28 +40,100 @@ from decisiontree.records import (  # noqa: E402
     FixRecord,
     Outcome,
 )
+from decisiontree.samples import from_stored, signatures_of_sample, stored_form  # noqa: E402
 from decisiontree.traceback import parse  # noqa: E402
 
 SEED = 20260219
 PASTES = 500
 
-PACKAGES = ("sglang/srt", "vllm/v1", "vllm/model_executor", "flashinfer", "sgl_kernel",
-            "torch/distributed", "transformers", "deep_gemm", "triton/runtime")
-AREAS = ("layers/attention", "mem_cache", "managers", "model_executor", "distributed",
-         "sampling", "moe", "quantization", "worker", "engine", "kernels", "speculative")
-WORDS = ("decode", "prefill", "kv", "cache", "page", "block", "expert", "router", "scale",
-         "quant", "fp8", "fp4", "nvfp4", "mla", "nsa", "dsa", "topk", "gemm", "graph",
-         "capture", "alloc", "pool", "buffer", "rope", "sink", "shard", "rank", "stream",
-         "token", "batch", "logits", "sampler", "spec", "draft", "lora", "moe", "indexer")
-EXCEPTIONS = ("RuntimeError", "AssertionError", "ValueError", "torch.OutOfMemoryError",
-              "KeyError", "TypeError", "NotImplementedError", "IndexError",
-              "torch.AcceleratorError", "AttributeError")
-PREFIXES = ("/home/{u}/sglang/python/", "/usr/local/lib/python3.12/dist-packages/",
-            "/opt/venv/lib/python3.11/site-packages/", "/root/.venv/lib/python3.10/site-packages/")
+PACKAGES = (
+    "sglang/srt",
+    "vllm/v1",
+    "vllm/model_executor",
+    "flashinfer",
+    "sgl_kernel",
+    "torch/distributed",
+    "transformers",
+    "deep_gemm",
+    "triton/runtime",
+)
+AREAS = (
+    "layers/attention",
+    "mem_cache",
+    "managers",
+    "model_executor",
+    "distributed",
+    "sampling",
+    "moe",
+    "quantization",
+    "worker",
+    "engine",
+    "kernels",
+    "speculative",
+)
+WORDS = (
+    "decode",
+    "prefill",
+    "kv",
+    "cache",
+    "page",
+    "block",
+    "expert",
+    "router",
+    "scale",
+    "quant",
+    "fp8",
+    "fp4",
+    "nvfp4",
+    "mla",
+    "nsa",
+    "dsa",
+    "topk",
+    "gemm",
+    "graph",
+    "capture",
+    "alloc",
+    "pool",
+    "buffer",
+    "rope",
+    "sink",
+    "shard",
+    "rank",
+    "stream",
+    "token",
+    "batch",
+    "logits",
+    "sampler",
+    "spec",
+    "draft",
+    "lora",
+    "moe",
+    "indexer",
+)
+EXCEPTIONS = (
+    "RuntimeError",
+    "AssertionError",
+    "ValueError",
+    "torch.OutOfMemoryError",
+    "KeyError",
+    "TypeError",
+    "NotImplementedError",
+    "IndexError",
+    "torch.AcceleratorError",
+    "AttributeError",
+)
+PREFIXES = (
+    "/home/{u}/sglang/python/",
+    "/usr/local/lib/python3.12/dist-packages/",
+    "/opt/venv/lib/python3.11/site-packages/",
+    "/root/.venv/lib/python3.10/site-packages/",
+)
 ARCHS = ("sm_80", "sm_89", "sm_90", "sm_100", "sm_120")
-FLAGS = (("kv-cache-dtype", ("fp8_e4m3", "bf16", "auto")),
-         ("attention-backend", ("triton", "flashinfer", "fa3")),
-         ("mem-fraction-static", ("0.8", "0.88")))
+FLAGS = (
+    ("kv-cache-dtype", ("fp8_e4m3", "bf16", "auto")),
+    ("attention-backend", ("triton", "flashinfer", "fa3")),
+    ("mem-fraction-static", ("0.8", "0.88")),
+)
 
 
 def identifier(rng: random.Random, parts: int) -> str:
@@ -76,14 +147,16 @@ class Bug:
         self.exception = rng.choice(EXCEPTIONS)
         self.frames = [self._frame(rng) for _ in range(rng.randint(3, 6))]
         self.detail = identifier(rng, rng.randint(2, 4))
-        self.message = rng.choice((
-            "assert not self.{d}",
-            "{d} is not supported for dtype {w} on this device",
-            "CUDA error: an illegal memory access was encountered in {d}",
-            "expected {d} to have {n} elements, got {m}",
-            "Tried to allocate {n}.50 GiB in {d}",
-            "unsupported {w} layout for {d}",
-        ))
+        self.message = rng.choice(
+            (
+                "assert not self.{d}",
+                "{d} is not supported for dtype {w} on this device",
+                "CUDA error: an illegal memory access was encountered in {d}",
+                "expected {d} to have {n} elements, got {m}",
+                "Tried to allocate {n}.50 GiB in {d}",
+                "unsupported {w} layout for {d}",
+            )
+        )
         self.word = rng.choice(WORDS)
 
     def _frame(self, rng: random.Random) -> tuple[str, str, str]:
@@ -92,15 +165,17 @@ class Bug:
 
     def render(self, rng: random.Random) -> str:
         prefix = rng.choice(PREFIXES).format(u=rng.choice(("dev", "ops", "alice")))
-        rank = f"[2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)} 0{rng.randint(0, 9)}:00:00 " \
-               f"TP{rng.randrange(8)}] "
+        rank = (
+            f"[2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)} 0{rng.randint(0, 9)}:00:00 "
+            f"TP{rng.randrange(8)}] "
+        )
         lines = [rank + "Scheduler hit an exception: Traceback (most recent call last):"]
         for module, function, code in self.frames:
-            lines.append(f'  File "{prefix}{module}", line {rng.randint(10, 3000)}, '
-                         f"in {function}")
+            lines.append(f'  File "{prefix}{module}", line {rng.randint(10, 3000)}, in {function}')
             lines.append(f"    {code}")
-        message = self.message.format(d=self.detail, w=self.word, n=rng.randint(2, 900),
-                                      m=rng.randint(2, 900))
+        message = self.message.format(
+            d=self.detail, w=self.word, n=rng.randint(2, 900), m=rng.randint(2, 900)
+        )
         lines.append(f"{self.exception}: {message}")
         return "\n".join(lines) + "\n"
 
@@ -113,21 +188,37 @@ def findings(count: int, rng: random.Random) -> tuple[list[FindingRecord], list[
 
 def finding(number: int, bug: Bug, rng: random.Random) -> FindingRecord:
     flag, values = rng.choice(FLAGS)
-    conditions = (Condition("gpu.arch", rng.choice(ARCHS)),
-                  Condition(f"flag.{flag}", rng.choice(values)),
-                  Condition("framework", rng.choice(("sglang", "vllm"))))
+    conditions = (
+        Condition("gpu.arch", rng.choice(ARCHS)),
+        Condition(f"flag.{flag}", rng.choice(values)),
+        Condition("framework", rng.choice(("sglang", "vllm"))),
+    )
     fixes = tuple(fix(number * 10 + k, rng) for k in range(rng.randint(1, 3)))
-    return FindingRecord(number, f"synthetic finding {number}", "bug", f"cause {bug.detail}",
-                         (bug.render(rng),), conditions, fixes)
+    return FindingRecord(
+        number,
+        f"synthetic finding {number}",
+        "bug",
+        f"cause {bug.detail}",
+        (bug.render(rng),),
+        conditions,
+        fixes,
+    )
 
 
 def fix(fix_id: int, rng: random.Random) -> FixRecord:
     flag, values = rng.choice(FLAGS)
-    evidence = Evidence(validated_passed=((rng.choice(ARCHS), rng.randint(0, 3)),),
-                        feedback_helped=rng.randint(0, 4))
+    evidence = Evidence(
+        validated_passed=((rng.choice(ARCHS), rng.randint(0, 3)),),
+        feedback_helped=rng.randint(0, 4),
+    )
     outcome = rng.choice((Outcome.RESOLVES, Outcome.RESOLVES, Outcome.PARTIAL, Outcome.NO_EFFECT))
-    return FixRecord(fix_id, f"set {flag}", (Change(ChangeAction.SET_FLAG, flag,
-                                                     rng.choice(values)),), outcome, evidence)
+    return FixRecord(
+        fix_id,
+        f"set {flag}",
+        (Change(ChangeAction.SET_FLAG, flag, rng.choice(values)),),
+        outcome,
+        evidence,
+    )
 
 
 def pastes(bugs: list[Bug], rng: random.Random) -> list[str]:
@@ -168,41 +259,62 @@ def one_size(size: int) -> dict[str, float]:
     texts = pastes(bugs, rng)
     # As the knowledge base does: samples are parsed once at ingest and their signatures
     # stored as JSON; a (re)build reads them back instead of parsing again.
-    ingest_s, stored = timed(lambda: {
-        sample: json.dumps(stored_form(signatures_of_sample(sample)))
-        for record in records for sample in record.samples
-    })
+    ingest_s, stored = timed(
+        lambda: {
+            sample: json.dumps(stored_form(signatures_of_sample(sample)))
+            for record in records
+            for sample in record.samples
+        }
+    )
     gc.collect()
     before = rss_mib()
-    build_s, graph = timed(lambda: build_graph(records, cache={
-        sample: from_stored(json.loads(raw)) for sample, raw in stored.items()  # type: ignore[attr-defined]
-    }))
+    build_s, graph = timed(
+        lambda: build_graph(
+            records,
+            cache={
+                sample: from_stored(json.loads(raw))
+                for sample, raw in stored.items()  # type: ignore[attr-defined]
+            },
+        )
+    )
     after = rss_mib()
     context = Context(arch="sm_120", framework="sglang")
     parse_ms = latencies(texts, parse)
     diag_ms = latencies(texts, lambda t: diagnose(t, context, graph))  # type: ignore[arg-type]
     matched = sum(diagnose(t, context, graph).match != "none" for t in texts)  # type: ignore[arg-type]
     return {
-        "size": size, "ingest_s": ingest_s, "build_s": build_s, "rss_build_mib": after - before, "rss_peak_mib": after,
-        "parse_p50": statistics.median(parse_ms), "parse_p99": percentile(parse_ms, 0.99),
-        "p50": statistics.median(diag_ms), "p99": percentile(diag_ms, 0.99),
+        "size": size,
+        "ingest_s": ingest_s,
+        "build_s": build_s,
+        "rss_build_mib": after - before,
+        "rss_peak_mib": after,
+        "parse_p50": statistics.median(parse_ms),
+        "parse_p99": percentile(parse_ms, 0.99),
+        "p50": statistics.median(diag_ms),
+        "p99": percentile(diag_ms, 0.99),
         "matched": matched / len(texts),
     }
 
 
 def run_in_child(size: int) -> dict[str, float]:
-    out = subprocess.run([sys.executable, __file__, "--one", str(size)], check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--one", str(size)], check=True, capture_output=True, text=True
+    )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def table(rows: list[dict[str, float]]) -> Iterator[str]:
-    yield (f"{'findings':>9} {'parse all s':>11} {'build s':>8} {'+RSS MiB':>9} {'peak MiB':>9} "
-           f"{'parse p50':>10} {'parse p99':>10} {'diag p50':>9} {'diag p99':>9} {'matched':>8}")
+    yield (
+        f"{'findings':>9} {'parse all s':>11} {'build s':>8} {'+RSS MiB':>9} {'peak MiB':>9} "
+        f"{'parse p50':>10} {'parse p99':>10} {'diag p50':>9} {'diag p99':>9} {'matched':>8}"
+    )
     for r in rows:
-        yield (f"{int(r['size']):>9} {r['ingest_s']:>11.2f} {r['build_s']:>8.2f} {r['rss_build_mib']:>9.0f} "
-               f"{r['rss_peak_mib']:>9.0f} {r['parse_p50']:>8.2f}ms {r['parse_p99']:>8.2f}ms "
-               f"{r['p50']:>7.2f}ms {r['p99']:>7.2f}ms {r['matched']:>8.0%}")
+        yield (
+            f"{int(r['size']):>9} {r['ingest_s']:>11.2f} {r['build_s']:>8.2f} "
+            f"{r['rss_build_mib']:>9.0f} "
+            f"{r['rss_peak_mib']:>9.0f} {r['parse_p50']:>8.2f}ms {r['parse_p99']:>8.2f}ms "
+            f"{r['p50']:>7.2f}ms {r['p99']:>7.2f}ms {r['matched']:>8.0%}"
+        )
 
 
 def main() -> None:
@@ -217,8 +329,10 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",")):
         rows.append(run_in_child(size))
         print(f"... {size} done", file=sys.stderr)
-    print(f"diagnose speed: {PASTES} pastes per size (90% known bugs re-rendered, "
-          f"10% unseen), seed {SEED}")
+    print(
+        f"diagnose speed: {PASTES} pastes per size (90% known bugs re-rendered, "
+        f"10% unseen), seed {SEED}"
+    )
     print("\n".join(table(rows)))
     print("parse all = parsing every sample once, as ingest does; build = graph build from the")
     print("stored signatures, as every (re)build in the service does (cold build = both).")

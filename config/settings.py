@@ -8,6 +8,7 @@ CELERY_BROKER_URL (see .env.example).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from pathlib import Path
@@ -152,10 +153,9 @@ STATIC_ROOT = VAR_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Serve straight from the app folders too, so `make run` and tests need no collectstatic.
 WHITENOISE_USE_FINDERS = True
-try:
+# A read-only deployment runs collectstatic at build time instead.
+with contextlib.suppress(OSError):
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)
-except OSError:  # a read-only deployment runs collectstatic at build time instead
-    pass
 
 LOGIN_URL = "/admin/login/"
 

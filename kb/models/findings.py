@@ -151,6 +151,9 @@ class FindingGpu(models.Model):
             models.CheckConstraint(condition=models.Q(count__gte=1), name="gpu_count_positive"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.count}x {self.hardware.name}"
+
 
 class FlagSetting(models.Model):
     """A flag as it was launched in a finding's deployment."""
@@ -234,6 +237,9 @@ class FixFeedback(models.Model):
     class Meta:
         ordering = ["-created_at"]
 
+    def __str__(self) -> str:
+        return f"{'fixed it' if self.helped else 'did not help'}: fix {self.fix_id}"
+
 
 class SignatureDecision(models.Model):
     """A reviewer's ruling that a fingerprint belongs to a finding (link) or not (split)."""
@@ -256,3 +262,6 @@ class SignatureDecision(models.Model):
                 fields=["fingerprint", "finding"], name="one_decision_per_fingerprint_finding"
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.decision} {self.fingerprint[:12]} ↔ finding {self.finding_id}"

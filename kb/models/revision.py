@@ -20,6 +20,9 @@ class KnowledgeRevision(models.Model):
     stamp = models.CharField(max_length=32, default="")
     changed_at = models.DateTimeField(auto_now=True)
 
+    def __str__(self) -> str:
+        return f"revision {self.number}"
+
     @classmethod
     def current(cls) -> str:
         row = cls.objects.filter(pk=1).values_list("number", "stamp").first()
