@@ -5,4 +5,11 @@ from kb import views
 app_name = "kb"
 urlpatterns = [
     path("", views.finding_list, name="finding-list"),
+    path("diagnose/", views.diagnose_page, name="diagnose"),
+    path("diagnose/feedback/", views.fix_feedback, name="fix-feedback"),
+    path("findings/<int:pk>/", views.finding_detail, name="finding-detail"),
+    path("runbook/", views.runbook, name="runbook"),
+    path("runbook.md", views.runbook_markdown, name="runbook-markdown"),
+    path("review/", views.review_queue, name="review-queue"),
+    path("review/<int:pk>/", views.review_finding, name="review-finding"),
 ]

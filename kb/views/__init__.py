@@ -1,0 +1,18 @@
+"""Page views, by page. Thin: they call kb.services and render templates."""
+
+from kb.views.diagnose import diagnose_page, fix_feedback
+from kb.views.findings import finding_detail
+from kb.views.review import review_finding, review_queue
+from kb.views.runbook import runbook, runbook_markdown
+from kb.views.search import finding_list
+
+__all__ = [
+    "diagnose_page",
+    "finding_detail",
+    "finding_list",
+    "fix_feedback",
+    "review_finding",
+    "review_queue",
+    "runbook",
+    "runbook_markdown",
+]

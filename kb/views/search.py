@@ -1,0 +1,105 @@
+"""The home page: search known issues, or list them all when there is no query."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from kb.forms import SearchForm
+from kb.models import Finding, FrameworkRelease, Hardware, LanguageModel
+from kb.services.search import search_findings, snippet_for
+
+PAGE_SIZE = 50
+# Counting every match of a common word costs as much as ranking them all; past
+# this many the page says "1,000+" instead (the unordered count stops early).
+COUNT_CAP = 1000
+
+
+@dataclass(frozen=True)
+class Result:
+    finding: Finding
+    snippet: str
+
+
+@dataclass(frozen=True)
+class ResultPage:
+    number: int
+    findings: list[Finding]
+    count: int  # at most COUNT_CAP + 1
+
+    @property
+    def capped(self) -> bool:
+        return self.count > COUNT_CAP
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+    @property
+    def has_next(self) -> bool:
+        return self.number * PAGE_SIZE < self.count
+
+    @property
+    def shown_count(self) -> int:
+        return min(self.count, COUNT_CAP)
+
+
+def finding_list(request: HttpRequest) -> HttpResponse:
+    """Known issues ranked by the search service; a plain GET form, so no JavaScript needed."""
+    form = SearchForm(request.GET)
+    started = time.perf_counter()
+    page = results_page(form, request.GET.get("page", "1"))
+    results = [Result(f, snippet_for(f, form.query()) if form.query() else "")
+               for f in page.findings]
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    context = {
+        "form": form,
+        "page": page,
+        "results": results,
+        "elapsed_ms": elapsed_ms,
+        "facets": facet_choices(),
+        "active": form.active_filters(),
+    }
+    template = "kb/_results.html" if getattr(request, "htmx", False) else "kb/finding_list.html"
+    return render(request, template, context)
+
+
+def results_page(form: SearchForm, raw_number: str) -> ResultPage:
+    findings: QuerySet[Finding] = search_findings(form.query(), filters=form.filters())
+    number = page_number(raw_number)
+    start = (number - 1) * PAGE_SIZE
+    shown = findings.select_related("model", "framework").prefetch_related("gpus")
+    return ResultPage(
+        number=number,
+        findings=list(shown[start : start + PAGE_SIZE]),
+        count=findings.order_by()[: COUNT_CAP + 1].count(),
+    )
+
+
+def page_number(raw: str) -> int:
+    try:
+        number = int(raw)
+    except ValueError:
+        return 1
+    return min(max(number, 1), COUNT_CAP // PAGE_SIZE + 1)
+
+
+def facet_choices() -> dict[str, list[str]]:
+    """Values that occur in findings, offered as suggestions beside the free-text facets."""
+    gpus = Hardware.objects.filter(findinggpu__isnull=False).distinct()
+    return {
+        "gpu": sorted({gpu.name for gpu in gpus}),
+        "arch": sorted({gpu.arch for gpu in gpus if gpu.arch}),
+        "model": sorted(
+            LanguageModel.objects.filter(findings__isnull=False)
+            .values_list("name", flat=True).distinct()
+        ),
+        "framework": sorted(
+            FrameworkRelease.objects.filter(findings__isnull=False)
+            .values_list("name", flat=True).distinct()
+        ),
+    }
