@@ -9,12 +9,15 @@ from django.db.models.signals import m2m_changed, post_delete, post_save
 from kb.models import (
     ErrorSample,
     Finding,
+    FindingGpu,
     Fix,
     FixFeedback,
+    FlagSetting,
     KnowledgeRevision,
     SignatureDecision,
     ValidationRun,
 )
+from kb.services.search import queue_refresh
 
 WATCHED = (Finding, Fix, ErrorSample, FixFeedback, SignatureDecision, ValidationRun)
 
@@ -32,3 +35,23 @@ for model in WATCHED:
 m2m_changed.connect(
     knowledge_changed, sender=Finding.signatures.through, dispatch_uid="kb-rev-m2m-signatures"
 )
+
+
+# --- the search documents: what a finding is found by -------------------------------
+
+SEARCHED = (Finding, Fix, ErrorSample, FlagSetting, FindingGpu)
+
+
+def finding_touched(sender: type, instance: Any, **kwargs: Any) -> None:
+    finding_id = instance.pk if isinstance(instance, Finding) else instance.finding_id
+    if finding_id is not None:
+        queue_refresh(finding_id)
+
+
+for model in SEARCHED:
+    post_save.connect(finding_touched, sender=model, dispatch_uid=f"kb-search-{model.__name__}")
+    post_delete.connect(
+        finding_touched, sender=model, dispatch_uid=f"kb-search-del-{model.__name__}"
+    )
+for through in (Finding.signatures.through, Finding.gpus.through):
+    m2m_changed.connect(finding_touched, sender=through, dispatch_uid=f"kb-search-m2m-{through}")

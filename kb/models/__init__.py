@@ -12,7 +12,7 @@ from kb.models.findings import (
     SourceDocument,
 )
 from kb.models.revision import KnowledgeRevision
-from kb.models.search import FindingSearchDocument
+from kb.models.search import FindingSearchDocument, SearchRefresh
 from kb.models.validation import Host, ValidationRun
 from kb.models.vocabulary import Flag, FrameworkRelease, Hardware, LanguageModel
 
@@ -31,6 +31,7 @@ __all__ = [
     "Host",
     "KnowledgeRevision",
     "LanguageModel",
+    "SearchRefresh",
     "SignatureDecision",
     "SourceDocument",
     "ValidationRun",

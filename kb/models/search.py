@@ -8,13 +8,10 @@ an FTS5 table mirrors the same four fields (migration 0003).
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
-from django.db.models.signals import m2m_changed, post_delete, post_save
 
-from kb.models.findings import ErrorSample, Finding, FindingGpu, Fix, FlagSetting
+from kb.models.findings import Finding
 
 
 class FindingSearchDocument(models.Model):
@@ -38,25 +35,15 @@ class FindingSearchDocument(models.Model):
         return f"search document of finding {self.finding_id}"
 
 
-def finding_id_of(instance: Any) -> int | None:
-    if isinstance(instance, Finding):
-        return instance.pk
-    return getattr(instance, "finding_id", None)
+class SearchRefresh(models.Model):
+    """A finding whose search document must be rebuilt.
 
+    Queued in the same transaction as the change, so the queue is exact even when
+    the refresh itself runs later (after commit, or by the next search).
+    """
 
-def finding_touched(sender: type, instance: Any, **kwargs: Any) -> None:
-    # Imported here: the service imports this module.
-    from kb.services.search import schedule_refresh
+    finding_id = models.BigIntegerField(primary_key=True)
+    queued_at = models.DateTimeField()
 
-    finding_id = finding_id_of(instance)
-    if finding_id is not None:
-        schedule_refresh(finding_id)
-
-
-for watched in (Finding, Fix, ErrorSample, FlagSetting, FindingGpu):
-    post_save.connect(finding_touched, sender=watched, dispatch_uid=f"kb-search-{watched.__name__}")
-    post_delete.connect(
-        finding_touched, sender=watched, dispatch_uid=f"kb-search-del-{watched.__name__}"
-    )
-for through in (Finding.signatures.through, Finding.gpus.through):
-    m2m_changed.connect(finding_touched, sender=through, dispatch_uid=f"kb-search-m2m-{through}")
+    def __str__(self) -> str:
+        return f"refresh search document of finding {self.finding_id}"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import html
 import re
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -28,9 +27,10 @@ from django.contrib.postgres.search import (
 )
 from django.db import connection, transaction
 from django.db.models import Case, F, FloatField, Q, QuerySet, Value, When
+from django.utils import timezone
 
 from kb.models import Finding
-from kb.models.search import FindingSearchDocument
+from kb.models.search import FindingSearchDocument, SearchRefresh
 
 FTS_TABLE = "kb_finding_fts"
 MAX_QUERY_CHARS = 500
@@ -155,25 +155,26 @@ def body_lines(finding: Finding) -> Iterable[str | None]:
 
 # --- keeping documents up to date ---------------------------------------------------
 
-_pending = threading.local()
+def queue_refresh(finding_id: int) -> None:
+    """Mark a finding's document stale, in the caller's transaction; rebuilt after commit."""
+    # A re-queue moves queued_at, so a refresh already under way keeps the row for later.
+    SearchRefresh.objects.bulk_create(
+        [SearchRefresh(finding_id=finding_id, queued_at=timezone.now())],
+        update_conflicts=True,
+        unique_fields=["finding_id"],
+        update_fields=["queued_at"],
+    )
+    if not any(entry[1] is refresh_queued for entry in connection.run_on_commit):
+        transaction.on_commit(refresh_queued)
 
 
-def schedule_refresh(finding_id: int) -> None:
-    """Rebuild a finding's document once, after the transaction that changed it commits."""
-    pending: set[int] | None = getattr(_pending, "ids", None)
-    if pending is None:
-        pending = _pending.ids = set()
-    # Every call registers: the first flush after a commit empties the set and later
-    # ones are no-ops; an id from a rolled-back transaction is harmlessly rebuilt.
-    pending.add(finding_id)
-    transaction.on_commit(flush_pending)
-
-
-def flush_pending() -> None:
-    ids: set[int] = getattr(_pending, "ids", set())
-    _pending.ids = set()
-    for finding_id in sorted(ids):
+def refresh_queued() -> int:
+    """Rebuild every queued document. Search calls it too: nothing stale is ever served."""
+    queued = list(SearchRefresh.objects.values_list("finding_id", "queued_at"))
+    for finding_id, queued_at in sorted(queued):
         refresh_document(finding_id)
+        SearchRefresh.objects.filter(finding_id=finding_id, queued_at=queued_at).delete()
+    return len(queued)
 
 
 def refresh_document(finding_id: int) -> None:
@@ -352,7 +353,8 @@ def search_findings(
     terms = parse_query(query)
     if not terms:
         return base.order_by("-updated_at", "-id")
-    build_missing_documents()
+    if SearchRefresh.objects.exists():
+        refresh_queued()
     base = base.select_related("search_document")
     if connection.vendor == "postgresql":
         return postgres_search(base, query, terms)
@@ -362,20 +364,24 @@ def search_findings(
 def postgres_search(
     base: QuerySet[Finding], query: str, terms: tuple[Term, ...]
 ) -> QuerySet[Finding]:
+    """Full-text matches, best first; only when there are none, trigram similarity.
+
+    The two are not OR-ed in one query: that keeps PostgreSQL off the GIN index of
+    the vectors and makes it scan every document.
+    """
     tsquery = SearchQuery(tsquery_text(terms), search_type="raw", config="simple")
+    matches = base.filter(search_document__vector=tsquery)
     text = query.strip()[:MAX_QUERY_CHARS]
-    matched = Q(search_document__vector=tsquery)
-    if len(text) >= 4:
-        # Typos and partial strings: a close enough stretch of the document.
-        matched |= Q(search_document__text__trigram_word_similar=text)
-    return (
-        base.filter(matched)
-        .annotate(
-            rank=SearchRank(F("search_document__vector"), tsquery)
-            + TrigramWordSimilarity(Value(text), "search_document__text") * 0.1
+    if len(text) >= 4 and not matches.exists():
+        # Typos and partial strings: a close enough stretch of some document.
+        similar = TrigramWordSimilarity(Value(text), "search_document__text")
+        return (
+            base.filter(search_document__text__trigram_word_similar=text)
+            .annotate(rank=similar * 0.1)
+            .order_by("-rank", "-id")
         )
-        .order_by("-rank", "-id")
-    )
+    rank = SearchRank(F("search_document__vector"), tsquery)
+    return matches.annotate(rank=rank).order_by("-rank", "-id")
 
 
 def tsquery_text(terms: tuple[Term, ...]) -> str:
