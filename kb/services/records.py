@@ -22,28 +22,6 @@ from kb.models import (
     SourceDocument,
 )
 
-FINDING_FIELDS = (
-    "title",
-    "summary",
-    "body",
-    "kind",
-    "resolution",
-    "cause",
-    "conditions",
-    "model_id",
-    "framework_id",
-    "works_command",
-    "throughput_tok_s",
-    "ttft_ms",
-    "itl_ms",
-    "before_value",
-    "after_value",
-    "metric_unit",
-    "metric_note",
-    "extra",
-    "problems",
-)
-
 
 def store_extracted_finding(
     extracted: ExtractedFinding,
