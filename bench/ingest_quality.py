@@ -65,15 +65,19 @@ class Tally:
 
 def _align_free_text(predicted: set[Item], expected: set[Item]) -> set[Item]:
     """A fix in words ("kill the orphaned scheduler") matches a label worded a bit differently."""
-    from rapidfuzz import fuzz
+    from rapidfuzz import fuzz, utils
 
     aligned = set()
     for item in predicted:
-        if item in expected or item[0].startswith(("--", "remove --")) or "=" in item[0]:
+        structured = item[0].startswith(("--", "remove --")) or re.fullmatch(r"\w+=\S*", item[0])
+        if item in expected or structured:
             aligned.add(item)
             continue
         close = [
-            e for e in expected if e[1:] == item[1:] and fuzz.token_set_ratio(e[0], item[0]) >= 85
+            e
+            for e in expected
+            if e[1:] == item[1:]
+            and fuzz.token_set_ratio(e[0], item[0], processor=utils.default_process) >= 85
         ]
         aligned.add(close[0] if close else item)
     return aligned

@@ -27,6 +27,15 @@ _ENV = re.compile(
     r"(?<![\w./-])(?:export\s+)?([A-Z][A-Z0-9_]{2,60})=(\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'"
     r"|[^\s`'\",;]{0,200})"
 )
+# "unset FOO_BAR", "dropped `FOO_BAR=1`": an env var taken away. No record action names this,
+# so it is an OTHER change whose text says it; a later `FOO_BAR=1` is then not a SET_ENV.
+_ENV_NAME = re.compile(r"(?<![\w./-])([A-Z][A-Z0-9]*_[A-Z0-9_]{1,60})\b(?:=[^\s`'\",;]{0,200})?")
+_UNSET_WORDS = ("unset", "unexport", "remov", "drop", "without", "delet")
+_UNSET_CUE = re.compile(
+    r"\b(?:unset\w*|unexport\w*|remov\w*|drop\w*|without|delet\w*)\s+(?:the\s+)?"
+    r"(?:env(?:ironment)?\s+var(?:iable)?\s+)?[`'\"]?$",
+    re.IGNORECASE,
+)
 _PIN = re.compile(r"(?<![\w./-])([A-Za-z][A-Za-z0-9_.\[\]-]{1,60})==\s?v?(\d[\w.+-]{0,40})")
 _PIN_WORDS = re.compile(
     r"\b(?:upgrad\w*|downgrad\w*|pinn?\w*|bump\w*|roll\w* back|revert\w*|install\w*)\s+"
@@ -170,10 +179,21 @@ def _clean(value: str | None) -> str | None:
 
 
 def _env_changes(text: str) -> list[tuple[int, Change]]:
-    return [
+    lower = text.lower()
+    unset = [
+        (m.start(), m.end(), m.group(1))
+        for m in (_ENV_NAME.finditer(text) if any(w in lower for w in _UNSET_WORDS) else ())
+        if _UNSET_CUE.search(text[max(0, m.start() - 50) : m.start()])
+    ]
+    changes = [
+        (start, Change(ChangeAction.OTHER, name, f"unset {name}")) for start, _, name in unset
+    ]
+    changes += [
         (m.start(), Change(ChangeAction.SET_ENV, m.group(1), _clean(m.group(2)) or ""))
         for m in _ENV.finditer(text)
+        if not any(start <= m.start() < end for start, end, _ in unset)
     ]
+    return changes
 
 
 def _pin_changes(text: str) -> list[tuple[int, Change]]:
@@ -207,3 +227,75 @@ def _without_loose_pins(changes: list[Change]) -> list[Change]:
 
 def describe_changes(changes: tuple[Change, ...]) -> str:
     return " ".join(change.describe() for change in changes)
+
+
+# -- fixes no flag can say -------------------------------------------------------------------
+
+# "fixed it by running ...", "the fix was to disable ...", "what finally worked was ...",
+# "Rebooting the node fixed it": the action is the words after (or before) the cue.
+_WORDED_AFTER = re.compile(
+    r"\b(?:fixed|solved|resolved|cured|worked around) (?:it|this|that|the \w+(?: \w+)?)?\s?by\s+"
+    r"|\bthe (?:real |actual |eventual |final |proper )?(?:fix|solution|cure|answer) (?:was|is)"
+    r"\s+(?:to\s+|simply\s+|just\s+)*"
+    r"|\bwhat (?:finally |actually |eventually |really )?(?:worked|fixed it|helped|solved it)"
+    r" (?:was|is)\s+(?:to\s+|simply\s+|just\s+)*",
+    re.IGNORECASE,
+)
+_WORDED_BEFORE = re.compile(
+    r"^\W{0,4}([A-Z][a-z]+ing\b[^.;:!?]{3,150}?)\s+(?:finally\s+)?(?:fixed|solved|resolved|cured)"
+    r" (?:it|this|that|the \w+)\b"
+)
+_CLAUSE_END = re.compile(r"[(:;,!?\[]|\.(?:\s|$)| [-\u2013\u2014]{1,2} ")
+_ACTION_VERBS = frozenset(
+    {
+        "add", "apply", "build", "change", "clear", "delete", "disable", "downgrade", "drop",
+        "enable", "flash", "force", "give", "increase", "install", "kill", "lower", "move", "pin",
+        "raise", "reboot", "rebuild", "recompile", "reduce", "reinstall", "remove", "rename",
+        "replace", "reset", "restart", "revert", "roll", "run", "set", "switch", "turn", "unset",
+        "update", "upgrade", "use", "wipe",
+        # past tenses that do not end in -ed
+        "built", "rebuilt", "ran", "reran", "put", "took", "made", "swapped", "threw", "wrote",
+    }
+)  # fmt: skip
+
+
+def worded_change(text: str, *, opens_fix_section: bool = False) -> Change | None:
+    """An OTHER change for a fix told in words, or None when the text tells no action.
+
+    `opens_fix_section`: the text is the first sentence under a "Fix" heading, where an
+    action sentence ("Disabled ACS in the BIOS, ...") is the fix without any cue."""
+    clause = _cued_clause(text)
+    if clause is None and opens_fix_section:
+        clause = _clause(text)
+    if clause is None or not _is_action(clause):
+        return None
+    return Change(ChangeAction.OTHER, "other", clause)
+
+
+def _cued_clause(text: str) -> str | None:
+    after = _WORDED_AFTER.search(text)
+    if after is not None:
+        return _clause(text[after.end() :])
+    before = _WORDED_BEFORE.match(text)
+    return _clause(before.group(1)) if before else None
+
+
+def _clause(text: str) -> str:
+    """The action's own words: up to the first bracket, colon, comma or sentence end."""
+    text = text.replace("**", "").strip()
+    end = _CLAUSE_END.search(text[:200])
+    return (text[: end.start()] if end else text[:160]).strip(" `'\"")
+
+
+def _is_action(clause: str) -> bool:
+    """Starts with a verb ("disable", "disabled", "running") and says something about it."""
+    words = clause.split()
+    if len(words) < 2 or len(clause) > 160:
+        return False
+    verb = words[0].lower()
+    stem = verb[:-3] if verb.endswith("ing") else verb.rstrip("d").rstrip("e")
+    return (
+        verb in _ACTION_VERBS
+        or any(v.rstrip("e") == stem for v in _ACTION_VERBS)
+        or (verb.endswith(("ed", "ing")) and len(verb) > 4)
+    )

@@ -13,11 +13,32 @@ from decisiontree.records import Outcome
 
 _WORSE = re.compile(
     r"\bmade (?:it|things|matters|the \w+) (?:much |even |a lot |far )?worse"
-    r"|\b(?:got|is|was|became|even|much|far) worse\b|\bworse than\b"
-    r"|\b(?:made|became|got|is|was) (?:\w+ )?(?:much |even )?slower\b"
-    r"|\bregress(?:ed|ion|es)?\b|\bnow (?:also )?(?:crash|fail|hang|die|oom)s? (?:earlier|sooner"
+    r"|\b(?:got|became|even|much|far) worse\b"
+    r"|\bnow (?:also )?(?:crash|fail|hang|die|oom)s? (?:earlier|sooner"
     r"|at startup|immediately)"
     r"|\bbroke (?:startup|loading|everything|the server)\b|\bnew (?:crash|error|failure) on top\b"
+)
+# "Worse." said on its own, as the verdict after an observation ("ITL doubles. Worse.").
+_BARE_WORSE = re.compile(
+    r"(?:^|[.:;!(]|\s-{1,2}>?|\u2192)\s{0,3}(?:much |even |far |strictly )?worse\s*(?:[.!)]|$)"
+)
+# A cost, not a verdict by itself: "is slower", "throughput regressed". Once the server
+# runs ("comes up, but prefill is slower") the change helped partly; otherwise it hurt.
+_COSTLIER = re.compile(
+    r"\b(?:is|was|are|were) (?:\S+ ){0,3}?(?:worse|slower)\b|\bworse than\b|\d ?% slower\b"
+    r"|\b(?:made|became|got) (?:\w+ )?(?:much |even )?slower\b|\bslower than\b"
+    r"|\bregress(?:ed|ion|es)?\b|\b(?:throughput|latency|decode|prefill|ttft|itl) (?:\w+ )?"
+    r"(?:dropped|fell|halved|doubled|suffered)\b"
+)
+# Said of a change that helped without solving: "fine to unblock, not a fix", "for now".
+_LIMITED = re.compile(
+    r"\bnot (?:a |the )?(?:real |proper |permanent |long-term |final )?(?:fix|solution)\b"
+    r"|\bunblock\w*|\bfor now\b|\btemporar\w+|\bgood enough\b|\bnot what (?:i|we) want"
+)
+# The server runs at all: weaker than a fix, enough to make a cost a partial success.
+_RUNS = re.compile(
+    r"\b(?:come|comes|came|coming) up\b|\bstart(?:s|ed)\b|\bserv(?:es|ed|ing)\b"
+    r"|\banswer(?:s|ed|ing)\b|\bload(?:s|ed)\b|\bruns\b|\bworks?\b|\bup and\b"
 )
 _NO_EFFECT = re.compile(
     r"\b(?:did|does|do|would|could|will|was|were|is|has|have|had)\s?n[o']t (?:\w+ )?"
@@ -31,8 +52,11 @@ _NO_EFFECT = re.compile(
     r"|nan"
     r"|the same|had|threw|throw|rais|blew|went|ended|exit|abort|segfault|trigger|report|print"
     r"|emit)\w*"
-    r"|\bsame (?:error|crash|assert\w*|failure|traceback|result|nan|oom|problem|issue|exception"
-    r"|symptom)"
+    r"|\b(?:same|identical) (?:error|crash|assert\w*|failure|traceback|result|nan|oom|problem"
+    r"|issue|exception|symptom|hang|timeout|stall|deadlock|message|behaviou?r|numbers|output)"
+    r"|\b(?:fail|crash|die|hung|hang|broke|error|abort|stall|froze|freez|timed out)\w*"
+    r" (?:in )?the same"
+    r" (?:way|place|spot|point)"
     r"|\b(?:only|just|merely) (?:changed|moved|shifted|swapped|replaced) (?:the|which|where)"
     r"|\b(?:was|is)\s?n[o']t (?:enough|sufficient|it\b|the (?:fix|cause|culprit|problem|issue))"
     r"|\b(?:error|crash|result|behaviou?r|symptom|failure|traceback)s? (?:was |were |is |stayed "
@@ -60,10 +84,13 @@ _RESOLVES = re.compile(
     r"|correctly|requests|traffic)"
     r"|\bruns? (?:fine|cleanly|stably|without)\b|\bthe (?:fix|solution|answer) (?:was|is)\b"
     r"|\bup and (?:running|serving)\b|\bback to normal\b|\bcoherent\b|\bclean run\b"
-    r"|\bnow (?:loads|starts"
-    r"|runs|serves)\b"
+    r"|\bnow (?:loads|starts|runs|serves)\b|\b(?:loads|starts|runs|serves) now\b"
     r"|\b(?:is|was) the (?:fix|solution|answer|one)\b|\b\w+(?:ed|s) (?:fine|cleanly|successfully)\b"
     r"|\bpass(?:es|ed) (?:our |the )?(?:eval|tests?|checks?)"
+    r"|\b(?:builds?|compil\w+|tests?|checks?|evals?) (?:now |all |then )?pass(?:es|ed)?\b"
+    r"|\bhealthy\b"
+    r"|\b(?:server|engine|service|endpoint|api|pod|container)s? (?:is |was |came |comes |now )?"
+    r"(?:back )?up\b"
 )
 # "should fix it", "might help", "hoping it works": intentions, not results.
 _INTENT = re.compile(
@@ -80,19 +107,27 @@ _INTENT = re.compile(
 def judge_outcome(sentence: str) -> Outcome | None:
     """The outcome a sentence reports for the change it mentions, or None when it reports none."""
     text = _INTENT.sub(" ", _plain(sentence))
-    if _WORSE.search(text):
+    if _WORSE.search(text) or ("worse" in text and _BARE_WORSE.search(text)):
         return Outcome.WORSE
     if _NO_EFFECT.search(text):
         return Outcome.NO_EFFECT
-    if _PARTIAL.search(text):
+    helped = _RESOLVES.search(text) is not None
+    if _PARTIAL.search(text) or _helped_at_a_cost(text, helped):
         return Outcome.PARTIAL
-    if _RESOLVES.search(text):
-        return Outcome.RESOLVES
-    return None
+    if _COSTLIER.search(text):
+        return Outcome.WORSE
+    return Outcome.RESOLVES if helped else None
+
+
+def _helped_at_a_cost(text: str, helped: bool) -> bool:
+    """ "Comes up, but prefill is slower", "works; fine to unblock, not a fix"."""
+    if not (helped or _RUNS.search(text)):
+        return False
+    return bool(_COSTLIER.search(text) or _LIMITED.search(text))
 
 
 def _plain(sentence: str) -> str:
-    return sentence.lower().replace("\u2019", "'").replace("`", "")
+    return sentence.lower().replace("\u2019", "'").replace("`", "").replace("*", "")
 
 
 _BRACKET_OUTCOME = re.compile(r"\[\s*([a-z _-]{3,20})\s*\]\s*$", re.IGNORECASE)

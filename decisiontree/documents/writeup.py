@@ -8,11 +8,12 @@ and from how consecutive launch commands differ.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from decisiontree.documents import derive, facts, samples
 from decisiontree.documents._vocab import VocabularyLike
-from decisiontree.documents.changes import changes_in, describe_changes
+from decisiontree.documents.changes import changes_in, describe_changes, worded_change
 from decisiontree.documents.model import ExtractedFinding, ExtractedFix
 from decisiontree.documents.outcomes import judge_outcome
 from decisiontree.documents.structure import fence_text, fences_in, heading, lines_of, prose_mask
@@ -64,6 +65,7 @@ class _Document:
     launches: list[facts.Launch]
     narrative: list[str]  # lines of prose with samples and launch commands blanked out
     head: str  # the text entity scans look at
+    setup_end: int  # first line of the first launch or error: above it, prose sets the scene
 
 
 def parse_writeup(
@@ -81,11 +83,8 @@ def _cut(text: str, vocabulary: VocabularyLike) -> _Document:
     fences = fences_in(lines)
     prose = prose_mask(lines, fences)
     spans = samples.find_unfenced_samples(lines, prose)
-    found = [
-        fence_text(lines, f)
-        for f in fences
-        if samples.block_has_error([lines[k] for k in f.content])
-    ]
+    error_fences = [f for f in fences if samples.block_has_error([lines[k] for k in f.content])]
+    found = [fence_text(lines, f) for f in error_fences]
     found += [_unindent(lines[s.start : s.end]) for s in spans]
     narrative = [line if prose[i] else "" for i, line in enumerate(lines)]
     for span in spans:
@@ -98,7 +97,9 @@ def _cut(text: str, vocabulary: VocabularyLike) -> _Document:
     kept = tuple(dict.fromkeys(s for s in found if s.strip()))[: samples.MAX_SAMPLES]
     # Emphasis splits "vLLM **0.10.1**"; entity scans read the text without it.
     head = _EMPHASIS.sub("", text[:_ENTITY_SCAN_CHARS])
-    return _Document(lines, kept, launches, narrative, head)
+    starts = [f.open for f in error_fences]
+    starts += [s.start for s in spans] + [launch.start for launch in launches if not launch.inline]
+    return _Document(lines, kept, launches, narrative, head, min(starts, default=0))
 
 
 def _unindent(block: list[str]) -> str:
@@ -221,9 +222,9 @@ def _flags(
     if merged:
         return merged
     prose = "\n".join(doc.narrative)[:_PROSE_FLAG_CHARS]
-    for name, value in vocabulary.flags_in_text(prose, framework):
+    for name, said in vocabulary.flags_in_text(prose, framework):
         if name not in _NON_FLAGS:
-            merged.setdefault(name, value)  # the first mention is the setting as launched
+            merged.setdefault(name, said)  # the first mention is the setting as launched
     return merged
 
 
@@ -235,24 +236,82 @@ class _Sentence:
     text: str
     unit: int  # sentences of one paragraph or list item share a unit; verdicts stay inside it
     item: bool  # the unit is a list item: short, about one experiment
+    line: int = 0  # first line of its paragraph or list item
+    section: str = ""  # the heading above it, lower case
+    opens_section: bool = False  # the first sentence under that heading
+
+
+_ITEM_MARK = re.compile(r"\s*(?:[-*+]|\d{1,2}[.)])\s")
+_SETEXT_RULE = re.compile(r"^\s*(?:={3,}|-{3,})\s*$")
+_BOLD_LINE = re.compile(r"^\s*\*\*([^*\n]{2,80}?):?\*\*:?\s*$")
 
 
 def _sentences(narrative: list[str]) -> list[_Sentence]:
     """Sentences of the prose, by paragraph and list item; never across a blank line."""
     sentences: list[_Sentence] = []
-    units = (
-        u for p in "\n".join(narrative).split("\n\n") for u in _ITEM_START.split(p) if u.strip()
-    )
-    for unit, text in enumerate(units):
-        item = bool(re.match(r"\s*(?:[-*+]|\d{1,2}[.)])\s", text))
+    section, opens = "", False
+    for unit, (line, text) in enumerate(_units(narrative)):
+        title = _unit_heading(text)
+        if title is not None:
+            section, opens = title.lower(), True
+            continue
+        item = bool(_ITEM_MARK.match(text))
         for sentence in _SENTENCE_END.split(text.strip()):
             if sentence.strip():
-                sentences.append(
-                    _Sentence(" ".join(sentence[:_MAX_SENTENCE_CHARS].split()), unit, item)
-                )
+                plain = " ".join(sentence[:_MAX_SENTENCE_CHARS].split())
+                sentences.append(_Sentence(plain, unit, item, line, section, opens))
+                opens = False
             if len(sentences) >= _MAX_SENTENCES:
                 return sentences
     return sentences
+
+
+def _units(narrative: list[str]) -> Iterator[tuple[int, str]]:
+    """(first line, text) of each paragraph and list item; a heading line is a unit of its own."""
+    for start, paragraph in _paragraphs(narrative):
+        line = start
+        for piece in _ITEM_START.split(paragraph):
+            if piece.strip():
+                yield line, piece
+            line += piece.count("\n") + 1  # the split ate the newline before an item
+
+
+def _paragraphs(narrative: list[str]) -> Iterator[tuple[int, str]]:
+    line = 0
+    for paragraph in "\n".join(narrative).split("\n\n"):
+        if paragraph.strip():
+            start = line + len(paragraph) - len(paragraph.lstrip("\n"))
+            parts = _heading_apart(start, paragraph) if "#" in paragraph else [(start, paragraph)]
+            yield from parts
+        line += paragraph.count("\n") + 2
+
+
+def _heading_apart(start: int, paragraph: str) -> Iterator[tuple[int, str]]:
+    """A heading line directly above its text still starts a unit of its own."""
+    block: list[str] = []
+    for i, line in enumerate(paragraph.split("\n"), start):
+        if not (line.startswith("#") and heading(line)):
+            start = i if not block else start
+            block.append(line)
+            continue
+        if block:
+            yield start, "\n".join(block)
+            block = []
+        yield i, line
+    if block:
+        yield start, "\n".join(block)
+
+
+def _unit_heading(text: str) -> str | None:
+    """The title of a heading unit: `## Fix`, a setext `Fix` over `===`, or a bold-only line."""
+    lines = text.strip().split("\n")
+    if len(lines) == 1:
+        found = heading(lines[0]) if lines[0].startswith("#") else None
+        bold = _BOLD_LINE.match(lines[0])
+        return found[1] if found else (bold.group(1) if bold else None)
+    if len(lines) == 2 and _SETEXT_RULE.match(lines[1]) and len(lines[0]) <= 200:
+        return lines[0].strip()
+    return None
 
 
 def _fixes(
@@ -265,7 +324,7 @@ def _fixes(
         if doc.launches and works != doc.launches[0].command.strip()
         else {}
     )
-    found = _prose_fixes(sentences, vocabulary, framework, baseline)
+    found = _prose_fixes(sentences, vocabulary, framework, baseline, doc.setup_end)
     told = {change for fix in found for change in fix.changes}
     by_changes: dict[frozenset[Change], ExtractedFix] = {}
     for fix in [*_untold(diffs, told), *found]:
@@ -291,25 +350,83 @@ def _prose_fixes(
     vocabulary: VocabularyLike,
     framework: str | None,
     launched: dict[str, str],
+    setup_end: int,
 ) -> list[ExtractedFix]:
     fixes = []
     for k, sentence in enumerate(sentences):
+        if _is_description(sentence.text):
+            continue
         changes = changes_in(sentence.text, vocabulary, framework) or _pronoun_change(
             sentences, k, vocabulary, framework
         )
         changes = _real_changes(changes, launched)
-        if not changes or _DESCRIPTION.search(sentence.text):
+        if not changes:
+            fixes += _worded_fix(sentence)
             continue
         outcome = judge_outcome(sentence.text)
-        if _starts_experiment(sentence.text) or sentence.item:
-            outcome = (
-                _item_verdict(sentences, k, vocabulary, framework) if sentence.item else outcome
-            )
-            outcome = outcome or _outcome_after(sentences, k, vocabulary, framework)
-        outcome = outcome or _lead_in_verdict(sentences, k)
+        if sentence.line >= setup_end:  # setting the scene, a sentence borrows no verdict
+            outcome = _borrowed_verdict(sentences, k, vocabulary, framework, outcome)
         if outcome is not None:
             fixes.append(ExtractedFix(sentence.text, changes, outcome))
     return fixes
+
+
+def _borrowed_verdict(
+    sentences: list[_Sentence],
+    k: int,
+    vocabulary: VocabularyLike,
+    framework: str | None,
+    outcome: Outcome | None,
+) -> Outcome | None:
+    """The verdict of the list item, the sentences after, a "Fix:" lead-in or a "Fix" heading."""
+    sentence = sentences[k]
+    if _starts_experiment(sentence.text) or sentence.item:
+        outcome = _item_verdict(sentences, k, vocabulary, framework) if sentence.item else outcome
+        outcome = outcome or _outcome_after(sentences, k, vocabulary, framework)
+    outcome = outcome or _lead_in_verdict(sentences, k)
+    if outcome is None and _FIX_HEADING.match(sentence.section):
+        return Outcome.RESOLVES if _starts_experiment(sentence.text) else None
+    return outcome
+
+
+# A section that tells the fix: "## Fix", "Solution", "What finally worked", "How we fixed it".
+_FIX_HEADING = re.compile(
+    r"^(?:\d{1,2}[.)]\s*)?(?:the |our )?(?:fix(?:es)?\b|solution|resolution|fixed by\b"
+    r"|what (?:finally |actually |eventually )?(?:fixed|solved|worked|helped)\b"
+    r"|how (?:we|i) fixed)",
+    re.IGNORECASE,
+)
+# "We run X, which has served fine for months" is setup; "the defaults work" is no experiment.
+_KEEPS_THE_REST = re.compile(
+    r"\b(?:otherwise|unchanged|same as before|(?:re)?launch\w* with|relaunch\w*|restart\w*)\b",
+    re.IGNORECASE,
+)
+
+
+def _is_description(text: str) -> bool:
+    """A restated setup, unless it only says the rest of the launch stayed as it was."""
+    found = _DESCRIPTION.search(text)
+    if found is None:
+        return False
+    original = found.group(0).lower().startswith(("initial", "original"))
+    return not (original and _KEEPS_THE_REST.search(text))
+
+
+def _worded_fix(sentence: _Sentence) -> list[ExtractedFix]:
+    """A fix no flag can say ("Fixed by running one image tag on both nodes"), when it helped."""
+    change = worded_change(sentence.text, opens_fix_section=_opens_fix_section(sentence))
+    if change is None:
+        return []
+    outcome = judge_outcome(sentence.text)
+    if outcome is None and _opens_fix_section(sentence):
+        outcome = Outcome.RESOLVES
+    if outcome is None or not outcome.helps:
+        return []
+    return [ExtractedFix(sentence.text, (change,), outcome)]
+
+
+def _opens_fix_section(sentence: _Sentence) -> bool:
+    return sentence.opens_section and bool(_FIX_HEADING.match(sentence.section))
 
 
 _LEAD_IN_FIX = re.compile(
@@ -374,12 +491,17 @@ def _item_verdict(
 
 
 def _real_changes(changes: tuple[Change, ...], launched: dict[str, str]) -> tuple[Change, ...]:
-    """A flag restated at the value it was first launched with is a description, not a change."""
+    """A flag restated at the value it was first launched with is a description, not a change;
+    a logging switch (`NCCL_DEBUG=INFO`) is how one looked, not what one changed."""
     return tuple(
         c
         for c in changes
         if not (c.action is ChangeAction.SET_FLAG and launched.get(c.name) == (c.value or "true"))
+        and not (c.action is ChangeAction.SET_ENV and _DIAGNOSTIC_ENV.search(c.name))
     )
+
+
+_DIAGNOSTIC_ENV = re.compile(r"(?:^|_)(?:DEBUG|LOG|LOGGING|VERBOSE|VERBOSITY|TRACE)(?:_|$)")
 
 
 def _outcome_after(
@@ -435,7 +557,9 @@ def _env_diff(before: dict[str, str], after: dict[str, str]) -> tuple[Change, ..
     return tuple(
         Change(ChangeAction.SET_ENV, name, value)
         for name, value in after.items()
-        if before.get(name) != value and name not in _PLUMBING_ENV
+        if before.get(name) != value
+        and name not in _PLUMBING_ENV
+        and not _DIAGNOSTIC_ENV.search(name)
     )
 
 

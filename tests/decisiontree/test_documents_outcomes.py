@@ -69,3 +69,57 @@ def test_it_reads_the_bracket_override_of_findings_md():
     assert split_bracket_outcome("--x 1 [partial]") == ("--x 1", Outcome.PARTIAL)
     assert split_bracket_outcome("--x 1 [no effect]") == ("--x 1", Outcome.NO_EFFECT)
     assert split_bracket_outcome("see [docs]") == ("see [docs]", None)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Turning on --enforce-eager: identical hang at the first all-reduce.",
+        "With the env var set it stalled the same way after loading weights.",
+        "Same timeout, same rank.",
+    ],
+)
+def test_it_hears_the_same_hang_or_timeout_as_no_effect(sentence):
+    assert judge_outcome(sentence) is Outcome.NO_EFFECT
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "After pointing it at the newer toolkit the kernel compilation passed.",
+        "Pod is healthy again and answers requests.",
+        "Endpoint back up within two minutes.",
+    ],
+)
+def test_it_hears_a_healthy_server_as_a_fix(sentence):
+    assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "With the triton backend it loads and answers, but decode is about 30% slower.",
+        "It comes up now; fine as a stopgap for the weekend, not a real fix.",
+        "Starts and serves requests, throughput dropped to half though.",
+    ],
+)
+def test_it_hears_a_change_that_runs_at_a_cost_as_partial(sentence):
+    assert judge_outcome(sentence) is Outcome.PARTIAL
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Run B doubles the TTFT. Worse.",
+        "Output tok/s 1,100 vs 1,700 → worse.",
+        "Prefill got noticeably slower than the baseline.",
+    ],
+)
+def test_it_hears_a_bare_worse_verdict_and_a_cost_without_a_benefit(sentence):
+    assert judge_outcome(sentence) is Outcome.WORSE
+
+
+def test_a_new_way_it_breaks_still_beats_the_words_for_success():
+    assert judge_outcome("The build passed, then every request failed. Made it worse.") is (
+        Outcome.WORSE
+    )
