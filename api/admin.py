@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from api.models import ApiToken
+from api.models import ApiToken, Webhook, WebhookDelivery
 
 
 @admin.register(ApiToken)
@@ -43,3 +43,16 @@ class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         messages.info(request, f"Revoked {count} token(s).")
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["name", "url", "events", "active", "created_at"]
+    list_filter = ["active"]
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["event", "webhook", "status", "attempts", "response_code", "created_at"]
+    list_filter = ["status", "event"]
+    readonly_fields = ["payload", "attempts", "response_code", "last_error", "delivered_at"]

@@ -9,9 +9,6 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-# Registers kb's search document until kb/models/__init__.py imports it itself.
-from kb.models.search import FindingSearchDocument  # noqa: F401
-
 TOKEN_PREFIX = "fxg_"  # noqa: S105 - a marker that makes leaked tokens greppable
 VISIBLE_CHARS = 8
 
@@ -101,3 +98,54 @@ class IdempotentReply(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} -> {self.status_code}"
+
+
+class Webhook(models.Model):
+    """An outgoing webhook: where to POST when one of its events happens.
+
+    Bodies are signed with HMAC-SHA256 under FIXGRAPH_WEBHOOK_SECRET (from the
+    environment, never the database): `X-FixGraph-Signature: sha256=<hex>` over
+    `<timestamp>.<body>`, the timestamp in `X-FixGraph-Timestamp`.
+    """
+
+    class Event(models.TextChoices):
+        FINDING_PUBLISHED = "finding.published"
+        VALIDATION_FINISHED = "validation.finished"
+
+    name = models.CharField(max_length=100)
+    url = models.URLField(max_length=500, help_text="http(s) URL that receives the POST")
+    events = models.JSONField(default=list, help_text='e.g. ["finding.published"]')
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} → {self.url}"
+
+
+class WebhookDelivery(models.Model):
+    """One event sent (or being sent) to one webhook, with its attempts."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DELIVERED = "delivered"
+        FAILED = "failed"
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=40)
+    payload = models.JSONField()
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    response_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "webhook deliveries"
+
+    def __str__(self) -> str:
+        return f"{self.event} to {self.webhook.name}: {self.status}"

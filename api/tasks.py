@@ -27,3 +27,22 @@ def slack_diagnose(text: str, response_url: str, slack_user: str = "") -> None:
 @shared_task(name="api.slack_post", autoretry_for=(URLError,), retry_backoff=True, max_retries=3)
 def slack_post(response_url: str, payload: dict[str, Any]) -> None:
     post_to_slack(response_url, payload)
+
+
+@shared_task(
+    name="api.deliver_webhook",
+    bind=True,
+    max_retries=8,
+    acks_late=True,
+)
+def deliver_webhook(self: Any, delivery_id: int) -> None:
+    """Send one webhook delivery; on failure retry with exponential back-off, then give up."""
+    from api import webhooks
+
+    try:
+        webhooks.deliver(delivery_id)
+    except webhooks.DeliveryFailed as failed:
+        if self.request.retries >= self.max_retries:
+            webhooks.mark_failed(delivery_id, str(failed))
+            return
+        raise self.retry(exc=failed, countdown=min(2**self.request.retries * 5, 3600)) from failed

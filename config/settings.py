@@ -218,6 +218,8 @@ REST_FRAMEWORK = {
 # Off by default: with it on, callers without a token may diagnose and search (scope `read`).
 FIXGRAPH_ALLOW_ANONYMOUS_API = envbool("FIXGRAPH_ALLOW_ANONYMOUS_API", "False")
 SLACK_SIGNING_SECRET = envsecret("SLACK_SIGNING_SECRET")
+# Signs outgoing webhooks (HMAC-SHA256); unsigned when unset.
+FIXGRAPH_WEBHOOK_SECRET = envsecret("FIXGRAPH_WEBHOOK_SECRET")
 # The only origins a Slack reply is ever posted to (tests add a local server).
 SLACK_RESPONSE_ORIGINS = envlist("SLACK_RESPONSE_ORIGINS", "https://hooks.slack.com")
 # Swagger UI and Redoc served from this server: no CDN is needed.
