@@ -47,7 +47,13 @@ from django.test.utils import (  # noqa: E402
 
 from kb.models import Finding  # noqa: E402
 from kb.models.search import FindingSearchDocument  # noqa: E402
-from kb.services.search import searchable, weighted_vector, write_fts_row  # noqa: E402
+from kb.services.search import (  # noqa: E402
+    DocumentFields,
+    distinct_words,
+    searchable,
+    weighted_vector,
+    write_fts_row,
+)
 
 BATCH = 5_000
 EXCEPTIONS = ["AssertionError", "RuntimeError", "torch.OutOfMemoryError", "ValueError",
@@ -90,13 +96,21 @@ def synthetic_findings(count: int, rng: random.Random) -> Iterator[Finding]:
 
 
 def document_for(finding: Finding) -> FindingSearchDocument:
+    # The same fields the service writes (kb.services.search.store_document), in bulk.
+    fields = DocumentFields(
+        title=finding.title,
+        errors=finding.cause,
+        context=f"{finding.summary}\ngpu.arch = {finding.conditions[0]['value']}",
+        body="",
+    )
     return FindingSearchDocument(
         finding=finding,
-        title=searchable(finding.title),
-        errors=searchable(finding.cause),
-        context=searchable(f"{finding.summary}\ngpu.arch = {finding.conditions[0]['value']}"),
-        body="",
-        text="\n".join((finding.title, finding.cause, finding.summary)),
+        title=searchable(fields.title),
+        errors=searchable(fields.errors),
+        context=searchable(fields.context),
+        body=searchable(fields.body),
+        text=fields.text,
+        words=distinct_words(fields),
     )
 
 

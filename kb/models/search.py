@@ -24,7 +24,10 @@ class FindingSearchDocument(models.Model):
     errors = models.TextField(blank=True, help_text="Signatures and verbatim error samples")
     context = models.TextField(blank=True, help_text="Cause, summary, flags, GPUs, model")
     body = models.TextField(blank=True, help_text="Body and fixes")
-    text = models.TextField(blank=True, help_text="All of the above, for trigram similarity")
+    text = models.TextField(blank=True, help_text="All of the above, for snippets")
+    words = models.TextField(
+        blank=True, help_text="Each distinct word once: short enough for trigram similarity"
+    )
     vector = SearchVectorField(null=True, blank=True)
     built_at = models.DateTimeField(auto_now=True)
 

@@ -39,6 +39,8 @@ MAX_SAMPLE_CHARS = 20_000
 ALL_TERMS_UP_TO = 8
 SQLITE_MAX_HITS = 500
 SNIPPET_CHARS = 180
+MAX_WORDS_CHARS = 20_000
+WORD = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]")
 
 ARCH_SPELLING = re.compile(r"\bsm[\s_-]?(\d{2,3}[a-z]?)\b", re.IGNORECASE)
 IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[_\-.:/][A-Za-z0-9]+)*")
@@ -200,11 +202,18 @@ def store_document(finding: Finding, fields: DocumentFields) -> None:
         "body": searchable(fields.body),
     }
     FindingSearchDocument.objects.update_or_create(
-        finding=finding, defaults={**indexed, "text": fields.text}
+        finding=finding, defaults={**indexed, "text": fields.text, "words": distinct_words(fields)}
     )
     if connection.vendor == "postgresql":
         FindingSearchDocument.objects.filter(finding=finding).update(vector=weighted_vector())
     write_fts_row(finding.pk, indexed)
+
+
+def distinct_words(fields: DocumentFields) -> str:
+    """The document's words, each once: a traceback repeats itself, and trigram similarity
+    over the whole text would cost a scan of every repetition."""
+    words = dict.fromkeys(WORD.findall(fields.text.lower()))
+    return " ".join(words)[:MAX_WORDS_CHARS]
 
 
 def weighted_vector() -> SearchVector:
@@ -374,9 +383,9 @@ def postgres_search(
     text = query.strip()[:MAX_QUERY_CHARS]
     if len(text) >= 4 and not matches.exists():
         # Typos and partial strings: a close enough stretch of some document.
-        similar = TrigramWordSimilarity(Value(text), "search_document__text")
+        similar = TrigramWordSimilarity(Value(text), "search_document__words")
         return (
-            base.filter(search_document__text__trigram_word_similar=text)
+            base.filter(search_document__words__trigram_word_similar=text)
             .annotate(rank=similar * 0.1)
             .order_by("-rank", "-id")
         )
