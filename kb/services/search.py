@@ -286,7 +286,9 @@ def canonical_arch(value: str) -> str:
 
 
 def filter_findings(queryset: QuerySet[Finding], filters: FindingFilters) -> QuerySet[Finding]:
-    conditions = [condition for condition in facet_conditions(filters) if condition is not None]
+    if filters.status:
+        queryset = queryset.filter(status=filters.status)
+    conditions = [condition for condition in related_conditions(filters) if condition is not None]
     if not conditions:
         return queryset
     # Through a subquery, so joins on GPUs and flags never duplicate rows.
@@ -296,8 +298,7 @@ def filter_findings(queryset: QuerySet[Finding], filters: FindingFilters) -> Que
     return queryset.filter(pk__in=matching.values("pk"))
 
 
-def facet_conditions(filters: FindingFilters) -> Iterable[Q | None]:
-    yield Q(status=filters.status) if filters.status else None
+def related_conditions(filters: FindingFilters) -> Iterable[Q | None]:
     yield gpu_condition(filters.gpu) if filters.gpu else None
     yield arch_condition(filters.arch) if filters.arch else None
     yield model_condition(filters.model) if filters.model else None

@@ -76,7 +76,8 @@ def results_page(form: SearchForm, raw_number: str) -> ResultPage:
     return ResultPage(
         number=number,
         findings=list(shown[start : start + PAGE_SIZE]),
-        count=findings.order_by()[: COUNT_CAP + 1].count(),
+        # Only the keys: counting must not rank (the rank annotation would be computed).
+        count=findings.order_by().values("pk")[: COUNT_CAP + 1].count(),
     )
 
 
