@@ -172,26 +172,29 @@ def queue_refresh(finding_id: int) -> None:
 
 def refresh_queued() -> int:
     """Rebuild every queued document. Search calls it too: nothing stale is ever served."""
-    queued = list(SearchRefresh.objects.values_list("finding_id", "queued_at"))
-    for finding_id, queued_at in sorted(queued):
-        refresh_document(finding_id)
+    queued = sorted(SearchRefresh.objects.values_list("finding_id", "queued_at"))
+    refresh_documents([finding_id for finding_id, _ in queued])
+    for finding_id, queued_at in queued:
         SearchRefresh.objects.filter(finding_id=finding_id, queued_at=queued_at).delete()
     return len(queued)
 
 
-def refresh_document(finding_id: int) -> None:
-    finding = (
-        Finding.objects.filter(pk=finding_id)
+def refresh_documents(finding_ids: list[int]) -> None:
+    """Rebuild the documents of these findings (and drop those of deleted ones)."""
+    findings = {
+        finding.pk: finding
+        for finding in Finding.objects.filter(pk__in=finding_ids)
         .select_related("model", "framework")
         .prefetch_related("signatures", "samples", "flag_settings", "gpus", "fixes")
-        .first()
-    )
+    }
     with transaction.atomic():
-        if finding is None:
-            FindingSearchDocument.objects.filter(finding_id=finding_id).delete()
-            write_fts_row(finding_id, None)
-            return
-        store_document(finding, document_fields(finding))
+        for finding_id in finding_ids:
+            finding = findings.get(finding_id)
+            if finding is None:
+                FindingSearchDocument.objects.filter(finding_id=finding_id).delete()
+                write_fts_row(finding_id, None)
+            else:
+                store_document(finding, document_fields(finding))
 
 
 def store_document(finding: Finding, fields: DocumentFields) -> None:
@@ -251,17 +254,20 @@ def build_missing_documents() -> int:
     )
     stale = FindingSearchDocument.objects.filter(built_at__lt=F("finding__updated_at"))
     ids = missing + list(stale.values_list("finding_id", flat=True))
-    for finding_id in ids:
-        refresh_document(finding_id)
+    refresh_in_batches(ids)
     return len(ids)
 
 
 def rebuild_all() -> int:
     """Every document from scratch: after a restore, or when this module's rules change."""
     ids = list(Finding.objects.values_list("pk", flat=True))
-    for finding_id in ids:
-        refresh_document(finding_id)
+    refresh_in_batches(ids)
     return len(ids)
+
+
+def refresh_in_batches(ids: list[int], size: int = 500) -> None:
+    for start in range(0, len(ids), size):
+        refresh_documents(ids[start : start + size])
 
 
 # --- filters ------------------------------------------------------------------------
