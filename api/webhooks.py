@@ -111,6 +111,9 @@ def mark_failed(delivery_id: int, error: str) -> None:
 
 
 def remember_previous_status(sender: type, instance: Any, **kwargs: Any) -> None:
+    if instance.pk is None:
+        instance._status_before_save = None
+        return
     previous = sender.objects.filter(pk=instance.pk).values_list("status", flat=True).first()
     instance._status_before_save = previous
 

@@ -49,8 +49,7 @@ from kb.models import Finding  # noqa: E402
 from kb.models.search import FindingSearchDocument  # noqa: E402
 from kb.services.search import (  # noqa: E402
     DocumentFields,
-    distinct_words,
-    searchable,
+    document_row,
     weighted_vector,
     write_fts_row,
 )
@@ -96,22 +95,14 @@ def synthetic_findings(count: int, rng: random.Random) -> Iterator[Finding]:
 
 
 def document_for(finding: Finding) -> FindingSearchDocument:
-    # The same fields the service writes (kb.services.search.store_document), in bulk.
+    # The row the service writes (kb.services.search.refresh_documents), made in bulk here.
     fields = DocumentFields(
         title=finding.title,
         errors=finding.cause,
         context=f"{finding.summary}\ngpu.arch = {finding.conditions[0]['value']}",
         body="",
     )
-    return FindingSearchDocument(
-        finding=finding,
-        title=searchable(fields.title),
-        errors=searchable(fields.errors),
-        context=searchable(fields.context),
-        body=searchable(fields.body),
-        text=fields.text,
-        words=distinct_words(fields),
-    )
+    return document_row(finding, fields)
 
 
 def fill(count: int) -> float:

@@ -24,7 +24,7 @@ WATCHED = (Finding, Fix, ErrorSample, FixFeedback, SignatureDecision, Validation
 
 def knowledge_changed(sender: type, **kwargs: Any) -> None:
     # In the writer's transaction: readers see the new stamp exactly when they see the change.
-    KnowledgeRevision.bump()
+    KnowledgeRevision.bump_once()
 
 
 for model in WATCHED:

@@ -12,6 +12,10 @@ import uuid
 
 from django.db import models
 
+from kb.transaction_marks import first_time, forget
+
+CHANGE_MARK = "knowledge-revision"
+
 
 class KnowledgeRevision(models.Model):
     """A single row: `number` counts changes, `stamp` identifies the latest one."""
@@ -25,6 +29,8 @@ class KnowledgeRevision(models.Model):
 
     @classmethod
     def current(cls) -> str:
+        # Whoever reads the stamp must see the next change move it, even mid-transaction.
+        forget(CHANGE_MARK)
         row = cls.objects.filter(pk=1).values_list("number", "stamp").first()
         return f"{row[0]}:{row[1]}" if row else "0:"
 
@@ -34,3 +40,9 @@ class KnowledgeRevision(models.Model):
         updated = cls.objects.filter(pk=1).update(number=models.F("number") + 1, stamp=stamp)
         if not updated:
             cls.objects.get_or_create(pk=1, defaults={"number": 1, "stamp": stamp})
+
+    @classmethod
+    def bump_once(cls) -> None:
+        """Bump, once per transaction until the stamp is read again."""
+        if first_time(CHANGE_MARK):
+            cls.bump()

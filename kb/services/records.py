@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from simple_history.utils import bulk_create_with_history
+
 from decisiontree.documents import ExtractedFinding, ExtractedFix, GpuMention
 from decisiontree.fingerprint import Signature
 from decisiontree.samples import signatures_of_sample, stored_form
@@ -50,7 +52,7 @@ def store_extracted_finding(
     if change != "unchanged":
         finding.save()
     finding.sources.add(document)
-    links_changed = link_records(finding, extracted)
+    links_changed = link_records(finding, extracted, new=change == "created")
     if links_changed and change == "unchanged":
         change = "updated"
     return finding, change
@@ -101,17 +103,21 @@ def release(name: str | None, version: str | None) -> int | None:
     return row.pk
 
 
-def link_records(finding: Finding, extracted: ExtractedFinding) -> bool:
-    """Replace the finding's GPUs, libraries, flags, samples and fixes. True if any changed."""
-    changed = link_gpus(finding, extracted.gpus)
+def link_records(finding: Finding, extracted: ExtractedFinding, *, new: bool) -> bool:
+    """Replace the finding's GPUs, libraries, flags, samples and fixes. True if any changed.
+
+    A `new` finding has none yet: nothing is read back before writing.
+    """
+    changed = link_gpus(finding, extracted.gpus, new=new)
     changed |= link_libraries(finding, extracted.versions)
-    changed |= link_flags(finding, extracted.framework, extracted.flags)
-    changed |= link_samples(finding, extracted.samples)
-    changed |= link_fixes(finding, extracted.fixes)
-    return changed
+    changed |= link_flags(finding, extracted.framework, extracted.flags, new=new)
+    changed |= link_samples(finding, extracted.samples, new=new)
+    if new:
+        return create_fixes(finding, extracted.fixes) or changed
+    return link_fixes(finding, extracted.fixes) or changed
 
 
-def link_gpus(finding: Finding, gpus: tuple[GpuMention, ...]) -> bool:
+def link_gpus(finding: Finding, gpus: tuple[GpuMention, ...], *, new: bool) -> bool:
     wanted: dict[int, int] = {}
     for gpu in gpus:
         hardware = Hardware.objects.filter(name=gpu.name).first()
@@ -120,10 +126,11 @@ def link_gpus(finding: Finding, gpus: tuple[GpuMention, ...]) -> bool:
                 name=gpu.name[:120], defaults={"arch": gpu.arch or "", "compute_capability": ""}
             )
         wanted[hardware.pk] = max(gpu.count, 1)
-    current = dict(FindingGpu.objects.filter(finding=finding).values_list("hardware_id", "count"))
+    current = {} if new else dict(finding.findinggpu_set.values_list("hardware_id", "count"))
     if current == wanted:
         return False
-    FindingGpu.objects.filter(finding=finding).delete()
+    if not new:
+        finding.findinggpu_set.all().delete()
     FindingGpu.objects.bulk_create(
         FindingGpu(finding=finding, hardware_id=pk, count=count) for pk, count in wanted.items()
     )
@@ -140,17 +147,18 @@ def link_libraries(finding: Finding, versions: dict[str, str] | Any) -> bool:
 
 
 def link_flags(
-    finding: Finding, framework: str | None, flags: tuple[tuple[str, str | None], ...]
+    finding: Finding, framework: str | None, flags: tuple[tuple[str, str | None], ...], *, new: bool
 ) -> bool:
     wanted = {name[:80]: (value or "")[:500] for name, value in flags}
-    current = dict(finding.flag_settings.values_list("name", "value"))
+    current = {} if new else dict(finding.flag_settings.values_list("name", "value"))
     if wanted == current:
         return False
     known = {
         f.name: f.pk
         for f in Flag.objects.filter(name__in=wanted, framework=(framework or "").lower())
     }
-    finding.flag_settings.all().delete()
+    if not new:
+        finding.flag_settings.all().delete()
     FlagSetting.objects.bulk_create(
         FlagSetting(finding=finding, name=name, value=value, flag_id=known.get(name))
         for name, value in wanted.items()
@@ -158,12 +166,13 @@ def link_flags(
     return True
 
 
-def link_samples(finding: Finding, samples: tuple[str, ...]) -> bool:
+def link_samples(finding: Finding, samples: tuple[str, ...], *, new: bool) -> bool:
     """Store the samples with their signatures, parsed once here and not at every rebuild."""
-    current = list(finding.samples.order_by("pk").values_list("text", flat=True))
+    current = [] if new else list(finding.samples.order_by("pk").values_list("text", flat=True))
     if current == list(samples):
         return False
-    finding.samples.all().delete()
+    if not new:
+        finding.samples.all().delete()
     signatures = []
     for text in samples:
         found = signatures_of_sample(text)
@@ -190,16 +199,29 @@ def error_signature(signature: Signature) -> ErrorSignature:
     return row
 
 
+def create_fixes(finding: Finding, fixes: tuple[ExtractedFix, ...]) -> bool:
+    """The fixes of a new finding, and their first history rows, in two queries."""
+    rows = [
+        Fix(finding=finding, summary=extracted.text, position=position, **fix_values(extracted))
+        for position, extracted in enumerate(fixes)
+    ]
+    bulk_create_with_history(rows, Fix)
+    return bool(rows)
+
+
+def fix_values(extracted: ExtractedFix) -> dict[str, Any]:
+    return {
+        "changes": [change_dict(c) for c in extracted.changes],
+        "outcome": str(extracted.outcome),
+    }
+
+
 def link_fixes(finding: Finding, fixes: tuple[ExtractedFix, ...]) -> bool:
     """Update fixes in place (matched by their text) so each keeps its history."""
     existing = {fix.summary: fix for fix in finding.fixes.all()}
     changed = False
     for position, extracted in enumerate(fixes):
-        values = {
-            "changes": [change_dict(c) for c in extracted.changes],
-            "outcome": str(extracted.outcome),
-            "position": position,
-        }
+        values = {**fix_values(extracted), "position": position}
         fix = existing.pop(extracted.text, None)
         if fix is None:
             Fix.objects.create(finding=finding, summary=extracted.text, **values)

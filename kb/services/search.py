@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from kb.models import Finding
 from kb.models.search import FindingSearchDocument, SearchRefresh
+from kb.transaction_marks import first_time, forget
 
 FTS_TABLE = "kb_finding_fts"
 MAX_QUERY_CHARS = 500
@@ -157,8 +158,11 @@ def body_lines(finding: Finding) -> Iterable[str | None]:
 
 # --- keeping documents up to date ---------------------------------------------------
 
+
 def queue_refresh(finding_id: int) -> None:
     """Mark a finding's document stale, in the caller's transaction; rebuilt after commit."""
+    if not first_time(("search-refresh", finding_id)):
+        return
     # A re-queue moves queued_at, so a refresh already under way keeps the row for later.
     SearchRefresh.objects.bulk_create(
         [SearchRefresh(finding_id=finding_id, queued_at=timezone.now())],
@@ -176,40 +180,51 @@ def refresh_queued() -> int:
     refresh_documents([finding_id for finding_id, _ in queued])
     for finding_id, queued_at in queued:
         SearchRefresh.objects.filter(finding_id=finding_id, queued_at=queued_at).delete()
+        forget(("search-refresh", finding_id))  # a later change must queue it again
     return len(queued)
 
 
 def refresh_documents(finding_ids: list[int]) -> None:
-    """Rebuild the documents of these findings (and drop those of deleted ones)."""
-    findings = {
-        finding.pk: finding
-        for finding in Finding.objects.filter(pk__in=finding_ids)
+    """Rebuild the documents of these findings (and drop those of deleted ones), in bulk."""
+    findings = list(
+        Finding.objects.filter(pk__in=finding_ids)
         .select_related("model", "framework")
         .prefetch_related("signatures", "samples", "flag_settings", "gpus", "fixes")
-    }
-    with transaction.atomic():
-        for finding_id in finding_ids:
-            finding = findings.get(finding_id)
-            if finding is None:
-                FindingSearchDocument.objects.filter(finding_id=finding_id).delete()
-                write_fts_row(finding_id, None)
-            else:
-                store_document(finding, document_fields(finding))
-
-
-def store_document(finding: Finding, fields: DocumentFields) -> None:
-    indexed = {
-        "title": searchable(fields.title),
-        "errors": searchable(fields.errors),
-        "context": searchable(fields.context),
-        "body": searchable(fields.body),
-    }
-    FindingSearchDocument.objects.update_or_create(
-        finding=finding, defaults={**indexed, "text": fields.text, "words": distinct_words(fields)}
     )
-    if connection.vendor == "postgresql":
-        FindingSearchDocument.objects.filter(finding=finding).update(vector=weighted_vector())
-    write_fts_row(finding.pk, indexed)
+    documents = [document_row(finding, document_fields(finding)) for finding in findings]
+    gone = set(finding_ids) - {finding.pk for finding in findings}
+    with transaction.atomic():
+        FindingSearchDocument.objects.bulk_create(
+            documents,
+            update_conflicts=True,
+            unique_fields=["finding"],
+            update_fields=[*INDEXED_FIELDS, "text", "words", "built_at"],
+        )
+        FindingSearchDocument.objects.filter(finding_id__in=gone).delete()
+        if connection.vendor == "postgresql":
+            FindingSearchDocument.objects.filter(
+                finding_id__in=[d.finding_id for d in documents]
+            ).update(vector=weighted_vector())
+        for document in documents:
+            write_fts_row(document.finding_id, {f: getattr(document, f) for f in INDEXED_FIELDS})
+        for finding_id in gone:
+            write_fts_row(finding_id, None)
+
+
+INDEXED_FIELDS = ("title", "errors", "context", "body")
+
+
+def document_row(finding: Finding, fields: DocumentFields) -> FindingSearchDocument:
+    return FindingSearchDocument(
+        finding=finding,
+        title=searchable(fields.title),
+        errors=searchable(fields.errors),
+        context=searchable(fields.context),
+        body=searchable(fields.body),
+        text=fields.text,
+        words=distinct_words(fields),
+        built_at=timezone.now(),
+    )
 
 
 def distinct_words(fields: DocumentFields) -> str:
