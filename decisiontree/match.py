@@ -17,6 +17,7 @@ known / similar / none, as error trackers do.
 from __future__ import annotations
 
 import math
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -141,7 +142,7 @@ class _Entry:
     fingerprint: str
     template_key: str
     template: str
-    term_ids: tuple[int, ...]
+    term_ids: array[int]
 
 
 class SignatureIndex:
@@ -151,7 +152,9 @@ class SignatureIndex:
         self._entries: list[_Entry] = []
         self._term_ids: dict[str, int] = {}
         self._terms: list[str] = []
-        self._postings: list[list[int]] = []  # term id -> entry numbers
+        # term id -> entry numbers; packed arrays, not lists of int objects: at 100k
+        # findings the postings are most of the index's memory.
+        self._postings: list[array[int]] = []
         self._by_fingerprint: dict[str, set[int]] = defaultdict(set)
         self._by_template: dict[str, set[int]] = defaultdict(set)
         self._linked: dict[str, set[int]] = defaultdict(set)
@@ -169,7 +172,7 @@ class SignatureIndex:
         if finding_id in self._split.get(signature.fingerprint, ()):
             return  # a reviewer said this error is not this finding
         number = len(self._entries)
-        ids = tuple(sorted({self._term_id(term) for term in signature.terms}))
+        ids = array("i", sorted({self._term_id(term) for term in signature.terms}))
         self._entries.append(
             _Entry(
                 finding_id, signature.fingerprint, signature.template_key, signature.template, ids
@@ -204,7 +207,7 @@ class SignatureIndex:
         new_id = len(self._terms)
         self._term_ids[term] = new_id
         self._terms.append(term)
-        self._postings.append([])
+        self._postings.append(array("i"))
         return new_id
 
     # --- weights --------------------------------------------------------
@@ -316,7 +319,7 @@ class SignatureIndex:
         budget = POSTINGS_BUDGET
         for term in heaviest:
             term_id = self._term_ids.get(term)
-            postings = self._postings[term_id] if term_id is not None else []
+            postings = self._postings[term_id] if term_id is not None else array("i")
             if len(postings) > budget:
                 break  # the remaining terms are commoner still
             budget -= len(postings)

@@ -17,7 +17,7 @@ from django.db.models import Prefetch
 from decisiontree.context import Context, build_context
 from decisiontree.diagnose import Diagnosis
 from decisiontree.diagnose import diagnose as diagnose_with_graph
-from decisiontree.graph import KnowledgeGraph, SignatureCache, build_graph
+from decisiontree.graph import KnowledgeGraph, build_graph
 from decisiontree.records import (
     Change,
     ChangeAction,
@@ -48,8 +48,6 @@ class CachedGraph:
 
 _cache: CachedGraph | None = None
 _lock = threading.Lock()
-# Parsed samples survive rebuilds: after an edit only new samples are parsed again.
-_signatures: SignatureCache = {}
 
 
 def knowledge_graph() -> KnowledgeGraph:
@@ -66,15 +64,9 @@ def knowledge_graph() -> KnowledgeGraph:
 
 
 def rebuild_graph() -> KnowledgeGraph:
-    """Build from the published findings, reusing signatures parsed at ingest or last time."""
-    global _signatures
-    records = finding_records()
-    known = stored_signatures()
-    known.update(_signatures)
-    graph = build_graph(records, cache=known)
-    current = {sample for record in records for sample in record.samples}
-    _signatures = {sample: found for sample, found in known.items() if sample in current}
-    return graph
+    """Build from the published findings and the signatures stored with their samples at
+    ingest (only samples stored by an older parser are parsed again)."""
+    return build_graph(finding_records(), cache=stored_signatures())
 
 
 def stored_signatures() -> dict[str, SampleSignatures]:
