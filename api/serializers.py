@@ -70,6 +70,17 @@ class FeedbackSerializer(serializers.Serializer):
         return value
 
 
+class SignatureDecisionSerializer(serializers.Serializer):
+    fingerprint = serializers.RegexField(r"^[0-9a-f]{8,64}$", max_length=64)
+    finding_id = serializers.IntegerField(min_value=1)
+    decision = serializers.ChoiceField(choices=["link", "split"])
+
+    def validate_finding_id(self, value: int) -> int:
+        if not Finding.objects.filter(pk=value).exists():
+            raise serializers.ValidationError("No finding has this id.")
+        return value
+
+
 class FeedbackReplySerializer(serializers.Serializer):
     id = serializers.IntegerField()
     fix_id = serializers.IntegerField()

@@ -18,6 +18,11 @@ router.register("validation-runs", views.ValidationRunViewSet, basename="validat
 urlpatterns = [
     path("diagnose/", views.DiagnoseView.as_view(), name="diagnose"),
     path("feedback/", views.FeedbackView.as_view(), name="feedback"),
+    path(
+        "signature-decisions/",
+        views.SignatureDecisionView.as_view(),
+        name="signature-decisions",
+    ),
     path("slack/commands/", slack.slash_command, name="slack-command"),
     path("slack/actions/", slack.interaction, name="slack-action"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

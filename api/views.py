@@ -97,6 +97,29 @@ class FeedbackView(APIView):
         return Response(reply, status=status.HTTP_201_CREATED)
 
 
+class SignatureDecisionView(APIView):
+    required_scopes = {"unsafe": Scope.WRITE}
+
+    @extend_schema(
+        request=s.SignatureDecisionSerializer, responses={201: s.SignatureDecisionSerializer}
+    )
+    def post(self, request: Request) -> Response:
+        """A reviewer rules that an error fingerprint is this finding (`link`) or is not
+        (`split`); future reports with that fingerprint follow the ruling."""
+        from kb.services.diagnosis import decide_signature
+
+        serializer = s.SignatureDecisionSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        decide_signature(
+            data["fingerprint"],
+            Finding.objects.get(pk=data["finding_id"]),
+            decision=data["decision"],
+            user=request.user,
+        )
+        return Response(serializer.data, status=status.HTTP_201_CREATED)
+
+
 FINDING_FILTERS = [
     OpenApiParameter("q", str, description="Full text: error strings, flags, GPU arch (sm120)"),
     *(OpenApiParameter(name, str) for name in ("gpu", "arch", "model", "framework", "flag")),
