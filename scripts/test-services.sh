@@ -9,12 +9,15 @@
 #
 # Every service is a plain process on 127.0.0.1 on a free port, with its data,
 # logs and keys in one temp folder, so several copies can run side by side.
+# As root, two more sshds run as test hosts, each in a network namespace of its
+# own (10.200.N.2:22, see "test hosts in namespaces" below).
 #
 # Environment knobs:
 #   KEEP_TEST_SERVICES=1             keep the temp folder (logs, keys) after `run`
 #   TEST_SERVICES_NO_INSTALL=1       never call apt-get; report what is missing instead
 #   TEST_SERVICES_PRETEND_MISSING=.. space-separated Debian packages to treat as missing
 #                                    (exercises the install/report path on a complete machine)
+#   TEST_SERVICES_NO_NETNS=1         make no test hosts in network namespaces (an error under CI=true)
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -142,7 +145,9 @@ free_port() {
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+port_open() { tcp_open 127.0.0.1 "$1"; }
+
+tcp_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
 # wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds.
 wait_until() {
@@ -294,13 +299,15 @@ make_ssh_keys() {
     chmod 644 "$d/authorized_keys"
 }
 
+# write_sshd_config DIR ADDRESS PORT USER: DIR/sshd_config for an sshd with its host
+# key and pid file in DIR, letting USER in with the one test client key.
 write_sshd_config() {
-    local port="$1" user="$2" cfg="$TMP/ssh/sshd_config"
+    local dir="$1" address="$2" port="$3" user="$4" cfg="$1/sshd_config"
     cat >"$cfg" <<CONF
 Port $port
-ListenAddress 127.0.0.1
-HostKey $TMP/ssh/host_ed25519
-PidFile $TMP/ssh/sshd.pid
+ListenAddress $address
+HostKey $dir/host_ed25519
+PidFile $dir/sshd.pid
 AuthorizedKeysFile $TMP/ssh/authorized_keys
 # The keys file lives under /tmp, which StrictModes rejects as world-writable.
 StrictModes no
@@ -314,7 +321,7 @@ PrintMotd no
 MaxStartups 100:30:200
 Subsystem sftp internal-sftp
 CONF
-    # OpenSSH >= 9.8 would shut 127.0.0.1 out for a while after the "unknown
+    # OpenSSH >= 9.8 would shut the client out for a while after the "unknown
     # key is refused" test; older releases reject the option, so probe first.
     printf 'PerSourcePenalties no\n' >>"$cfg"
     /usr/sbin/sshd -t -f "$cfg" </dev/null >/dev/null 2>&1 || sed -i '/^PerSourcePenalties/d' "$cfg"
@@ -322,7 +329,7 @@ CONF
 
 start_sshd() {
     local user="$1" port="$2"
-    write_sshd_config "$port" "$user"
+    write_sshd_config "$TMP/ssh" 127.0.0.1 "$port" "$user"
     rm -f -- "$TMP/ssh/sshd.pid"
     # sshd running as root insists on its privilege separation folder.
     if is_root; then mkdir -p /run/sshd; fi
@@ -335,6 +342,158 @@ start_sshd() {
 sshd_ready() { pid_alive "$TMP/ssh/sshd.pid" && port_open "$1"; }
 
 stop_sshd() { kill_pidfile "$1/ssh/sshd.pid"; }
+
+# ---------------------------------------------------------------- test hosts in namespaces
+
+# Each test host is a network namespace joined to this one by a veth pair: the
+# root side is 10.200.N.1/30, the host 10.200.N.2/30 with an sshd on port 22 and
+# a hostname of its own. Only these addresses and loopback are ever targets.
+# Names carry this script's pid, so copies running side by side never meet;
+# $TMP/netns/made lists what was made, for the clean-up.
+readonly NETNS_HOSTS=2
+readonly NETNS_LOCK="${TMPDIR:-/tmp}/fixgraph-test-netns.lock"
+
+# As tests/services.py reads it.
+in_ci() {
+    local ci="${CI:-}"
+    ci="${ci,,}"
+    [[ "$ci" =~ ^[[:space:]]*(true|1|yes)[[:space:]]*$ ]]
+}
+
+# Why no namespaces can be made here; empty when they can.
+no_netns_reason() {
+    if [[ "${TEST_SERVICES_NO_NETNS:-0}" == 1 ]]; then echo "TEST_SERVICES_NO_NETNS=1"
+    elif ! is_root; then echo "not running as root"
+    elif ! have ip; then echo "no ip (iproute2)"
+    elif ! ip netns list >/dev/null 2>&1; then echo "\`ip netns\` does not work here"
+    fi
+}
+
+# A free third octet for 10.200.N.0/30: no address or route of this namespace
+# uses it. Call with NETNS_LOCK held, so two copies cannot pick the same one.
+pick_subnet() {
+    local taken n i start=$((RANDOM % 254))
+    taken="$(ip -4 -o addr show; ip -4 route show)"
+    for ((i = 0; i < 254; i++)); do
+        n=$(((start + i) % 254 + 1))
+        [[ "$taken" == *"10.200.$n."* ]] || { printf '%s' "$n"; return 0; }
+    done
+    return 1
+}
+
+# make_veth VETH PEER: the pair, with a fresh subnet on VETH; prints N.
+make_veth() {
+    local veth="$1" peer="$2" lock n
+    exec {lock}>>"$NETNS_LOCK"
+    flock -w 30 "$lock" || { exec {lock}>&-; return 1; }
+    n="$(pick_subnet)" \
+        && ip link add "$veth" type veth peer name "$peer" \
+        && ip addr add "10.200.$n.1/30" dev "$veth" \
+        && ip link set "$veth" up \
+        || n=""
+    exec {lock}>&-
+    [[ -n "$n" ]] && printf '%s' "$n"
+}
+
+# make_netns_host I USER: namespace I with its sshd; leaves DIR/address.
+make_netns_host() {
+    local i="$1" user="$2" dir="$TMP/netns/$1" ns="fg-$$-$1" veth="fgv$$-$1" peer="fgp$$-$1" n
+    mkdir -p "$dir"
+    # Listed before it exists, so a failure half-way still gets cleaned up.
+    printf '%s %s\n' "$ns" "$veth" >>"$TMP/netns/made"
+    ip netns add "$ns" 2>>"$TMP/logs/netns.log" || return 1
+    n="$(make_veth "$veth" "$peer" 2>>"$TMP/logs/netns.log")" || return 1
+    ip link set "$peer" netns "$ns" \
+        && ip -n "$ns" addr add "10.200.$n.2/30" dev "$peer" \
+        && ip -n "$ns" link set "$peer" up \
+        && ip -n "$ns" link set lo up \
+        || return 1
+    ssh-keygen -q -t ed25519 -N '' -C "fixgraph-test-$ns" -f "$dir/host_ed25519" </dev/null \
+        || return 1
+    write_sshd_config "$dir" "10.200.$n.2" 22 "$user"
+    start_netns_sshd "$ns" "$dir" "10.200.$n.2" || return 1
+    printf '%s' "10.200.$n.2" >"$dir/address"
+}
+
+# start_netns_sshd NS DIR ADDRESS: sshd inside NS, in a UTS namespace named NS
+# when unshare is there (so `hostname` tells the hosts apart).
+start_netns_sshd() {
+    local ns="$1" dir="$2" address="$3" logfile="$TMP/logs/sshd-$1.log"
+    local -a uts=()
+    # shellcheck disable=SC2016  # expanded by that sh, not here
+    if have unshare; then uts=(unshare --uts -- /bin/sh -c 'hostname "$0" && exec "$@"' "$ns"); fi
+    mkdir -p /run/sshd
+    # shellcheck disable=SC2094  # the service and the redirect both only append
+    setsid ip netns exec "$ns" "${uts[@]}" /usr/sbin/sshd -D -f "$dir/sshd_config" -E "$logfile" \
+        </dev/null >/dev/null 2>>"$logfile" &
+    wait_for_start "$!" netns_sshd_ready "$dir" "$address" || { show_log "$logfile"; return 1; }
+}
+
+netns_sshd_ready() { pid_alive "$1/sshd.pid" && tcp_open "$2" 22; }
+
+no_netns_hosts() {
+    in_ci && die "no test hosts in network namespaces under CI=true: $1"
+    log "no test hosts in network namespaces ($1); their tests will skip"
+}
+
+start_netns_hosts() {
+    local user="$1" reason i
+    reason="$(no_netns_reason)"
+    [[ -z "$reason" ]] || { no_netns_hosts "$reason"; return 0; }
+    mkdir -p "$TMP/netns"
+    for ((i = 1; i <= NETNS_HOSTS; i++)); do
+        if ! make_netns_host "$i" "$user"; then
+            show_log "$TMP/logs/netns.log"
+            stop_netns_hosts "$TMP"
+            no_netns_hosts "test host $i did not start"
+            return 0
+        fi
+    done
+    log "test hosts in namespaces: $(netns_list addresses) (sshd on port 22, user $user)"
+}
+
+# netns_list addresses|host_keys: one comma-separated line, in host order.
+netns_list() {
+    local what="$1" i out=""
+    for ((i = 1; i <= NETNS_HOSTS; i++)); do
+        [[ -f "$TMP/netns/$i/address" ]] || return 0
+        if [[ "$what" == addresses ]]; then out+="$(cat -- "$TMP/netns/$i/address"),"
+        else out+="$TMP/netns/$i/host_ed25519.pub,"; fi
+    done
+    printf '%s' "${out%,}"
+}
+
+# Everything inside a namespace goes: its sshd, the sessions it forked and
+# whatever they left running. Then the namespace and the veth pair go.
+stop_netns_hosts() {
+    local dir="$1" ns veth
+    [[ -f "$dir/netns/made" ]] || return 0
+    while read -r ns veth; do
+        stop_netns_processes "$ns"
+        ip netns del "$ns" 2>/dev/null || true
+        # Deleting the namespace takes its end of the pair and so both ends;
+        # this only matters when the peer never moved into it.
+        ip link del "$veth" 2>/dev/null || true
+    done <"$dir/netns/made"
+    rm -f -- "$dir/netns/made"
+}
+
+stop_netns_processes() {
+    local ns="$1" pids
+    pids="$(ip netns pids "$ns" 2>/dev/null)" || return 0
+    [[ -n "$pids" ]] || return 0
+    # shellcheck disable=SC2086  # one word per pid is intended
+    kill $pids 2>/dev/null || true
+    wait_until 10 netns_empty "$ns" && return 0
+    # shellcheck disable=SC2046
+    kill -KILL $(ip netns pids "$ns" 2>/dev/null) 2>/dev/null || true
+    wait_until 5 netns_empty "$ns" || log "processes still running in namespace $ns"
+}
+
+netns_empty() {
+    local pid
+    for pid in $(ip netns pids "$1" 2>/dev/null); do pid_gone "$pid" || return 1; done
+}
 
 # ---------------------------------------------------------------- orchestration
 
@@ -381,6 +540,7 @@ start_all() {
     make_ssh_keys
     ssh_port="$(start_with_retry sshd "$TMP/logs/sshd.log" start_sshd "$user")"
     log "sshd on 127.0.0.1:$ssh_port (user $user)"
+    start_netns_hosts "$user"
 
     write_env "$pg_port" "$redis_port" "$ssh_port" "$user"
     log "ready in $(seconds_since "$t0") s, folder $TMP"
@@ -406,9 +566,16 @@ write_env() {
         FIXGRAPH_SERVICES 1 \
         CHROMIUM_PATH /usr/bin/chromium \
         SECRET_KEY "$(random_secret)" >"$TMP/env.sh"
+    # Absent, not empty, when no namespace hosts were made: their tests then skip.
+    if [[ -n "$(netns_list addresses)" ]]; then
+        printf 'export %s=%q\n' \
+            FIXGRAPH_TEST_NETNS_HOSTS "$(netns_list addresses)" \
+            FIXGRAPH_TEST_NETNS_HOST_KEYS "$(netns_list host_keys)" >>"$TMP/env.sh"
+    fi
 }
 
 stop_all() {
+    stop_netns_hosts "$1"
     stop_sshd "$1"
     stop_redis "$1"
     stop_postgres "$1"

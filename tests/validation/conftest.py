@@ -9,6 +9,7 @@ code only ever runs the commands it would run on a real GPU host.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shlex
 import signal
@@ -31,7 +32,7 @@ from kb.models import (
     LanguageModel,
     ValidationRun,
 )
-from tests.services import require_services
+from tests.services import in_ci, require_services
 
 HERE = Path(__file__).resolve().parent
 GPU_HOST = HERE / "fixtures" / "gpu_host"
@@ -55,6 +56,38 @@ def ssh_target() -> remote.Target:
         username=env["FIXGRAPH_TEST_SSH_USER"],
         key_path=env["FIXGRAPH_TEST_SSH_KEY"],
         host_key=Path(env["FIXGRAPH_TEST_SSH_HOST_KEY"]).read_text().strip(),
+    )
+
+
+# scripts/test-services.sh puts its namespace hosts here; nothing else may be a target.
+NETNS_TEST_NET = ipaddress.ip_network("10.200.0.0/16")
+
+
+@pytest.fixture(scope="session")
+def netns_targets(ssh_target: remote.Target) -> list[remote.Target]:
+    """The test hosts in network namespaces (own sshd on port 22, own host key and
+    hostname); same user, client key and home folder as the loopback host."""
+    addresses = os.environ.get("FIXGRAPH_TEST_NETNS_HOSTS", "")
+    if not addresses:
+        hint = "no test hosts in network namespaces (make test makes them when run as root)"
+        if in_ci():
+            pytest.fail(hint, pytrace=False)
+        pytest.skip(hint)
+    keys = os.environ["FIXGRAPH_TEST_NETNS_HOST_KEYS"].split(",")
+    return [
+        netns_target(ssh_target, address, Path(key))
+        for address, key in zip(addresses.split(","), keys, strict=True)
+    ]
+
+
+def netns_target(loopback: remote.Target, address: str, host_key: Path) -> remote.Target:
+    assert ipaddress.ip_address(address) in NETNS_TEST_NET, f"{address} is no namespace host"
+    return remote.Target(
+        address=address,
+        port=22,
+        username=loopback.username,
+        key_path=loopback.key_path,
+        host_key=host_key.read_text().strip(),
     )
 
 
