@@ -28,6 +28,10 @@ class FindingSearchDocument(models.Model):
     words = models.TextField(
         blank=True, help_text="Each distinct word once: short enough for trigram similarity"
     )
+    facets = models.TextField(
+        blank=True,
+        help_text="Filter values, one `key=value` a line: filtering needs no join",
+    )
     vector = SearchVectorField(null=True, blank=True)
     built_at = models.DateTimeField(auto_now=True)
 

@@ -24,7 +24,7 @@ from decisiontree.documents import (
     extract_document,
 )
 from kb.models import Finding, SourceDocument
-from kb.services.records import store_extracted_finding
+from kb.services.records import remembered_lookups, store_extracted_finding
 
 INGESTIBLE_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".log", ""}
 
@@ -54,8 +54,9 @@ class IngestReport:
 def ingest_paths(paths: Iterable[str | Path], *, publish: bool = False) -> IngestReport:
     """Ingest files and folders (recursively: .md, .txt, .log). Never stops at a bad file."""
     report = IngestReport()
-    for path in iter_documents(paths):
-        report.documents.append(ingest_file(path, publish=publish))
+    with remembered_lookups():
+        for path in iter_documents(paths):
+            report.documents.append(ingest_file(path, publish=publish))
     return report
 
 

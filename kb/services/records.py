@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict
 from typing import Any
 
+from django.db import transaction
 from simple_history.utils import bulk_create_with_history
 
 from decisiontree.documents import ExtractedFinding, ExtractedFix, GpuMention
@@ -51,7 +55,10 @@ def store_extracted_finding(
         change = "updated" if change == "unchanged" else change
     if change != "unchanged":
         finding.save()
-    finding.sources.add(document)
+    if change == "created":
+        Finding.sources.through.objects.create(finding_id=finding.pk, sourcedocument_id=document.pk)
+    else:
+        finding.sources.add(document)
     links_changed = link_records(finding, extracted, new=change == "created")
     if links_changed and change == "unchanged":
         change = "updated"
@@ -84,23 +91,52 @@ def finding_values(extracted: ExtractedFinding, problems: tuple[str, ...]) -> di
     }
 
 
+# Within one ingest run, rows already committed are looked up once: a thousand
+# documents name the same GPUs, models, releases and flags again and again.
+_committed: ContextVar[dict[Hashable, Any] | None] = ContextVar("committed_rows", default=None)
+
+
+@contextmanager
+def remembered_lookups() -> Iterator[None]:
+    token = _committed.set({})
+    try:
+        yield
+    finally:
+        _committed.reset(token)
+
+
+def cached_pk(key: Hashable, fetch: Callable[[], int]) -> int:
+    """`fetch()`'s primary key, remembered for this run once its transaction commits (a
+    row created in a transaction that rolls back must not be remembered)."""
+    cache = _committed.get()
+    if cache is None:
+        return fetch()
+    if key not in cache:
+        pk = fetch()
+        transaction.on_commit(lambda: cache.__setitem__(key, pk))
+        return pk
+    return int(cache[key])
+
+
 def language_model(extracted: ExtractedFinding) -> int | None:
     if not extracted.model:
         return None
-    model, _ = LanguageModel.objects.get_or_create(
-        name=extracted.model[:200],
-        defaults={"arch": extracted.model_arch or "", "quantization": extracted.quantization or ""},
+    name = extracted.model[:200]
+    defaults = {"arch": extracted.model_arch or "", "quantization": extracted.quantization or ""}
+    return cached_pk(
+        ("model", name),
+        lambda: LanguageModel.objects.get_or_create(name=name, defaults=defaults)[0].pk,
     )
-    return model.pk
 
 
 def release(name: str | None, version: str | None) -> int | None:
     if not name:
         return None
-    row, _ = FrameworkRelease.objects.get_or_create(
-        name=name.lower()[:60], version=(version or "")[:60]
+    key = {"name": name.lower()[:60], "version": (version or "")[:60]}
+    return cached_pk(
+        ("release", key["name"], key["version"]),
+        lambda: FrameworkRelease.objects.get_or_create(**key)[0].pk,
     )
-    return row.pk
 
 
 def link_records(finding: Finding, extracted: ExtractedFinding, *, new: bool) -> bool:
@@ -109,7 +145,7 @@ def link_records(finding: Finding, extracted: ExtractedFinding, *, new: bool) ->
     A `new` finding has none yet: nothing is read back before writing.
     """
     changed = link_gpus(finding, extracted.gpus, new=new)
-    changed |= link_libraries(finding, extracted.versions)
+    changed |= link_libraries(finding, extracted.versions, new=new)
     changed |= link_flags(finding, extracted.framework, extracted.flags, new=new)
     changed |= link_samples(finding, extracted.samples, new=new)
     if new:
@@ -120,12 +156,7 @@ def link_records(finding: Finding, extracted: ExtractedFinding, *, new: bool) ->
 def link_gpus(finding: Finding, gpus: tuple[GpuMention, ...], *, new: bool) -> bool:
     wanted: dict[int, int] = {}
     for gpu in gpus:
-        hardware = Hardware.objects.filter(name=gpu.name).first()
-        if hardware is None:
-            hardware, _ = Hardware.objects.get_or_create(
-                name=gpu.name[:120], defaults={"arch": gpu.arch or "", "compute_capability": ""}
-            )
-        wanted[hardware.pk] = max(gpu.count, 1)
+        wanted[hardware_pk(gpu)] = max(gpu.count, 1)
     current = {} if new else dict(finding.findinggpu_set.values_list("hardware_id", "count"))
     if current == wanted:
         return False
@@ -137,12 +168,26 @@ def link_gpus(finding: Finding, gpus: tuple[GpuMention, ...], *, new: bool) -> b
     return True
 
 
-def link_libraries(finding: Finding, versions: dict[str, str] | Any) -> bool:
+def hardware_pk(gpu: GpuMention) -> int:
+    name = gpu.name[:120]
+    defaults = {"arch": gpu.arch or "", "compute_capability": ""}
+    return cached_pk(
+        ("gpu", name), lambda: Hardware.objects.get_or_create(name=name, defaults=defaults)[0].pk
+    )
+
+
+def link_libraries(finding: Finding, versions: dict[str, str] | Any, *, new: bool) -> bool:
     wanted = {release(name, version) for name, version in versions.items()}
-    current = set(finding.libraries.values_list("pk", flat=True))
+    current = set() if new else set(finding.libraries.values_list("pk", flat=True))
     if wanted == current:
         return False
-    finding.libraries.set(wanted)
+    if new:
+        through = Finding.libraries.through
+        through.objects.bulk_create(
+            through(finding_id=finding.pk, frameworkrelease_id=pk) for pk in wanted
+        )
+    else:
+        finding.libraries.set(wanted)
     return True
 
 
@@ -153,10 +198,7 @@ def link_flags(
     current = {} if new else dict(finding.flag_settings.values_list("name", "value"))
     if wanted == current:
         return False
-    known = {
-        f.name: f.pk
-        for f in Flag.objects.filter(name__in=wanted, framework=(framework or "").lower())
-    }
+    known = known_flags((framework or "").lower())
     if not new:
         finding.flag_settings.all().delete()
     FlagSetting.objects.bulk_create(
@@ -166,6 +208,18 @@ def link_flags(
     return True
 
 
+def known_flags(framework: str) -> dict[str, int]:
+    """Canonical flag name → row id, for one framework."""
+    cache = _committed.get()
+    key = ("flags", framework)
+    if cache is not None and key in cache:
+        return dict(cache[key])
+    flags = dict(Flag.objects.filter(framework=framework).values_list("name", "pk"))
+    if cache is not None:
+        cache[key] = flags  # the vocabulary is loaded before ingest, not by it
+    return flags
+
+
 def link_samples(finding: Finding, samples: tuple[str, ...], *, new: bool) -> bool:
     """Store the samples with their signatures, parsed once here and not at every rebuild."""
     current = [] if new else list(finding.samples.order_by("pk").values_list("text", flat=True))
@@ -173,30 +227,40 @@ def link_samples(finding: Finding, samples: tuple[str, ...], *, new: bool) -> bo
         return False
     if not new:
         finding.samples.all().delete()
-    signatures = []
+    signature_ids: list[int] = []
     for text in samples:
         found = signatures_of_sample(text)
-        row = error_signature(found[0]) if not isinstance(found, str) else None
+        signature_id = error_signature(found[0]) if not isinstance(found, str) else None
         ErrorSample.objects.create(
-            finding=finding, text=text, signature=row, parsed=stored_form(found)
+            finding=finding, text=text, signature_id=signature_id, parsed=stored_form(found)
         )
-        if row is not None:
-            signatures.append(row)
-    finding.signatures.set(signatures)
+        if signature_id is not None and signature_id not in signature_ids:
+            signature_ids.append(signature_id)
+    if new:
+        through = Finding.signatures.through
+        through.objects.bulk_create(
+            through(finding_id=finding.pk, errorsignature_id=pk) for pk in signature_ids
+        )
+    else:
+        finding.signatures.set(signature_ids)
     return True
 
 
-def error_signature(signature: Signature) -> ErrorSignature:
-    row, _ = ErrorSignature.objects.get_or_create(
-        fingerprint=signature.fingerprint,
-        defaults={
-            "template_key": signature.template_key,
-            "exception_type": signature.exception_type[:200],
-            "template": signature.template,
-            "key_frames": list(signature.key_frames),
-        },
+def error_signature(signature: Signature) -> int:
+    defaults = {
+        "template_key": signature.template_key,
+        "exception_type": signature.exception_type[:200],
+        "template": signature.template,
+        "key_frames": list(signature.key_frames),
+    }
+    return cached_pk(
+        ("signature", signature.fingerprint),
+        lambda: (
+            ErrorSignature.objects.get_or_create(
+                fingerprint=signature.fingerprint, defaults=defaults
+            )[0].pk
+        ),
     )
-    return row
 
 
 def create_fixes(finding: Finding, fixes: tuple[ExtractedFix, ...]) -> bool:

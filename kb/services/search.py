@@ -10,12 +10,17 @@ token or its parts as a phrase. GPU architectures are spelled one way
 
 PostgreSQL: weighted tsvector ('simple' config: no stemming, no stop words)
 plus pg_trgm word similarity for typos. SQLite (`make run`): FTS5 with bm25.
+
+Speed (bench/search_speed.py, 100k findings): filters read `facets` on the
+document, never a join; the typo fallback and a pasted log rank a bounded set of
+candidates rather than every document that shares a common word.
 """
 
 from __future__ import annotations
 
 import html
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -29,7 +34,7 @@ from django.db import connection, transaction
 from django.db.models import Case, F, FloatField, Q, QuerySet, Value, When
 from django.utils import timezone
 
-from kb.models import Finding
+from kb.models import Finding, Hardware, LanguageModel
 from kb.models.search import FindingSearchDocument, SearchRefresh
 from kb.transaction_marks import first_time, forget
 
@@ -156,6 +161,59 @@ def body_lines(finding: Finding) -> Iterable[str | None]:
                 yield f"{change.get('name', '')} {change.get('value') or ''}"
 
 
+# --- facets: what filters match, kept on the document ---------------------------------
+
+# One `key=value` a line, lowercase, the text opening and closing with a newline, so
+# `\nkey=value\n` is an exact match by a plain substring test on either database.
+Facet = tuple[str, str]
+
+
+def facet_text(facets: Iterable[Facet]) -> str:
+    lines = dict.fromkeys(f"{key}={' '.join(value.lower().split())}" for key, value in facets)
+    return "\n" + "".join(f"{line}\n" for line in lines if not line.endswith("="))
+
+
+def finding_facets(finding: Finding) -> list[Facet]:
+    """The facets of a finding whose relations are prefetched (see refresh_documents)."""
+    facets = gpu_facets(finding.gpus.all())
+    facets += [("flag", canonical_flag(setting.name)) for setting in finding.flag_settings.all()]
+    facets += condition_facets(finding.conditions or ())
+    if finding.model is not None:
+        facets += model_facets(finding.model)
+    if finding.framework is not None:
+        release = finding.framework
+        facets += [("framework", release.name)]
+        facets += [("framework.release", f"{release.name} {release.version}")]
+    return facets
+
+
+def model_facets(model: LanguageModel) -> list[Facet]:
+    return [("model", model.name), ("model.arch", model.arch), ("model.family", model.family)]
+
+
+def gpu_facets(gpus: Iterable[Hardware]) -> list[Facet]:
+    facets: list[Facet] = []
+    for gpu in gpus:
+        facets += [("gpu", gpu.name), ("arch", canonical_arch(gpu.arch or ""))]
+        facets += [("cc", str(gpu.compute_capability or ""))]
+    return facets
+
+
+def condition_facets(conditions: Iterable[object]) -> list[Facet]:
+    """A finding that names its architecture only as a condition is filtered by it too."""
+    return [
+        ("arch", canonical_arch(str(condition.get("value", ""))))
+        for condition in conditions
+        if isinstance(condition, dict) and condition.get("key") == "gpu.arch"
+    ]
+
+
+def canonical_flag(name: str) -> str:
+    """`--mem_fraction_static`, `mem-fraction-static=0.8` -> `mem-fraction-static`."""
+    words = name.strip().lstrip("-").split("=")[0].split()
+    return words[0].replace("_", "-").lower() if words else ""
+
+
 # --- keeping documents up to date ---------------------------------------------------
 
 
@@ -191,14 +249,17 @@ def refresh_documents(finding_ids: list[int]) -> None:
         .select_related("model", "framework")
         .prefetch_related("signatures", "samples", "flag_settings", "gpus", "fixes")
     )
-    documents = [document_row(finding, document_fields(finding)) for finding in findings]
+    documents = [
+        document_row(finding, document_fields(finding), finding_facets(finding))
+        for finding in findings
+    ]
     gone = set(finding_ids) - {finding.pk for finding in findings}
     with transaction.atomic():
         FindingSearchDocument.objects.bulk_create(
             documents,
             update_conflicts=True,
             unique_fields=["finding"],
-            update_fields=[*INDEXED_FIELDS, "text", "words", "built_at"],
+            update_fields=[*INDEXED_FIELDS, "text", "words", "facets", "built_at"],
         )
         FindingSearchDocument.objects.filter(finding_id__in=gone).delete()
         if connection.vendor == "postgresql":
@@ -212,9 +273,14 @@ def refresh_documents(finding_ids: list[int]) -> None:
 
 
 INDEXED_FIELDS = ("title", "errors", "context", "body")
+UNSHOWN_DOCUMENT_FIELDS = tuple(
+    f"search_document__{name}" for name in (*INDEXED_FIELDS, "words", "facets", "vector")
+)
 
 
-def document_row(finding: Finding, fields: DocumentFields) -> FindingSearchDocument:
+def document_row(
+    finding: Finding, fields: DocumentFields, facets: Iterable[Facet] = ()
+) -> FindingSearchDocument:
     return FindingSearchDocument(
         finding=finding,
         title=searchable(fields.title),
@@ -223,6 +289,7 @@ def document_row(finding: Finding, fields: DocumentFields) -> FindingSearchDocum
         body=searchable(fields.body),
         text=fields.text,
         words=distinct_words(fields),
+        facets=facet_text(facets),
         built_at=timezone.now(),
     )
 
@@ -309,59 +376,75 @@ def canonical_arch(value: str) -> str:
 def filter_findings(queryset: QuerySet[Finding], filters: FindingFilters) -> QuerySet[Finding]:
     if filters.status:
         queryset = queryset.filter(status=filters.status)
-    conditions = [condition for condition in related_conditions(filters) if condition is not None]
-    if not conditions:
-        return queryset
-    # Through a subquery, so joins on GPUs and flags never duplicate rows.
-    matching = Finding.objects.all()
-    for condition in conditions:
-        matching = matching.filter(condition)
-    return queryset.filter(pk__in=matching.values("pk"))
+    for condition in facet_conditions(filters):
+        # On the document's facets: one row per finding, so no join on GPUs or flags.
+        queryset = queryset.filter(condition)
+    return queryset
 
 
-def related_conditions(filters: FindingFilters) -> Iterable[Q | None]:
-    yield gpu_condition(filters.gpu) if filters.gpu else None
-    yield arch_condition(filters.arch) if filters.arch else None
-    yield model_condition(filters.model) if filters.model else None
-    yield framework_condition(filters.framework) if filters.framework else None
-    yield flag_condition(filters.flag) if filters.flag else None
+def facet_conditions(filters: FindingFilters) -> list[Q]:
+    conditions = [
+        gpu_condition(filters.gpu) if filters.gpu else None,
+        arch_condition(filters.arch) if filters.arch else None,
+        model_condition(filters.model) if filters.model else None,
+        framework_condition(filters.framework) if filters.framework else None,
+        flag_condition(filters.flag) if filters.flag else None,
+    ]
+    return [condition for condition in conditions if condition is not None]
+
+
+FACETS = "search_document__facets"
+
+
+def has_facet(key: str, value: str) -> Q:
+    if not value.strip():
+        return Q(pk__in=[])  # `--` or `sm_` names no facet: nothing has it
+    return Q(**{f"{FACETS}__contains": facet_text([(key, value)])})
+
+
+def facet_matching(key: str, words: Iterable[str]) -> Q:
+    """A `key` line holding every one of `words` somewhere (lookaheads: in any order)."""
+    words = [word.lower() for word in words]
+    ahead = "".join(f"(?=[^\n]*{regex_literal(word)})" for word in words)
+    # The plain substrings let the trigram index narrow the rows the pattern runs on.
+    condition = Q(**{f"{FACETS}__regex": f"\n{re.escape(key)}={ahead}"})
+    for word in words:
+        condition &= Q(**{f"{FACETS}__contains": word})
+    return condition
+
+
+def regex_literal(word: str) -> str:
+    # A backslash before a non-alphanumeric means the character itself, in Python's
+    # regular expressions (SQLite) and PostgreSQL's alike; re.escape's output differs.
+    return "".join(char if char.isalnum() else "\\" + char for char in word)
 
 
 def gpu_condition(gpu: str) -> Q:
-    words = gpu.split()
-    by_words = Q()
-    for word in words:
-        by_words &= Q(gpus__name__icontains=word)
-    return by_words
+    return facet_matching("gpu", gpu.split())
 
 
 def arch_condition(arch: str) -> Q:
-    wanted = canonical_arch(arch)
-    in_conditions = Q(search_document__context__icontains=f"gpu.arch = {wanted}")
-    return Q(gpus__arch__iexact=wanted) | Q(gpus__compute_capability=arch.strip()) | in_conditions
+    return has_facet("arch", canonical_arch(arch)) | has_facet("cc", arch.strip())
 
 
 def model_condition(model: str) -> Q:
     return (
-        Q(model__name__icontains=model)
-        | Q(model__arch__iexact=model)
-        | Q(model__family__iexact=model)
+        facet_matching("model", [model.strip()])
+        | has_facet("model.arch", model)
+        | has_facet("model.family", model)
     )
 
 
 def framework_condition(framework: str) -> Q:
     name, _, version = framework.strip().partition(" ")
-    condition = Q(framework__name__iexact=name)
-    return condition & Q(framework__version__istartswith=version) if version else condition
+    if not version:
+        return has_facet("framework", name)
+    # A version prefix: `sglang 0.5` is any 0.5.x release.
+    return Q(**{f"{FACETS}__contains": f"\nframework.release={name.lower()} {version.lower()}"})
 
 
 def flag_condition(flag: str) -> Q:
-    name = flag.strip().lstrip("-").split("=")[0].split()[0] if flag.strip("- ") else ""
-    spellings = {name, name.replace("_", "-"), name.replace("-", "_")}
-    condition = Q()
-    for spelling in spellings:
-        condition |= Q(flag_settings__name__iexact=spelling)
-    return condition
+    return has_facet("flag", canonical_flag(flag))
 
 
 # --- search ---------------------------------------------------------------------------
@@ -378,15 +461,15 @@ def search_findings(
     With a query, best first and each annotated with `rank` (higher is better);
     without one, newest first. `snippet_for(finding, query)` gives the highlighted line.
     """
-    base = filter_findings(
-        queryset if queryset is not None else Finding.objects.all(), filters or FindingFilters()
-    )
+    filters = filters or FindingFilters()
     terms = parse_query(query)
+    if (terms or filters != FindingFilters()) and SearchRefresh.objects.exists():
+        refresh_queued()  # both read the documents
+    base = filter_findings(queryset if queryset is not None else Finding.objects.all(), filters)
     if not terms:
         return base.order_by("-updated_at", "-id")
-    if SearchRefresh.objects.exists():
-        refresh_queued()
-    base = base.select_related("search_document")
+    # Snippets need the document's text only: the ranked sort then carries narrow rows.
+    base = base.select_related("search_document").defer(*UNSHOWN_DOCUMENT_FIELDS)
     if connection.vendor == "postgresql":
         return postgres_search(base, query, terms)
     return sqlite_search(base, query, terms)
@@ -400,19 +483,103 @@ def postgres_search(
     The two are not OR-ed in one query: that keeps PostgreSQL off the GIN index of
     the vectors and makes it scan every document.
     """
-    tsquery = SearchQuery(tsquery_text(terms), search_type="raw", config="simple")
-    matches = base.filter(search_document__vector=tsquery)
+    tsquery_source = tsquery_text(terms)
     text = query.strip()[:MAX_QUERY_CHARS]
-    if len(text) >= 4 and not matches.exists():
-        # Typos and partial strings: a close enough stretch of some document.
-        similar = TrigramWordSimilarity(Value(text), "search_document__words")
-        return (
-            base.filter(search_document__words__trigram_word_similar=text)
-            .annotate(rank=similar * 0.1)
-            .order_by("-rank", "-id")
-        )
+    if len(text) >= 4 and not any_full_text_match(tsquery_source):
+        return typo_search(base, text)
+    tsquery = SearchQuery(tsquery_source, search_type="raw", config="simple")
     rank = SearchRank(F("search_document__vector"), tsquery)
+    matches = base.filter(search_document__vector=tsquery)
+    candidates = pasted_log_candidates(terms, tsquery_source)
+    if candidates is not None:
+        matches = matches.filter(pk__in=candidates)
     return matches.annotate(rank=rank).order_by("-rank", "-id")
+
+
+# A pasted log has words that are in nearly every document (`in`, `error`, `cuda`):
+# ranking every document that has any of them would read the whole table. Those with
+# the log's rare words come first, then the first others the index yields.
+LOG_CANDIDATES = 1000
+RARE_SHARE = 0.05
+STATS_TTL_S = 300.0
+_common_words: tuple[float, dict[str, float]] = (0.0, {})
+
+
+def pasted_log_candidates(terms: tuple[Term, ...], tsquery_source: str) -> list[int] | None:
+    """The documents worth ranking for a pasted log; None when all of them are."""
+    if len(terms) <= ALL_TERMS_UP_TO:
+        return None
+    first = first_matches(tsquery_source, LOG_CANDIDATES)
+    if len(first) < LOG_CANDIDATES:
+        return None
+    rare = [term for term in terms if share_of_documents_with(term.joined) < RARE_SHARE]
+    if not rare:
+        return first
+    with_rare = first_matches(" | ".join(postgres_term(term) for term in rare), LOG_CANDIDATES)
+    return list(dict.fromkeys(with_rare + first))
+
+
+def first_matches(tsquery_source: str, limit: int) -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute(FIRST_MATCHES_SQL, [tsquery_source, limit])
+        return [finding_id for (finding_id,) in cursor.fetchall()]
+
+
+def share_of_documents_with(word: str) -> float:
+    """From PostgreSQL's statistics of the vectors: words it does not list are rare."""
+    global _common_words
+    fetched_at, shares = _common_words
+    if time.monotonic() - fetched_at > STATS_TTL_S:
+        shares = common_words()
+        _common_words = (time.monotonic(), shares)
+    return shares.get(word, 0.0)
+
+
+def common_words() -> dict[str, float]:
+    with connection.cursor() as cursor:
+        cursor.execute(COMMON_WORDS_SQL)
+        return {str(word): float(share) for word, share in cursor.fetchall()}
+
+
+# A CTE the planner cannot push `LIMIT 1` into: with it, PostgreSQL expects an early
+# hit and reads every document in turn; without, it asks the GIN index (ms, not 100).
+ANY_MATCH_SQL = (
+    "WITH hits AS MATERIALIZED (SELECT finding_id FROM kb_findingsearchdocument "
+    "WHERE vector @@ to_tsquery('simple', %s)) SELECT 1 FROM hits LIMIT 1"
+)
+# Likewise for the typo fallback, which also stops at this many candidates: each one
+# costs a word-similarity scan of its document, and a typo rarely needs more.
+TYPO_CANDIDATES = 200
+TYPO_CANDIDATES_SQL = (
+    "WITH close AS MATERIALIZED (SELECT finding_id FROM kb_findingsearchdocument "
+    "WHERE words %%> %s) SELECT finding_id FROM close LIMIT %s"
+)
+
+
+FIRST_MATCHES_SQL = (
+    "WITH hits AS MATERIALIZED (SELECT finding_id FROM kb_findingsearchdocument "
+    "WHERE vector @@ to_tsquery('simple', %s)) SELECT finding_id FROM hits LIMIT %s"
+)
+COMMON_WORDS_SQL = (
+    "SELECT word, share FROM pg_stats, "
+    "unnest(most_common_elems::text::text[], most_common_elem_freqs) AS common(word, share) "
+    "WHERE tablename = 'kb_findingsearchdocument' AND attname = 'vector' AND word IS NOT NULL"
+)
+
+
+def any_full_text_match(tsquery_source: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(ANY_MATCH_SQL, [tsquery_source])
+        return cursor.fetchone() is not None
+
+
+def typo_search(base: QuerySet[Finding], text: str) -> QuerySet[Finding]:
+    """Typos and partial strings: documents with a close enough stretch of words."""
+    with connection.cursor() as cursor:
+        cursor.execute(TYPO_CANDIDATES_SQL, [text, TYPO_CANDIDATES])
+        candidates = [finding_id for (finding_id,) in cursor.fetchall()]
+    similar = TrigramWordSimilarity(Value(text), "search_document__words")
+    return base.filter(pk__in=candidates).annotate(rank=similar * 0.1).order_by("-rank", "-id")
 
 
 def tsquery_text(terms: tuple[Term, ...]) -> str:

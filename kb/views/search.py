@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from kb.forms import SearchForm
-from kb.models import Finding, FrameworkRelease, Hardware, LanguageModel
+from kb.models import Finding, FindingGpu, FrameworkRelease, Hardware, LanguageModel
 from kb.services.search import search_findings, snippet_for
 
 PAGE_SIZE = 50
@@ -91,16 +91,15 @@ def page_number(raw: str) -> int:
 
 def facet_choices() -> dict[str, list[str]]:
     """Values that occur in findings, offered as suggestions beside the free-text facets."""
-    gpus = Hardware.objects.filter(findinggpu__isnull=False).distinct()
+    # EXISTS per (few) vocabulary row, not a join over every finding then DISTINCT.
+    gpus = Hardware.objects.filter(Exists(FindingGpu.objects.filter(hardware=OuterRef("pk"))))
+    used = Exists(Finding.objects.filter(model=OuterRef("pk")))
+    releases = Exists(Finding.objects.filter(framework=OuterRef("pk")))
     return {
         "gpu": sorted({gpu.name for gpu in gpus}),
         "arch": sorted({gpu.arch for gpu in gpus if gpu.arch}),
-        "model": sorted(
-            LanguageModel.objects.filter(findings__isnull=False)
-            .values_list("name", flat=True).distinct()
-        ),
+        "model": sorted(LanguageModel.objects.filter(used).values_list("name", flat=True)),
         "framework": sorted(
-            FrameworkRelease.objects.filter(findings__isnull=False)
-            .values_list("name", flat=True).distinct()
+            set(FrameworkRelease.objects.filter(releases).values_list("name", flat=True))
         ),
     }
