@@ -120,7 +120,12 @@ def store_document(
     kept: set[int] = set()
     for key, finding in keyed_findings(extracted.findings):
         stored, change = store_extracted_finding(
-            finding, document, key, problems=extracted.problems, publish=publish_now
+            finding,
+            document,
+            key,
+            problems=extracted.problems,
+            publish=publish_now,
+            new_document=action == "created",
         )
         kept.add(stored.pk)
         if change == "created":

@@ -36,13 +36,17 @@ def store_extracted_finding(
     *,
     problems: tuple[str, ...] = (),
     publish: bool = False,
+    new_document: bool = False,
 ) -> tuple[Finding, str]:
     """Create or update the finding for entry `key` of `document`.
 
     Returns the finding and "created", "updated" or "unchanged". Must run inside
     a transaction: the finding and its links are written together.
     """
-    finding = Finding.objects.filter(origin=document, origin_key=key).first()
+    # A document stored for the first time has no findings yet: nothing to look up.
+    finding = (
+        None if new_document else Finding.objects.filter(origin=document, origin_key=key).first()
+    )
     change = "created" if finding is None else "unchanged"
     finding = finding or Finding(origin=document, origin_key=key)
     values = finding_values(extracted, problems)
