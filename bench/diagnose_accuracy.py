@@ -68,26 +68,41 @@ def load_corpus(manifest: Path) -> Corpus:
     for number, entry in enumerate(data["findings"], start=1):
         known[number] = (base / entry["known_report"]).read_text(errors="replace")
         findings.append(finding_record(number, entry, known[number]))
-        queries += [(number, q, (base / q).read_text(errors="replace"))
-                    for q in entry.get("query_reports", ())]
+        queries += [
+            (number, q, (base / q).read_text(errors="replace"))
+            for q in entry.get("query_reports", ())
+        ]
     unrelated = [(u, (base / u).read_text(errors="replace")) for u in data.get("unrelated", ())]
     return Corpus(tuple(findings), tuple(queries), tuple(unrelated), known)
 
 
 def finding_record(number: int, entry: dict[str, Any], sample: str) -> FindingRecord:
-    fixes = tuple(fix_record(number * 100 + k, fix)
-                  for k, fix in enumerate(entry.get("fixes", ()), start=1))
-    conditions = tuple(Condition(c["key"], str(c["value"]), bool(c.get("negate", False)))
-                       for c in entry.get("conditions", ()))
-    return FindingRecord(number, entry.get("title", entry["id"]), "bench",
-                         entry.get("cause", ""), (sample,), conditions, fixes)
+    fixes = tuple(
+        fix_record(number * 100 + k, fix) for k, fix in enumerate(entry.get("fixes", ()), start=1)
+    )
+    conditions = tuple(
+        Condition(c["key"], str(c["value"]), bool(c.get("negate", False)))
+        for c in entry.get("conditions", ())
+    )
+    return FindingRecord(
+        number,
+        entry.get("title", entry["id"]),
+        "bench",
+        entry.get("cause", ""),
+        (sample,),
+        conditions,
+        fixes,
+    )
 
 
 def fix_record(fix_id: int, fix: dict[str, Any]) -> FixRecord:
-    changes = tuple(Change(ChangeAction(c["action"]), c["name"], _value(c.get("value")))
-                    for c in fix.get("changes", ()))
-    return FixRecord(fix_id, fix.get("summary", ""), changes, Outcome(fix.get("outcome",
-                                                                              "resolves")))
+    changes = tuple(
+        Change(ChangeAction(c["action"]), c["name"], _value(c.get("value")))
+        for c in fix.get("changes", ())
+    )
+    return FixRecord(
+        fix_id, fix.get("summary", ""), changes, Outcome(fix.get("outcome", "resolves"))
+    )
 
 
 def _value(value: object) -> str | None:
@@ -101,6 +116,7 @@ def fixgraph_ranker(graph: KnowledgeGraph) -> Ranker:
     def rank(text: str) -> list[int]:
         result = diagnose(text, context_for(text), graph)
         return findings_in_order(result)
+
     return rank
 
 
@@ -131,9 +147,12 @@ def tfidf_ranker(known: dict[int, str]) -> Ranker:
 
     def rank(text: str) -> list[int]:
         query = _unit(Counter(tokens(text)), idf)
-        scored = sorted(((_dot(query, v), fid) for fid, v in vectors.items()),
-                        key=lambda pair: (-pair[0], pair[1]))
+        scored = sorted(
+            ((_dot(query, v), fid) for fid, v in vectors.items()),
+            key=lambda pair: (-pair[0], pair[1]),
+        )
         return [fid for score, fid in scored if score >= TFIDF_THRESHOLD]
+
     return rank
 
 
@@ -165,6 +184,7 @@ def grouping_ranker(known: dict[int, str]) -> Ranker:
     def rank(text: str) -> list[int]:
         key = group_key(text)
         return list(groups.get(key, [])) if key is not None else []
+
     return rank
 
 
@@ -203,12 +223,21 @@ def evaluate(name: str, rank: Ranker, corpus: Corpus) -> Score:
         if found[:1] != [expected]:
             misses.append(f"{path}: expected {expected}, got {found[:3]}")
     false = sum(bool(_safe(rank, text)) for _, text in corpus.unrelated)
-    misses += [f"{path}: false match {_safe(rank, text)[:3]}" for path, text in corpus.unrelated
-               if _safe(rank, text)]
+    misses += [
+        f"{path}: false match {_safe(rank, text)[:3]}"
+        for path, text in corpus.unrelated
+        if _safe(rank, text)
+    ]
     runs = len(corpus.queries) + len(corpus.unrelated)
     elapsed_ms = (time.perf_counter() - started) * 1000 / max(runs, 1)
-    return Score(name, _share(hits1, len(corpus.queries)), _share(hits3, len(corpus.queries)),
-                 _share(false, len(corpus.unrelated)), elapsed_ms, tuple(misses))
+    return Score(
+        name,
+        _share(hits1, len(corpus.queries)),
+        _share(hits3, len(corpus.queries)),
+        _share(false, len(corpus.unrelated)),
+        elapsed_ms,
+        tuple(misses),
+    )
 
 
 def _safe(rank: Ranker, text: str) -> list[int]:
@@ -223,12 +252,16 @@ def _share(part: int, whole: int) -> float:
 
 
 def table(scores: Sequence[Score], corpus: Corpus) -> Iterable[str]:
-    yield (f"{len(corpus.findings)} findings, {len(corpus.queries)} query reports, "
-           f"{len(corpus.unrelated)} unrelated reports")
+    yield (
+        f"{len(corpus.findings)} findings, {len(corpus.queries)} query reports, "
+        f"{len(corpus.unrelated)} unrelated reports"
+    )
     yield f"{'method':<34} {'top-1':>7} {'top-3':>7} {'false match':>12} {'ms/report':>10}"
     for s in scores:
-        yield (f"{s.name:<34} {s.top1:>7.1%} {s.top3:>7.1%} {s.false_match:>12.1%} "
-               f"{s.ms_per_report:>10.2f}")
+        yield (
+            f"{s.name:<34} {s.top1:>7.1%} {s.top3:>7.1%} {s.false_match:>12.1%} "
+            f"{s.ms_per_report:>10.2f}"
+        )
 
 
 def main() -> None:
@@ -240,8 +273,7 @@ def main() -> None:
     graph = build_graph(corpus.findings)
     scores = [
         evaluate("FixGraph diagnose", fixgraph_ranker(graph), corpus),
-        evaluate(f"TF-IDF cosine (>= {TFIDF_THRESHOLD})", tfidf_ranker(corpus.known_texts),
-                 corpus),
+        evaluate(f"TF-IDF cosine (>= {TFIDF_THRESHOLD})", tfidf_ranker(corpus.known_texts), corpus),
         evaluate("exception type + in-app frame", grouping_ranker(corpus.known_texts), corpus),
     ]
     print("\n".join(table(scores, corpus)))

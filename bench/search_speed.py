@@ -12,7 +12,8 @@ Needs PostgreSQL: start the test services and export their URL first,
     DEBUG=True .venv/bin/python bench/search_speed.py [--findings 100000] [--rounds 5]
 
 or point DATABASE_URL at any PostgreSQL where the user may create a database.
-The database is created as test_<name> and dropped afterwards.
+The database is created as test_<name> and dropped afterwards; with --keep it
+stays (for EXPLAIN ANALYZE in psql) and a later --keep run reuses its rows.
 """
 
 from __future__ import annotations
@@ -45,49 +46,108 @@ from django.test.utils import (  # noqa: E402
     teardown_databases,
 )
 
-from kb.models import Finding  # noqa: E402
+from kb.models import Finding, LanguageModel  # noqa: E402
 from kb.models.search import FindingSearchDocument  # noqa: E402
 from kb.services.search import (  # noqa: E402
     DocumentFields,
+    condition_facets,
     document_row,
+    model_facets,
     weighted_vector,
     write_fts_row,
 )
 
 BATCH = 5_000
-EXCEPTIONS = ["AssertionError", "RuntimeError", "torch.OutOfMemoryError", "ValueError",
-              "torch.AcceleratorError", "ImportError", "KeyError", "NotImplementedError"]
-IDENTIFIERS = ["nsa_kv_cache_store_fp8", "set_kv_buffer", "flashmla_kv", "cuda_graph_runner",
-               "fused_moe_kernel", "allreduce_fusion", "mem_fraction_static", "flash_attn_varlen",
-               "radix_attention", "paged_attention_v2", "deep_gemm", "nccl_all_gather",
-               "scheduler_output_processor", "sampling_batch_info", "moe_align_block_size"]
-FLAGS = ["--kv-cache-dtype fp8_e4m3", "--attention-backend triton", "--tp 8",
-         "--mem-fraction-static 0.95", "--enable-dp-attention", "--quantization fp8",
-         "--max-model-len 131072", "--gpu-memory-utilization 0.92", "--enforce-eager"]
-MODELS = ["GLM-5-NVFP4", "DeepSeek-V3.2", "Qwen3-235B-A22B", "Llama-3.3-70B", "gpt-oss-120b",
-          "Kimi-K2", "Mixtral-8x22B"]
+EXCEPTIONS = [
+    "AssertionError",
+    "RuntimeError",
+    "torch.OutOfMemoryError",
+    "ValueError",
+    "torch.AcceleratorError",
+    "ImportError",
+    "KeyError",
+    "NotImplementedError",
+]
+IDENTIFIERS = [
+    "nsa_kv_cache_store_fp8",
+    "set_kv_buffer",
+    "flashmla_kv",
+    "cuda_graph_runner",
+    "fused_moe_kernel",
+    "allreduce_fusion",
+    "mem_fraction_static",
+    "flash_attn_varlen",
+    "radix_attention",
+    "paged_attention_v2",
+    "deep_gemm",
+    "nccl_all_gather",
+    "scheduler_output_processor",
+    "sampling_batch_info",
+    "moe_align_block_size",
+]
+FLAGS = [
+    "--kv-cache-dtype fp8_e4m3",
+    "--attention-backend triton",
+    "--tp 8",
+    "--mem-fraction-static 0.95",
+    "--enable-dp-attention",
+    "--quantization fp8",
+    "--max-model-len 131072",
+    "--gpu-memory-utilization 0.92",
+    "--enforce-eager",
+]
+MODELS = [
+    "GLM-5-NVFP4",
+    "DeepSeek-V3.2",
+    "Qwen3-235B-A22B",
+    "Llama-3.3-70B",
+    "gpt-oss-120b",
+    "Kimi-K2",
+    "Mixtral-8x22B",
+]
 ARCHS = ["sm_80", "sm_89", "sm_90", "sm_100", "sm_120"]
-WORDS = ["decode", "prefill", "capture", "kernel", "illegal", "memory", "access", "assert",
-         "timeout", "shape", "mismatch", "dtype", "unsupported", "backend", "expert", "rank"]
+WORDS = [
+    "decode",
+    "prefill",
+    "capture",
+    "kernel",
+    "illegal",
+    "memory",
+    "access",
+    "assert",
+    "timeout",
+    "shape",
+    "mismatch",
+    "dtype",
+    "unsupported",
+    "backend",
+    "expert",
+    "rank",
+]
 
 QUERIES: dict[str, list[str]] = {
     "identifier": ["nsa_kv_cache_store_fp8", "flashmla_kv", "fused_moe_kernel", "deep_gemm"],
     "flag": ["--kv-cache-dtype", "--mem-fraction-static 0.95", "--enforce-eager"],
     "model+arch": ["GLM-5 sm120", "Qwen3 sm_90", "DeepSeek-V3.2"],
     "words": ["illegal memory access", "cuda graph capture out of memory", "assert"],
-    "pasted line": ["torch.AcceleratorError: CUDA error: an illegal memory access was "
-                    "encountered in fused_moe_kernel on rank 3 during decode"],
+    "pasted line": [
+        "torch.AcceleratorError: CUDA error: an illegal memory access was "
+        "encountered in fused_moe_kernel on rank 3 during decode"
+    ],
     "filtered": ["fp8?arch=sm_120", "decode?model=Qwen3", ""],
     "typo": ["flasmla_kv", "nsa_kv_cach_store"],
 }
 
 
 def synthetic_findings(count: int, rng: random.Random) -> Iterator[Finding]:
+    models = [LanguageModel.objects.get_or_create(name=name)[0] for name in MODELS]
     for i in range(count):
         words = " ".join(rng.sample(WORDS, 3))
+        model = rng.choice(models)
         yield Finding(
             title=f"{rng.choice(EXCEPTIONS)} in {rng.choice(IDENTIFIERS)} during {words} #{i}",
-            summary=f"{rng.choice(MODELS)} with {rng.choice(FLAGS)} on {rng.choice(ARCHS)}",
+            summary=f"{model.name} with {rng.choice(FLAGS)} on {rng.choice(ARCHS)}",
+            model=model,
             cause=f"{rng.choice(IDENTIFIERS)} {rng.choice(WORDS)} {rng.choice(WORDS)}",
             status=Finding.Status.PUBLISHED,
             conditions=[{"key": "gpu.arch", "value": rng.choice(ARCHS)}],
@@ -102,7 +162,9 @@ def document_for(finding: Finding) -> FindingSearchDocument:
         context=f"{finding.summary}\ngpu.arch = {finding.conditions[0]['value']}",
         body="",
     )
-    return document_row(finding, fields)
+    assert finding.model is not None
+    facets = condition_facets(finding.conditions) + model_facets(finding.model)
+    return document_row(finding, fields, facets)
 
 
 def fill(count: int) -> float:
@@ -119,7 +181,9 @@ def fill(count: int) -> float:
     if connection.vendor == "postgresql":
         FindingSearchDocument.objects.update(vector=weighted_vector())
         with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+            # The bulk update above left a dead copy of every row; autovacuum would clear
+            # it within minutes on a live database, and the timings should not include it.
+            cursor.execute("VACUUM ANALYZE")
     return time.perf_counter() - started
 
 
@@ -128,8 +192,15 @@ def store(batch: list[Finding]) -> None:
     documents = FindingSearchDocument.objects.bulk_create(document_for(f) for f in created)
     if connection.vendor == "sqlite":  # the FTS5 mirror is written row by row
         for doc in documents:
-            write_fts_row(doc.finding_id, {"title": doc.title, "errors": doc.errors,
-                                           "context": doc.context, "body": doc.body})
+            write_fts_row(
+                doc.finding_id,
+                {
+                    "title": doc.title,
+                    "errors": doc.errors,
+                    "context": doc.context,
+                    "body": doc.body,
+                },
+            )
 
 
 def url_of(query: str) -> str:
@@ -164,30 +235,46 @@ def report(count: int, fill_s: float, timings: dict[str, list[float]]) -> None:
     everything: list[float] = []
     for kind, values in timings.items():
         everything += values
-        print(f"{kind:<14}{len(values):>5}{statistics.median(values):>10.1f}"
-              f"{percentile(values, 0.99):>10.1f}")
-    print(f"{'all':<14}{len(everything):>5}{statistics.median(everything):>10.1f}"
-          f"{percentile(everything, 0.99):>10.1f}")
+        print(
+            f"{kind:<14}{len(values):>5}{statistics.median(values):>10.1f}"
+            f"{percentile(values, 0.99):>10.1f}"
+        )
+    print(
+        f"{'all':<14}{len(everything):>5}{statistics.median(everything):>10.1f}"
+        f"{percentile(everything, 0.99):>10.1f}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--findings", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--allow-sqlite", action="store_true",
-                        help="run on SQLite anyway (numbers are not the production ones)")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the filled test database (test_<name>) and reuse it next time",
+    )
+    parser.add_argument(
+        "--allow-sqlite",
+        action="store_true",
+        help="run on SQLite anyway (numbers are not the production ones)",
+    )
     args = parser.parse_args()
     engine = settings.DATABASES["default"]["ENGINE"]
     if "postgresql" not in engine and not args.allow_sqlite:
-        sys.exit("DATABASE_URL is not PostgreSQL: run `eval \"$(scripts/test-services.sh up)\"` "
-                 "first, or pass --allow-sqlite.")
+        sys.exit(
+            'DATABASE_URL is not PostgreSQL: run `eval "$(scripts/test-services.sh up)"` '
+            "first, or pass --allow-sqlite."
+        )
     setup_test_environment()
-    databases = setup_databases(verbosity=0, interactive=False)
+    databases = setup_databases(verbosity=0, interactive=False, keepdb=args.keep)
     try:
-        fill_s = fill(args.findings)
+        filled = args.keep and Finding.objects.count() == args.findings
+        fill_s = 0.0 if filled else fill(args.findings)
         report(args.findings, fill_s, time_queries(args.rounds))
     finally:
-        teardown_databases(databases, verbosity=0)
+        if not args.keep:
+            teardown_databases(databases, verbosity=0)
 
 
 if __name__ == "__main__":

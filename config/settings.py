@@ -171,12 +171,14 @@ CELERY_RESULT_BACKEND = (
     os.environ.get("CELERY_RESULT_BACKEND") or f"file://{CELERY_QUEUE_DIR / 'results'}"
 )
 if CELERY_BROKER_URL == "filesystem://":
-    for folder in ("queue", "processed", "results"):
+    for folder in ("queue", "processed", "results", "control"):
         (CELERY_QUEUE_DIR / folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_QUEUE_DIR / "queue"),
         "data_folder_out": str(CELERY_QUEUE_DIR / "queue"),
         "processed_folder": str(CELERY_QUEUE_DIR / "processed"),
+        # Broadcast exchanges (worker control); kombu's default is ./control in the cwd.
+        "control_folder": str(CELERY_QUEUE_DIR / "control"),
         "store_processed": False,
     }
 elif CELERY_RESULT_BACKEND.startswith("file://"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from kb.models import ErrorSample, Finding
+from kb.models import ErrorSample, Finding, FrameworkRelease
 from kb.services.search import FindingFilters, parse_query, search_findings, snippet_for
 
 pytestmark = pytest.mark.django_db
@@ -112,3 +112,58 @@ def test_it_forgives_a_typo_on_postgresql(dsa_finding: Finding) -> None:
 def test_draft_and_published_are_filterable(dsa_finding: Finding) -> None:
     assert found("set_kv_buffer", status="draft") == []
     assert found("set_kv_buffer", status="published") == [dsa_finding.pk]
+
+
+def test_it_filters_on_facets_however_they_are_spelled(
+    dsa_finding: Finding, oom_finding: Finding
+) -> None:
+    assert found("", flag="--mem_fraction_static=0.8") == [oom_finding.pk]
+    assert found("", arch="12.0") == [dsa_finding.pk]  # the compute capability
+    assert found("", gpu="blackwell 6000") == [dsa_finding.pk]  # words in any order
+    assert found("", model="GLM-5") == [dsa_finding.pk]
+    assert found("", model="GLM") == [dsa_finding.pk]  # the family
+    assert found("", flag="--") == []
+
+
+def test_it_wants_every_gpu_word_in_the_name_of_one_gpu(
+    dsa_finding: Finding, oom_finding: Finding
+) -> None:
+    assert found("", gpu="blackwell h100") == []
+    assert found("", gpu="h100 hbm3") == [oom_finding.pk]
+
+
+def test_it_filters_by_a_framework_attached_after_indexing(
+    dsa_finding: Finding, oom_finding: Finding
+) -> None:
+    assert found("", framework="sglang") == []
+    oom_finding.framework = FrameworkRelease.objects.create(name="sglang", version="0.5.1")
+    oom_finding.save()
+    assert found("", framework="SGLang") == [oom_finding.pk]
+    assert found("", framework="sglang 0.5") == [oom_finding.pk]
+    assert found("", framework="sglang 0.4") == []
+    assert found("out of memory", framework="sglang") == [oom_finding.pk]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="trigram typo search: PostgreSQL")
+def test_it_forgives_a_typo_within_the_filters(dsa_finding: Finding, oom_finding: Finding) -> None:
+    assert found("set_kv_bufer", arch="sm_120") == [dsa_finding.pk]
+    assert found("set_kv_bufer", arch="sm_90") == []
+
+
+PASTED = (
+    "[TP3] AssertionError raised in memory_pool.py set_kv_buffer: assert not "
+    "self.nsa_kv_cache_store_fp8 while the decode batch ran on rank 3"
+)
+
+
+def test_it_ranks_a_pasted_log_line_by_its_words(
+    dsa_finding: Finding, oom_finding: Finding
+) -> None:
+    assert found(PASTED)[0] == dsa_finding.pk
+
+
+def test_it_treats_filter_values_as_plain_text(dsa_finding: Finding) -> None:
+    for hostile in ["a(b", "[x\\", "(?=", "*", "%_", "\\d+", "é€"]:
+        assert found("", gpu=hostile, model=hostile, framework=hostile, flag=hostile) == []
+    assert found("", gpu="(pro") == []
+    assert found("", model="glm-5-nvfp4") == [dsa_finding.pk]

@@ -49,30 +49,44 @@ def set_flag(name: str, value: str | None = None) -> Change:
 BF16_AND_TRTLLM = FixRecord(
     11,
     "Use a BF16 KV cache and the trtllm sparse-attention kernels",
-    (set_flag("kv-cache-dtype", "bf16"), set_flag("dsa-decode-backend", "trtllm"),
-     set_flag("dsa-prefill-backend", "trtllm")),
+    (
+        set_flag("kv-cache-dtype", "bf16"),
+        set_flag("dsa-decode-backend", "trtllm"),
+        set_flag("dsa-prefill-backend", "trtllm"),
+    ),
     Outcome.RESOLVES,
 )
 TRITON_ATTENTION = FixRecord(
-    12, "Switch the attention backend to triton", (set_flag("attention-backend", "triton"),),
+    12,
+    "Switch the attention backend to triton",
+    (set_flag("attention-backend", "triton"),),
     Outcome.NO_EFFECT,
 )
 OMIT_KV_DTYPE = FixRecord(
-    13, "Leave --kv-cache-dtype out", (Change(ChangeAction.REMOVE_FLAG, "kv-cache-dtype"),),
+    13,
+    "Leave --kv-cache-dtype out",
+    (Change(ChangeAction.REMOVE_FLAG, "kv-cache-dtype"),),
     Outcome.NO_EFFECT,
 )
 UNSET_ATTENTION = FixRecord(
-    21, "Leave the attention backend to the DSA model",
-    (Change(ChangeAction.REMOVE_FLAG, "attention-backend"),), Outcome.RESOLVES,
+    21,
+    "Leave the attention backend to the DSA model",
+    (Change(ChangeAction.REMOVE_FLAG, "attention-backend"),),
+    Outcome.RESOLVES,
 )
-BF16_ONLY = FixRecord(22, "Store the KV cache in BF16", (set_flag("kv-cache-dtype", "bf16"),),
-                      Outcome.RESOLVES)
+BF16_ONLY = FixRecord(
+    22, "Store the KV cache in BF16", (set_flag("kv-cache-dtype", "bf16"),), Outcome.RESOLVES
+)
 UPGRADE_FLASHINFER = FixRecord(
-    31, "Upgrade flashinfer", (Change(ChangeAction.PIN_VERSION, "flashinfer-python", "0.7.2"),),
+    31,
+    "Upgrade flashinfer",
+    (Change(ChangeAction.PIN_VERSION, "flashinfer-python", "0.7.2"),),
     Outcome.RESOLVES,
 )
 LOWER_MEM_FRACTION = FixRecord(
-    41, "Leave more memory for CUDA graphs", (set_flag("mem-fraction-static", "0.85"),),
+    41,
+    "Leave more memory for CUDA graphs",
+    (set_flag("mem-fraction-static", "0.85"),),
     Outcome.RESOLVES,
 )
 
@@ -85,8 +99,11 @@ def fp8_decode_finding(*fixes: FixRecord) -> FindingRecord:
         cause="With an FP8 KV cache SGLang picks the flashmla_kv decode kernel, "
         "which yields NaN probabilities on sm_120",
         samples=(sample("decode_assert_rtx_host_a.txt"),),
-        conditions=(Condition("gpu.arch", "sm_120"), Condition("flag.kv-cache-dtype", "fp8_e4m3"),
-                    Condition("framework", "sglang")),
+        conditions=(
+            Condition("gpu.arch", "sm_120"),
+            Condition("flag.kv-cache-dtype", "fp8_e4m3"),
+            Condition("framework", "sglang"),
+        ),
         fixes=fixes or (BF16_AND_TRTLLM, TRITON_ATTENTION, OMIT_KV_DTYPE),
         sources=(SourceRef(7, "GLM-5 on RTX PRO 6000, day 2"),),
     )
@@ -100,8 +117,7 @@ def triton_pool_finding(*fixes: FixRecord) -> FindingRecord:
         cause="A forced non-DSA attention backend writes through set_kv_buffer into "
         "the FP8 sparse-attention KV pool, which only the DSA path may write",
         samples=(sample("dsa_fp8_pool_assert_a.txt"),),
-        conditions=(Condition("flag.kv-cache-dtype", "fp8_e4m3"),
-                    Condition("framework", "sglang")),
+        conditions=(Condition("flag.kv-cache-dtype", "fp8_e4m3"), Condition("framework", "sglang")),
         fixes=fixes or (UNSET_ATTENTION, BF16_ONLY),
     )
 
@@ -109,29 +125,47 @@ def triton_pool_finding(*fixes: FixRecord) -> FindingRecord:
 def hopper_sampler_finding() -> FindingRecord:
     # The same decode crash, seen on Hopper with an old flashinfer: another cause.
     return FindingRecord(
-        id=3, title="Sampler NaN with an old flashinfer on Hopper", kind="bug",
+        id=3,
+        title="Sampler NaN with an old flashinfer on Hopper",
+        kind="bug",
         cause="flashinfer before 0.7 mis-scales top-p probabilities on sm_90",
         samples=(sample("decode_assert_rtx_host_a.txt").replace("2710", "2655"),),
-        conditions=(Condition("gpu.arch", "sm_90"),), fixes=(UPGRADE_FLASHINFER,),
+        conditions=(Condition("gpu.arch", "sm_90"),),
+        fixes=(UPGRADE_FLASHINFER,),
     )
 
 
 def graph_oom_finding() -> FindingRecord:
     return FindingRecord(
-        id=4, title="CUDA graph capture runs out of memory", kind="oom",
+        id=4,
+        title="CUDA graph capture runs out of memory",
+        kind="oom",
         cause="mem-fraction-static leaves too little room for graph buffers",
-        samples=(sample("graph_capture_oom.txt"),), conditions=(), fixes=(LOWER_MEM_FRACTION,),
+        samples=(sample("graph_capture_oom.txt"),),
+        conditions=(),
+        fixes=(LOWER_MEM_FRACTION,),
     )
 
 
 def knowledge(*findings: FindingRecord) -> KnowledgeGraph:
-    return build_graph(findings or (fp8_decode_finding(), triton_pool_finding(),
-                                    hopper_sampler_finding(), graph_oom_finding()))
+    return build_graph(
+        findings
+        or (
+            fp8_decode_finding(),
+            triton_pool_finding(),
+            hopper_sampler_finding(),
+            graph_oom_finding(),
+        )
+    )
 
 
 def rtx_context(launch: str = SGLANG_CMD, version: str | None = None) -> Context:
-    return build_context(launch_command=launch, gpu="NVIDIA RTX PRO 6000 Blackwell Server Edition",
-                         framework="sglang", framework_version=version)
+    return build_context(
+        launch_command=launch,
+        gpu="NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        framework="sglang",
+        framework_version=version,
+    )
 
 
 def fix_ids(diagnosis_fixes: object) -> list[int]:
@@ -161,8 +195,9 @@ def test_it_lists_the_triton_attention_backend_as_known_not_to_help() -> None:
 
 
 def test_it_spells_flags_as_the_users_release_does() -> None:
-    result = diagnose(sample("decode_assert_rtx_host_b.txt"), rtx_context(version="0.5.9"),
-                      knowledge())
+    result = diagnose(
+        sample("decode_assert_rtx_host_b.txt"), rtx_context(version="0.5.9"), knowledge()
+    )
 
     assert "--nsa-decode-backend trtllm" in result.fixes[0].command_changes
 
@@ -185,8 +220,9 @@ def test_it_matches_the_fp8_pool_assert_from_another_install_as_known() -> None:
 
 
 def test_it_matches_a_one_line_paste_when_its_words_are_specific() -> None:
-    result = diagnose("AssertionError: assert not self.nsa_kv_cache_store_fp8", Context(),
-                      knowledge())
+    result = diagnose(
+        "AssertionError: assert not self.nsa_kv_cache_store_fp8", Context(), knowledge()
+    )
 
     assert result.match == "known"
     assert result.fixes[0].finding.id == 2
@@ -202,8 +238,9 @@ def test_it_answers_none_and_offers_no_fix_for_an_unrelated_traceback() -> None:
 
 
 def test_it_is_not_confident_about_a_generic_cuda_error() -> None:
-    result = diagnose("RuntimeError: CUDA error: device-side assert triggered", Context(),
-                      knowledge())
+    result = diagnose(
+        "RuntimeError: CUDA error: device-side assert triggered", Context(), knowledge()
+    )
 
     assert result.match != "known"
 
@@ -242,8 +279,10 @@ def test_it_prefers_the_hopper_cause_on_an_h100() -> None:
 
 def test_it_does_not_offer_first_a_fix_already_in_the_launch_command() -> None:
     trtllm_only = FixRecord(
-        15, "Force the trtllm sparse-attention decode kernel",
-        (set_flag("dsa-decode-backend", "trtllm"),), Outcome.RESOLVES,
+        15,
+        "Force the trtllm sparse-attention decode kernel",
+        (set_flag("dsa-decode-backend", "trtllm"),),
+        Outcome.RESOLVES,
         Evidence(validated_passed=(("sm_120", 3),)),
     )
     graph = knowledge(fp8_decode_finding(trtllm_only, BF16_AND_TRTLLM))
@@ -259,9 +298,10 @@ def test_it_does_not_offer_first_a_fix_already_in_the_launch_command() -> None:
 
 def test_it_reads_the_kv_dtype_the_server_chose_from_the_log() -> None:
     # No --kv-cache-dtype on the command line: the DSA model picked FP8 by itself.
-    paste = ("[2026-02-19 00:05:01] Set NSA backends for fp8_e4m3 KV Cache: "
-             "prefill=flashmla_auto, decode=flashmla_kv.\n"
-             + sample("decode_assert_rtx_host_b.txt"))
+    paste = (
+        "[2026-02-19 00:05:01] Set NSA backends for fp8_e4m3 KV Cache: "
+        "prefill=flashmla_auto, decode=flashmla_kv.\n" + sample("decode_assert_rtx_host_b.txt")
+    )
     launch = "python -m sglang.launch_server --model-path nvidia/GLM-5-NVFP4 --tp-size 8"
 
     result = diagnose(paste, rtx_context(launch), knowledge())
@@ -272,10 +312,16 @@ def test_it_reads_the_kv_dtype_the_server_chose_from_the_log() -> None:
 
 def test_it_ranks_fixes_validated_on_the_same_arch_higher() -> None:
     validated = dataclasses.replace(BF16_ONLY, evidence=Evidence(validated_passed=(("sm_120", 2),)))
-    plain = diagnose(sample("dsa_fp8_pool_assert_b.txt"), rtx_context(),
-                     knowledge(triton_pool_finding(UNSET_ATTENTION, BF16_ONLY)))
-    proven = diagnose(sample("dsa_fp8_pool_assert_b.txt"), rtx_context(),
-                      knowledge(triton_pool_finding(UNSET_ATTENTION, validated)))
+    plain = diagnose(
+        sample("dsa_fp8_pool_assert_b.txt"),
+        rtx_context(),
+        knowledge(triton_pool_finding(UNSET_ATTENTION, BF16_ONLY)),
+    )
+    proven = diagnose(
+        sample("dsa_fp8_pool_assert_b.txt"),
+        rtx_context(),
+        knowledge(triton_pool_finding(UNSET_ATTENTION, validated)),
+    )
 
     assert fix_ids(plain.fixes) == [UNSET_ATTENTION.id, BF16_ONLY.id]
     assert fix_ids(proven.fixes) == [BF16_ONLY.id, UNSET_ATTENTION.id]
@@ -283,16 +329,22 @@ def test_it_ranks_fixes_validated_on_the_same_arch_higher() -> None:
 
 def test_it_lets_user_feedback_reorder_equally_reported_fixes() -> None:
     liked = dataclasses.replace(BF16_ONLY, evidence=Evidence(feedback_helped=3))
-    result = diagnose(sample("dsa_fp8_pool_assert_b.txt"), rtx_context(),
-                      knowledge(triton_pool_finding(UNSET_ATTENTION, liked)))
+    result = diagnose(
+        sample("dsa_fp8_pool_assert_b.txt"),
+        rtx_context(),
+        knowledge(triton_pool_finding(UNSET_ATTENTION, liked)),
+    )
 
     assert fix_ids(result.fixes) == [BF16_ONLY.id, UNSET_ATTENTION.id]
 
 
 def test_it_moves_a_fix_that_failed_validation_on_this_arch_to_not_helpful() -> None:
     failed = dataclasses.replace(BF16_ONLY, evidence=Evidence(validated_failed=(("sm_120", 2),)))
-    result = diagnose(sample("dsa_fp8_pool_assert_b.txt"), rtx_context(),
-                      knowledge(triton_pool_finding(UNSET_ATTENTION, failed)))
+    result = diagnose(
+        sample("dsa_fp8_pool_assert_b.txt"),
+        rtx_context(),
+        knowledge(triton_pool_finding(UNSET_ATTENTION, failed)),
+    )
 
     assert fix_ids(result.fixes) == [UNSET_ATTENTION.id]
     assert [entry.fix.id for entry in result.not_helpful] == [BF16_ONLY.id]
@@ -341,6 +393,11 @@ def test_it_says_no_known_match_in_plain_text() -> None:
 
 def test_it_never_imports_django() -> None:
     code = "import sys, decisiontree.diagnose; print('django' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).parents[2])
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[2],
+    )
     assert out.stdout.strip() == "False"

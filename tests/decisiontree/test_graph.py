@@ -23,21 +23,32 @@ POOL_ASSERT = (FIXTURES / "dsa_fp8_pool_assert_a.txt").read_text()
 GRAPH_OOM = (FIXTURES / "graph_capture_oom.txt").read_text()
 
 TRTLLM_DECODE = FixRecord(
-    5, "Use the trtllm sparse-attention decode kernel",
-    (Change(ChangeAction.SET_FLAG, "nsa-decode-backend", "trtllm"),), Outcome.RESOLVES,
+    5,
+    "Use the trtllm sparse-attention decode kernel",
+    (Change(ChangeAction.SET_FLAG, "nsa-decode-backend", "trtllm"),),
+    Outcome.RESOLVES,
 )
-TRITON = FixRecord(6, "Use triton attention",
-                   (Change(ChangeAction.SET_FLAG, "attention-backend", "triton"),),
-                   Outcome.NO_EFFECT)
+TRITON = FixRecord(
+    6,
+    "Use triton attention",
+    (Change(ChangeAction.SET_FLAG, "attention-backend", "triton"),),
+    Outcome.NO_EFFECT,
+)
 
 
-def finding(finding_id: int = 1, samples: tuple[str, ...] = (POOL_ASSERT,),
-            **changes: object) -> FindingRecord:
+def finding(
+    finding_id: int = 1, samples: tuple[str, ...] = (POOL_ASSERT,), **changes: object
+) -> FindingRecord:
     record = FindingRecord(
-        id=finding_id, title="FP8 DSA pool written by triton", kind="incompatibility",
-        cause="non-DSA attention path writes the FP8 DSA KV pool", samples=samples,
-        conditions=(Condition("framework", "sglang"),
-                    Condition("flag.nsa-decode-backend", "flashmla_kv")),
+        id=finding_id,
+        title="FP8 DSA pool written by triton",
+        kind="incompatibility",
+        cause="non-DSA attention path writes the FP8 DSA KV pool",
+        samples=samples,
+        conditions=(
+            Condition("framework", "sglang"),
+            Condition("flag.nsa-decode-backend", "flashmla_kv"),
+        ),
         fixes=(TRTLLM_DECODE, TRITON),
     )
     return dataclasses.replace(record, **changes)  # type: ignore[arg-type]
@@ -110,7 +121,6 @@ def test_it_reuses_parsed_samples_when_rebuilt_with_the_same_cache() -> None:
     assert POOL_ASSERT in cache
 
     cache[GRAPH_OOM] = "held back by the cache"
-    rebuilt = build_graph([finding(1), finding(2, samples=(GRAPH_OOM,))],
-                          cache=cache)  # type: ignore[arg-type]
+    rebuilt = build_graph([finding(1), finding(2, samples=(GRAPH_OOM,))], cache=cache)  # type: ignore[arg-type]
 
     assert rebuilt.skipped_samples == ((2, "held back by the cache"),)

@@ -10,8 +10,13 @@ from decisiontree.match import MatchLevel, Query, SignatureIndex, level_of
 GENERIC = ("runtimeerror", "cuda", "error", "device", "side", "assert", "triggered")
 
 
-def signature(fingerprint: str, terms: tuple[str, ...], template: str = "",
-              template_key: str | None = None, exception_type: str = "RuntimeError") -> Signature:
+def signature(
+    fingerprint: str,
+    terms: tuple[str, ...],
+    template: str = "",
+    template_key: str | None = None,
+    exception_type: str = "RuntimeError",
+) -> Signature:
     return Signature(
         exception_type=exception_type,
         template=template or " ".join(terms),
@@ -24,19 +29,46 @@ def signature(fingerprint: str, terms: tuple[str, ...], template: str = "",
 
 POOL_ASSERT = signature(
     "fp-pool",
-    ("assertionerror", "assert", "not", "self", "nsa_kv_cache_store_fp8", "nsa", "kv", "cache",
-     "store", "fp8", "set_kv_buffer", "set", "buffer", "memory_pool", "forward_decode",
-     "triton_backend"),
+    (
+        "assertionerror",
+        "assert",
+        "not",
+        "self",
+        "nsa_kv_cache_store_fp8",
+        "nsa",
+        "kv",
+        "cache",
+        "store",
+        "fp8",
+        "set_kv_buffer",
+        "set",
+        "buffer",
+        "memory_pool",
+        "forward_decode",
+        "triton_backend",
+    ),
     template="assert not self.nsa_kv_cache_store_fp8",
     exception_type="AssertionError",
 )
 GRAPH_OOM = signature(
     "fp-oom",
-    ("outofmemoryerror", "cuda", "out", "of", "memory", "tried", "allocate", "capacity",
-     "capture_one_batch_size", "cuda_graph_runner", "capture"),
+    (
+        "outofmemoryerror",
+        "cuda",
+        "out",
+        "of",
+        "memory",
+        "tried",
+        "allocate",
+        "capacity",
+        "capture_one_batch_size",
+        "cuda_graph_runner",
+        "capture",
+    ),
 )
-GENERIC_ASSERT = signature("fp-generic", GENERIC,
-                           template="CUDA error: device-side assert triggered")
+GENERIC_ASSERT = signature(
+    "fp-generic", GENERIC, template="CUDA error: device-side assert triggered"
+)
 
 
 def index_of(*entries: tuple[int, Signature]) -> SignatureIndex:
@@ -60,16 +92,32 @@ def test_it_knows_an_exact_fingerprint() -> None:
 
 def test_it_knows_the_same_template_with_other_frames() -> None:
     index = index_of((1, POOL_ASSERT), (2, GRAPH_OOM))
-    moved = signature("fp-other-frames", POOL_ASSERT.terms[:10], template=POOL_ASSERT.template,
-                      template_key=POOL_ASSERT.template_key, exception_type="AssertionError")
+    moved = signature(
+        "fp-other-frames",
+        POOL_ASSERT.terms[:10],
+        template=POOL_ASSERT.template,
+        template_key=POOL_ASSERT.template_key,
+        exception_type="AssertionError",
+    )
 
     assert best(index, Query.of(moved)) == (1, MatchLevel.KNOWN, "template")
 
 
 def test_it_matches_a_short_query_of_specific_words() -> None:
     index = index_of((1, POOL_ASSERT), (2, GRAPH_OOM))
-    one_line = Query(terms=("assert", "not", "self", "nsa_kv_cache_store_fp8", "nsa", "kv",
-                            "cache", "store", "fp8"))
+    one_line = Query(
+        terms=(
+            "assert",
+            "not",
+            "self",
+            "nsa_kv_cache_store_fp8",
+            "nsa",
+            "kv",
+            "cache",
+            "store",
+            "fp8",
+        )
+    )
 
     assert best(index, one_line) == (1, MatchLevel.KNOWN, "terms")
 
@@ -119,8 +167,13 @@ def test_it_explains_a_match_by_its_most_telling_terms() -> None:
     index = index_of((1, POOL_ASSERT), (2, GRAPH_OOM))
 
     candidate = index.lookup([Query.of(POOL_ASSERT)])[0]
-    assert candidate.matched_terms[0] in {"nsa_kv_cache_store_fp8", "set_kv_buffer",
-                                          "triton_backend", "memory_pool", "forward_decode"}
+    assert candidate.matched_terms[0] in {
+        "nsa_kv_cache_store_fp8",
+        "set_kv_buffer",
+        "triton_backend",
+        "memory_pool",
+        "forward_decode",
+    }
     assert "nsa_kv_cache_store_fp8" in candidate.explain()
 
 

@@ -57,14 +57,16 @@ def hopper_variant(starter_kb: None) -> Finding:
         title="Sampler probability assert on Hopper from a stale FlashInfer wheel",
         status=Finding.Status.PUBLISHED,
         cause="An old FlashInfer build miscomputes the top-p renormalisation on sm_90.",
-        conditions=[{"key": "gpu.arch", "value": "sm_90"},
-                    {"key": "framework", "value": "sglang"}],
+        conditions=[{"key": "gpu.arch", "value": "sm_90"}, {"key": "framework", "value": "sglang"}],
     )
     FindingGpu.objects.create(finding=finding, hardware=hopper, count=8)
     ErrorSample.objects.create(finding=finding, text=fixture_text("decode_crash_rtx6000.txt"))
-    Fix.objects.create(finding=finding, summary="Upgrade FlashInfer", outcome="resolves",
-                       changes=[{"action": "pin_version", "name": "flashinfer-python",
-                                 "value": "0.6.3"}])
+    Fix.objects.create(
+        finding=finding,
+        summary="Upgrade FlashInfer",
+        outcome="resolves",
+        changes=[{"action": "pin_version", "name": "flashinfer-python", "value": "0.6.3"}],
+    )
     return finding
 
 
@@ -74,7 +76,10 @@ def validated_run(starter_kb: None) -> ValidationRun:
     fix = decode_finding().fixes.order_by("position", "id").first()
     assert fix is not None
     return ValidationRun.objects.create(
-        fix=fix, host=host, status=ValidationRun.Status.PASSED, arch="sm_120",
+        fix=fix,
+        host=host,
+        status=ValidationRun.Status.PASSED,
+        arch="sm_120",
         metrics={"throughput_tok_s": 1234.5, "ttft_ms": 210.0},
     )
 
@@ -90,8 +95,11 @@ Upgrading the CUDA toolkit to 12.8 fixed it.
 @pytest.fixture
 def draft(db: None) -> Finding:
     source = SourceDocument.objects.create(
-        title="B200 bring-up notes", path="notes/b200.md", format="writeup",
-        content=DRAFT_SOURCE, content_hash="b200-notes",
+        title="B200 bring-up notes",
+        path="notes/b200.md",
+        format="writeup",
+        content=DRAFT_SOURCE,
+        content_hash="b200-notes",
     )
     finding = Finding.objects.create(
         title="FlashInfer JIT fails on B200 with an old nvcc",
@@ -101,9 +109,12 @@ def draft(db: None) -> Finding:
         problems=["No launch command found in the write-up."],
     )
     finding.sources.add(source)
-    Fix.objects.create(finding=finding, summary="Upgrade the CUDA toolkit to 12.8",
-                       outcome="partial",
-                       changes=[{"action": "other", "name": "cuda-toolkit", "value": "12.8"}])
+    Fix.objects.create(
+        finding=finding,
+        summary="Upgrade the CUDA toolkit to 12.8",
+        outcome="partial",
+        changes=[{"action": "other", "name": "cuda-toolkit", "value": "12.8"}],
+    )
     return finding
 
 

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from kb.models import Finding, FixFeedback, ValidationRun
+from kb.models import Finding, FindingGpu, FixFeedback, ValidationRun
 from tests.web.conftest import RTX_LAUNCH, decode_finding, fixture_text
 
 pytestmark = pytest.mark.django_db
@@ -53,6 +53,18 @@ def test_it_filters_by_architecture_and_shows_the_filter(client: Client, starter
     assert "filtered by arch = sm_120" in on_blackwell
 
 
+def test_it_offers_only_the_gpus_that_findings_were_seen_on(
+    client: Client, starter_kb: None
+) -> None:
+    page = text_of(client.get("/"))
+    gpu_select = re.search(r'<select id="id_gpu".*?</select>', page, re.S)
+    assert gpu_select is not None
+    offered = set(re.findall(r'<option value="([^"]+)"', gpu_select.group()))
+
+    assert offered == set(FindingGpu.objects.values_list("hardware__name", flat=True))
+    assert "NVIDIA H100 80GB HBM3" not in offered  # in the vocabulary, in no finding
+
+
 def test_it_hides_drafts_unless_asked_for(client: Client, draft: Finding) -> None:
     assert draft.title not in text_of(client.get("/"))
     assert draft.title in text_of(client.get("/", {"status": "draft"}))
@@ -76,7 +88,7 @@ def test_it_puts_the_bf16_kv_cache_with_trtllm_decode_first_for_the_decode_crash
     page = text_of(diagnose(client, gpu="RTX PRO 6000", launch_command=RTX_LAUNCH))
 
     first_fix = page.split('class="fix" id="fix-', 2)[1]
-    assert "<code class=\"flag-change\">--kv-cache-dtype bf16</code>" in first_fix
+    assert '<code class="flag-change">--kv-cache-dtype bf16</code>' in first_fix
     assert re.search(r"--(nsa|dsa)-decode-backend trtllm", first_fix)
     assert "Known issue" in page
 
@@ -127,10 +139,13 @@ def test_it_asks_for_the_gpu_and_reranks_on_the_answer(
 
 
 def test_it_says_no_known_match_for_an_unrelated_error(client: Client, starter_kb: None) -> None:
-    response = client.post("/diagnose/", {
-        "text": "OSError: [Errno 98] error while attempting to bind on address "
-                "('0.0.0.0', 30000): address already in use",
-    })
+    response = client.post(
+        "/diagnose/",
+        {
+            "text": "OSError: [Errno 98] error while attempting to bind on address "
+            "('0.0.0.0', 30000): address already in use",
+        },
+    )
 
     assert response.status_code == 200
     assert "No known match" in text_of(response)
@@ -289,14 +304,22 @@ def test_it_exports_the_runbook_as_markdown(client: Client, starter_kb: None) ->
 def review_data(finding: Finding, **overrides: str) -> dict[str, str]:
     fixes = list(finding.fixes.order_by("position", "id"))
     data = {
-        "title": finding.title, "kind": finding.kind, "summary": finding.summary,
-        "cause": finding.cause, "conditions": "gpu.arch = sm_100",
-        "fixes-TOTAL_FORMS": str(len(fixes)), "fixes-INITIAL_FORMS": str(len(fixes)),
-        "fixes-MIN_NUM_FORMS": "0", "fixes-MAX_NUM_FORMS": "1000",
+        "title": finding.title,
+        "kind": finding.kind,
+        "summary": finding.summary,
+        "cause": finding.cause,
+        "conditions": "gpu.arch = sm_100",
+        "fixes-TOTAL_FORMS": str(len(fixes)),
+        "fixes-INITIAL_FORMS": str(len(fixes)),
+        "fixes-MIN_NUM_FORMS": "0",
+        "fixes-MAX_NUM_FORMS": "1000",
     }
     for i, fix in enumerate(fixes):
-        data |= {f"fixes-{i}-id": str(fix.pk), f"fixes-{i}-summary": fix.summary,
-                 f"fixes-{i}-outcome": fix.outcome}
+        data |= {
+            f"fixes-{i}-id": str(fix.pk),
+            f"fixes-{i}-summary": fix.summary,
+            f"fixes-{i}-outcome": fix.outcome,
+        }
     return data | overrides
 
 
@@ -354,9 +377,14 @@ def test_it_explains_a_malformed_condition(client: Client, draft: Finding, revie
 
 
 def test_it_logs_in_through_the_login_page(client: Client, reviewer: User) -> None:
-    response = client.post("/accounts/login/", {
-        "username": "rev", "password": "correct horse battery", "next": "/review/",
-    })
+    response = client.post(
+        "/accounts/login/",
+        {
+            "username": "rev",
+            "password": "correct horse battery",
+            "next": "/review/",
+        },
+    )
 
     assert response.status_code == 302
     assert response["Location"] == "/review/"

@@ -15,8 +15,14 @@ from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
 SCREENSHOTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "screenshots"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
 ]
 
 
@@ -41,8 +47,9 @@ def page(browser: Browser) -> Iterator[Page]:
 
 @pytest.fixture
 def no_js_page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900},
-                                  java_script_enabled=False)
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900}, java_script_enabled=False
+    )
     context.set_default_timeout(15_000)
     yield context.new_page()
     context.close()

@@ -17,8 +17,9 @@ from tests.web.conftest import RTX_LAUNCH, fixture_text
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_it_searches_and_filters_known_issues(page: Page, live_server: Any,
-                                              starter_kb: None) -> None:
+def test_it_searches_and_filters_known_issues(
+    page: Page, live_server: Any, starter_kb: None
+) -> None:
     page.goto(live_server.url + "/")
     page.get_by_label("Error text, flag or model").fill("nsa_kv_cache_store_fp8")
     page.get_by_role("button", name="Search").click()
@@ -88,8 +89,9 @@ def test_it_answers_a_question_without_javascript(
     expect(first.locator(".flag-change").first).to_have_text("--kv-cache-dtype bf16")
 
 
-def test_it_shows_a_clear_message_for_a_binary_paste(page: Page, live_server: Any,
-                                                     starter_kb: None) -> None:
+def test_it_shows_a_clear_message_for_a_binary_paste(
+    page: Page, live_server: Any, starter_kb: None
+) -> None:
     page.goto(live_server.url + "/diagnose/")
     page.get_by_label("Traceback or error line").fill("\x7fELF\x02\x01\x00\x00garbage")
     page.get_by_role("button", name="Diagnose").click()
@@ -97,8 +99,9 @@ def test_it_shows_a_clear_message_for_a_binary_paste(page: Page, live_server: An
     expect(page.get_by_role("alert")).to_contain_text("binary file")
 
 
-def test_it_opens_a_finding_from_the_results(page: Page, live_server: Any,
-                                             starter_kb: None) -> None:
+def test_it_opens_a_finding_from_the_results(
+    page: Page, live_server: Any, starter_kb: None
+) -> None:
     page.goto(live_server.url + "/?q=flashmla_kv")
     page.get_by_role("link", name=re.compile("^First decode request kills")).click()
 
@@ -110,8 +113,9 @@ def test_it_opens_a_finding_from_the_results(page: Page, live_server: Any,
     screenshot(page, "finding")
 
 
-def test_it_publishes_a_draft_after_logging_in(page: Page, live_server: Any, draft: Finding,
-                                               reviewer: User) -> None:
+def test_it_publishes_a_draft_after_logging_in(
+    page: Page, live_server: Any, draft: Finding, reviewer: User
+) -> None:
     page.goto(live_server.url + "/review/")
     page.get_by_label("Username").fill("rev")
     page.get_by_label("Password").fill("correct horse battery")
@@ -145,8 +149,9 @@ def test_it_exports_the_runbook(page: Page, live_server: Any, starter_kb: None) 
     assert "Pitfalls" in text
 
 
-def test_it_is_usable_on_a_phone_sized_screen(page: Page, live_server: Any,
-                                              starter_kb: None) -> None:
+def test_it_is_usable_on_a_phone_sized_screen(
+    page: Page, live_server: Any, starter_kb: None
+) -> None:
     page.set_viewport_size({"width": 390, "height": 844})
     paste(page, live_server, launch=RTX_LAUNCH, gpu="RTX PRO 6000")
 
