@@ -132,13 +132,21 @@ def store_document(
             outcome.findings_created += 1
         elif change == "updated":
             outcome.findings_updated += 1
+    if action == "updated":
+        outcome.findings_removed = retire_removed_entries(document, kept)
+    return outcome
+
+
+def retire_removed_entries(document: SourceDocument, kept: set[int]) -> int:
+    """An entry removed from its document is retired, not deleted: its history stays."""
     stale = Finding.objects.filter(origin=document).exclude(pk__in=kept)
-    # An entry removed from its document is retired, not deleted: its history stays.
-    outcome.findings_removed = stale.exclude(status=Finding.Status.RETIRED).count()
+    stale = stale.exclude(status=Finding.Status.RETIRED)
+    count = 0
     for finding in stale:
         finding.status = Finding.Status.RETIRED
         finding.save(update_fields=["status", "updated_at"])
-    return outcome
+        count += 1
+    return count
 
 
 def keyed_findings(

@@ -236,9 +236,12 @@ def refresh_queued() -> int:
     """Rebuild every queued document. Search calls it too: nothing stale is ever served."""
     queued = sorted(SearchRefresh.objects.values_list("finding_id", "queued_at"))
     refresh_documents([finding_id for finding_id, _ in queued])
+    done = Q()
     for finding_id, queued_at in queued:
-        SearchRefresh.objects.filter(finding_id=finding_id, queued_at=queued_at).delete()
+        done |= Q(finding_id=finding_id, queued_at=queued_at)
         forget(("search-refresh", finding_id))  # a later change must queue it again
+    if queued:
+        SearchRefresh.objects.filter(done).delete()
     return len(queued)
 
 

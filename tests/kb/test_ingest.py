@@ -152,3 +152,21 @@ def test_broken_markdown_still_ingests(vocabulary: None, tmp_path: Path) -> None
     output = ingest(path)
     assert "created" in output
     assert Finding.objects.count() == 1
+
+
+def test_an_entry_removed_from_its_document_is_retired_not_deleted(
+    vocabulary: None, tmp_path: Path
+) -> None:
+    second = ENTRY.split("\n", 2)[2].replace("OOM while capturing", "Second OOM while capturing")
+    path = tmp_path / "FINDINGS.md"
+    path.write_text(ENTRY + "\n" + second)
+    ingest(path, publish=True)
+    assert Finding.objects.filter(status=Finding.Status.PUBLISHED).count() == 2
+
+    path.write_text(ENTRY)
+    output = ingest(path, publish=True)
+
+    assert "1 retired" in output
+    retired = Finding.objects.get(status=Finding.Status.RETIRED)
+    assert retired.title.startswith("Second OOM")
+    assert retired.history.count() >= 2
