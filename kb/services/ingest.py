@@ -25,6 +25,7 @@ from decisiontree.documents import (
 )
 from kb.models import Finding, SourceDocument
 from kb.services.records import remembered_lookups, store_extracted_finding
+from kb.services.search import refresh_afterwards
 
 INGESTIBLE_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".log", ""}
 
@@ -54,7 +55,7 @@ class IngestReport:
 def ingest_paths(paths: Iterable[str | Path], *, publish: bool = False) -> IngestReport:
     """Ingest files and folders (recursively: .md, .txt, .log). Never stops at a bad file."""
     report = IngestReport()
-    with remembered_lookups():
+    with remembered_lookups(), refresh_afterwards():
         for path in iter_documents(paths):
             report.documents.append(ingest_file(path, publish=publish))
     return report

@@ -21,8 +21,11 @@ from __future__ import annotations
 import html
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.contrib.postgres.search import (
     SearchQuery,
@@ -228,21 +231,43 @@ def queue_refresh(finding_id: int) -> None:
         unique_fields=["finding_id"],
         update_fields=["queued_at"],
     )
+    if _deferred.get():
+        return  # a bulk load refreshes everything it queued once, at its end
     if not any(entry[1] is refresh_queued for entry in connection.run_on_commit):
         transaction.on_commit(refresh_queued)
 
 
-def refresh_queued() -> int:
+_deferred: ContextVar[bool] = ContextVar("search_refresh_deferred", default=False)
+
+
+@contextmanager
+def refresh_afterwards() -> Iterator[None]:
+    """Queue refreshes while the block runs (ingesting many documents), rebuild them at the
+    end in batches. The queue is in the database: if the block dies, the next search or
+    `reindex_search` still finds the work."""
+    token = _deferred.set(True)
+    try:
+        yield
+    finally:
+        _deferred.reset(token)
+        refresh_queued()
+
+
+def refresh_queued(batch: int = 500) -> int:
     """Rebuild every queued document. Search calls it too: nothing stale is ever served."""
     queued = sorted(SearchRefresh.objects.values_list("finding_id", "queued_at"))
+    for start in range(0, len(queued), batch):
+        refresh_batch(queued[start : start + batch])
+    return len(queued)
+
+
+def refresh_batch(queued: list[tuple[int, datetime]]) -> None:
     refresh_documents([finding_id for finding_id, _ in queued])
     done = Q()
     for finding_id, queued_at in queued:
         done |= Q(finding_id=finding_id, queued_at=queued_at)
         forget(("search-refresh", finding_id))  # a later change must queue it again
-    if queued:
-        SearchRefresh.objects.filter(done).delete()
-    return len(queued)
+    SearchRefresh.objects.filter(done).delete()
 
 
 def refresh_documents(finding_ids: list[int]) -> None:

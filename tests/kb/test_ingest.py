@@ -170,3 +170,18 @@ def test_an_entry_removed_from_its_document_is_retired_not_deleted(
     retired = Finding.objects.get(status=Finding.Status.RETIRED)
     assert retired.title.startswith("Second OOM")
     assert retired.history.count() >= 2
+
+
+def test_ingested_findings_are_searchable_when_the_command_returns(
+    vocabulary: None, tmp_path: Path
+) -> None:
+    from kb.models import FindingSearchDocument, SearchRefresh
+
+    path = tmp_path / "FINDINGS.md"
+    path.write_text(ENTRY)
+    ingest(path, publish=True)
+
+    finding = Finding.objects.get()
+    assert not SearchRefresh.objects.exists(), "the refreshes a bulk load queues are done"
+    document = FindingSearchDocument.objects.get(finding=finding)
+    assert "mem-fraction-static" in document.text or "mem_fraction_static" in document.words
