@@ -178,27 +178,21 @@ class FindingViewSet(
     @action(detail=True, methods=["get"], serializer_class=s.FindingHistorySerializer)
     def history(self, request: Request, pk: str | None = None) -> Response:
         """Every saved version of the finding, newest first, with who changed what."""
-        finding = self.get_object()
-        versions = list(finding.history.select_related("history_user").order_by("-history_id"))
+        from kb.services.history import finding_edits
+
         rows = [
-            history_row(version, older)
-            for version, older in zip(versions, [*versions[1:], None], strict=True)
+            {
+                "history_id": edit.history_id,
+                "history_date": edit.date,
+                "history_type": edit.kind,
+                "history_user": edit.user,
+                "title": edit.title,
+                "status": edit.status,
+                "changed_fields": list(edit.changed),
+            }
+            for edit in finding_edits(self.get_object())
         ]
         return Response(s.FindingHistorySerializer(rows, many=True).data)
-
-
-def history_row(version: Any, older: Any) -> dict[str, Any]:
-    changed = [change.field for change in version.diff_against(older).changes] if older else []
-    user = version.history_user
-    return {
-        "history_id": version.history_id,
-        "history_date": version.history_date,
-        "history_type": {"+": "created", "~": "changed", "-": "deleted"}[version.history_type],
-        "history_user": user.get_username() if user else None,
-        "title": version.title,
-        "status": version.status,
-        "changed_fields": changed,
-    }
 
 
 class ReadOnly(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
-
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from kb.models import Finding, Fix, ValidationRun
+from kb.services.history import finding_edits
 
 HISTORY_LIMIT = 50
-
-
-@dataclass(frozen=True)
-class Edit:
-    date: datetime
-    user: str
-    kind: str
-    changed: tuple[str, ...]
 
 
 def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
@@ -30,7 +19,7 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "finding": finding,
         "gpus": finding.findinggpu_set.select_related("hardware"),
         "runs": runs,
-        "history": edits_of(finding),
+        "history": finding_edits(finding, limit=HISTORY_LIMIT),
         "conditions": finding.conditions or [],
     }
     return render(request, "kb/finding_detail.html", context)
@@ -47,26 +36,3 @@ def visible_findings(request: HttpRequest) -> QuerySet[Finding]:
     if request.user.has_perm("kb.change_finding"):
         return findings
     return findings.exclude(status=Finding.Status.DRAFT)
-
-
-def edits_of(finding: Finding) -> list[Edit]:
-    versions = list(
-        finding.history.select_related("history_user").order_by("-history_id")[:HISTORY_LIMIT]
-    )
-    older = [*versions[1:], None]
-    return [edit(version, previous) for version, previous in zip(versions, older, strict=True)]
-
-
-def edit(version: Any, previous: Any) -> Edit:
-    changed = (
-        tuple(change.field for change in version.diff_against(previous).changes)
-        if previous is not None
-        else ()
-    )
-    user = version.history_user
-    return Edit(
-        date=version.history_date,
-        user=user.get_username() if user else "ingestion",
-        kind={"+": "created", "~": "changed", "-": "deleted"}[version.history_type],
-        changed=changed,
-    )
