@@ -6,6 +6,7 @@ and work without JavaScript. Every piece of text is escaped before it goes in.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -27,10 +28,33 @@ LABEL_CHARS = 29
 OUTCOME_CLASS = {"resolves": "ok", "partial": "warn", "no_effect": "bad", "worse": "bad"}
 
 
+# People write a list right under its lead-in line, as GitHub renders it; Python-Markdown
+# wants a blank line first, or the items run into the paragraph.
+LIST_ITEM = re.compile(r"^[ ]{0,3}(?:[-*+]|\d+[.)])[ ]+\S")
+FENCE = re.compile(r"^[ ]{0,3}(?:```|~~~)")
+
+
+def lists_need_no_blank_line(text: str) -> str:
+    lines: list[str] = []
+    in_fence = False
+    for line in text.split("\n"):
+        if FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and LIST_ITEM.match(line) and lines:
+            previous = lines[-1]
+            # Only after a plain paragraph line: not an item, its indented continuation, a fence.
+            if previous[:1].strip() and not LIST_ITEM.match(previous) and not FENCE.match(previous):
+                lines.append("")
+        lines.append(line)
+    return "\n".join(lines)
+
+
 @register.filter(name="markdown")
 def render_markdown(text: str | None) -> SafeString:
     """Markdown to HTML with only harmless tags left: a write-up can hold anything."""
-    html = markdown_lib.markdown(text or "", extensions=MARKDOWN_EXTENSIONS)
+    html = markdown_lib.markdown(
+        lists_need_no_blank_line(text or ""), extensions=MARKDOWN_EXTENSIONS
+    )
     return mark_safe(nh3.clean(html))  # noqa: S308 - nh3 removed scripts, handlers, styles
 
 

@@ -255,6 +255,19 @@ def test_it_renders_markdown_without_running_scripts(client: Client, starter_kb:
     assert "onerror" not in page
 
 
+def test_it_renders_a_list_written_right_under_its_lead_in(
+    client: Client, starter_kb: None
+) -> None:
+    finding = decode_finding()
+    finding.body = "Tried first:\n- eager mode\n- a smaller batch\n\n```\n- kept verbatim\n```"
+    finding.save()
+
+    page = text_of(client.get(f"/findings/{finding.pk}/"))
+
+    assert "<li>eager mode</li>" in page
+    assert "<pre><code>- kept verbatim" in page
+
+
 def test_it_shows_who_changed_which_field(client: Client, starter_kb: None, reviewer: User) -> None:
     client.force_login(reviewer)
     finding = decode_finding()
