@@ -18,7 +18,6 @@ from kb.models import (
     SourceDocument,
     ValidationRun,
 )
-from kb.services import diagnosis
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -30,13 +29,6 @@ RTX_LAUNCH = (
 
 def fixture_text(name: str) -> str:
     return (FIXTURES / name).read_text()
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Inside a test transaction the revision never moves (it bumps on commit), so a
-    # graph cached by an earlier test would be reused: start each test without one.
-    monkeypatch.setattr(diagnosis, "_cache", None)
 
 
 @pytest.fixture
