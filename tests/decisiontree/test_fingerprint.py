@@ -2,7 +2,6 @@
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,13 +13,8 @@ from decisiontree.fingerprint import (
     text_terms,
 )
 from decisiontree.traceback import parse
-
-FIXTURES = Path(__file__).parent / "fixtures" / "tracebacks"
-
-
-def fixture(name: str) -> str:
-    with open(FIXTURES / f"{name}.txt", encoding="utf-8", newline="") as pasted:
-        return pasted.read()
+from tests.decisiontree.pastes import TRACEBACKS
+from tests.decisiontree.pastes import pasted as fixture
 
 
 def sign(text: str) -> Signature:
@@ -234,7 +228,7 @@ def test_it_signs_a_bare_warning_line_but_not_noise() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    sorted(p.stem for p in FIXTURES.glob("*.txt") if p.stem != "noise_only"),
+    sorted(p.stem for p in TRACEBACKS.glob("*.txt") if p.stem != "noise_only"),
 )
 def test_every_fixture_yields_a_signature(name: str) -> None:
     signature = sign_fixture(name)
@@ -244,7 +238,7 @@ def test_every_fixture_yields_a_signature(name: str) -> None:
 
 
 def test_it_gives_the_same_fingerprint_in_a_fresh_process() -> None:
-    path = FIXTURES / "sglang_fp8_kv_assert_tail.txt"
+    path = TRACEBACKS / "sglang_fp8_kv_assert_tail.txt"
     code = (
         "import sys; from decisiontree.traceback import parse; "
         "from decisiontree.fingerprint import signature_of; "

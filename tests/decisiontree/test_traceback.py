@@ -3,7 +3,6 @@
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -14,14 +13,7 @@ from decisiontree.traceback import (
     module_of,
     parse,
 )
-
-FIXTURES = Path(__file__).parent / "fixtures" / "tracebacks"
-
-
-def fixture(name: str) -> str:
-    # newline="" keeps \r\n so the parser sees what the user pasted.
-    with open(FIXTURES / f"{name}.txt", encoding="utf-8", newline="") as pasted:
-        return pasted.read()
+from tests.decisiontree.pastes import pasted as fixture
 
 
 def parsed(name: str) -> ParsedTraceback:
