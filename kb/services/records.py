@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict
@@ -185,14 +185,19 @@ def link_libraries(finding: Finding, versions: dict[str, str] | Any, *, new: boo
     current = set() if new else set(finding.libraries.values_list("pk", flat=True))
     if wanted == current:
         return False
-    if new:
-        through = Finding.libraries.through
-        through.objects.bulk_create(
-            through(finding_id=finding.pk, frameworkrelease_id=pk) for pk in wanted
-        )
-    else:
-        finding.libraries.set(wanted)
+    replace_links(finding, "libraries", wanted, new=new)
     return True
+
+
+def replace_links(finding: Finding, relation: str, ids: Iterable[int], *, new: bool) -> None:
+    """Set a many-to-many relation: a new finding's links in one insert, with no read."""
+    if not new:
+        getattr(finding, relation).set(ids)
+        return
+    field = getattr(Finding, relation).field
+    through = field.remote_field.through
+    target = f"{field.m2m_reverse_field_name()}_id"
+    through.objects.bulk_create(through(finding_id=finding.pk, **{target: pk}) for pk in ids)
 
 
 def link_flags(
@@ -240,13 +245,7 @@ def link_samples(finding: Finding, samples: tuple[str, ...], *, new: bool) -> bo
         )
         if signature_id is not None and signature_id not in signature_ids:
             signature_ids.append(signature_id)
-    if new:
-        through = Finding.signatures.through
-        through.objects.bulk_create(
-            through(finding_id=finding.pk, errorsignature_id=pk) for pk in signature_ids
-        )
-    else:
-        finding.signatures.set(signature_ids)
+    replace_links(finding, "signatures", signature_ids, new=new)
     return True
 
 
