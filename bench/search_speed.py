@@ -6,14 +6,18 @@ Client GET `/?q=...` - over a mix of queries: identifiers from tracebacks,
 flags, models, architectures, a pasted log line, and filtered searches. Prints
 p50 / p99 per kind and overall.
 
+The page runs as in production: DEBUG off (with DEBUG on, Django keeps and formats
+every SQL statement), and no test-environment template instrumentation.
+
 Needs PostgreSQL: start the test services and export their URL first,
 
     eval "$(scripts/test-services.sh up)"      # prints export DATABASE_URL=...
-    DEBUG=True .venv/bin/python bench/search_speed.py [--findings 100000] [--rounds 5]
+    .venv/bin/python bench/search_speed.py [--findings 100000] [--rounds 5]
 
 or point DATABASE_URL at any PostgreSQL where the user may create a database.
-The database is created as test_<name> and dropped afterwards; with --keep it
-stays (for EXPLAIN ANALYZE in psql) and a later --keep run reuses its rows.
+The database is created as fixgraph_bench_search and dropped afterwards; with --keep
+it stays (for EXPLAIN ANALYZE in psql) and a later --keep run reuses its rows. The
+name is its own, so a test run beside it cannot drop it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import secrets
 import statistics
 import sys
 import time
@@ -31,7 +36,8 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-os.environ.setdefault("DEBUG", "True")
+os.environ.setdefault("DEBUG", "False")
+os.environ.setdefault("SECRET_KEY", secrets.token_hex(32))  # this process's pages only
 
 import django  # noqa: E402
 
@@ -40,11 +46,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import (  # noqa: E402
-    setup_databases,
-    setup_test_environment,
-    teardown_databases,
-)
+from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
 from kb.models import Finding, LanguageModel  # noqa: E402
 from kb.models.search import FindingSearchDocument  # noqa: E402
@@ -53,10 +55,12 @@ from kb.services.search import (  # noqa: E402
     condition_facets,
     document_row,
     model_facets,
+    remember_words,
     weighted_vector,
     write_fts_row,
 )
 
+BENCH_DATABASE = "fixgraph_bench_search"
 BATCH = 5_000
 EXCEPTIONS = [
     "AssertionError",
@@ -134,8 +138,14 @@ QUERIES: dict[str, list[str]] = {
         "torch.AcceleratorError: CUDA error: an illegal memory access was "
         "encountered in fused_moe_kernel on rank 3 during decode"
     ],
-    "filtered": ["fp8?arch=sm_120", "decode?model=Qwen3", ""],
-    "typo": ["flasmla_kv", "nsa_kv_cach_store"],
+    # A filter picked from the page's lists (a whole name), then one typed in part.
+    "filtered": [
+        "fp8?arch=sm_120",
+        "decode?model=Qwen3-235B-A22B",
+        "decode?model=Qwen3",
+        "",
+    ],
+    "typo": ["flasmla_kv", "nsa_kv_cach_store", "cuda graph captre"],
 }
 
 
@@ -163,7 +173,8 @@ def document_for(finding: Finding) -> FindingSearchDocument:
         body="",
     )
     assert finding.model is not None
-    facets = condition_facets(finding.conditions) + model_facets(finding.model)
+    facets = [("status", finding.status), *condition_facets(finding.conditions)]
+    facets += model_facets(finding.model)
     return document_row(finding, fields, facets)
 
 
@@ -190,6 +201,7 @@ def fill(count: int) -> float:
 def store(batch: list[Finding]) -> None:
     created = Finding.objects.bulk_create(batch)
     documents = FindingSearchDocument.objects.bulk_create(document_for(f) for f in created)
+    remember_words(documents)
     if connection.vendor == "sqlite":  # the FTS5 mirror is written row by row
         for doc in documents:
             write_fts_row(
@@ -209,7 +221,7 @@ def url_of(query: str) -> str:
 
 
 def time_queries(rounds: int) -> dict[str, list[float]]:
-    client = Client()
+    client = Client(HTTP_HOST="localhost")  # an allowed host without test settings
     timings: dict[str, list[float]] = {kind: [] for kind in QUERIES}
     for queries in QUERIES.values():
         for query in queries:
@@ -252,7 +264,7 @@ def main() -> None:
     parser.add_argument(
         "--keep",
         action="store_true",
-        help="keep the filled test database (test_<name>) and reuse it next time",
+        help=f"keep the filled database ({BENCH_DATABASE}) and reuse it next time",
     )
     parser.add_argument(
         "--allow-sqlite",
@@ -266,8 +278,11 @@ def main() -> None:
             'DATABASE_URL is not PostgreSQL: run `eval "$(scripts/test-services.sh up)"` '
             "first, or pass --allow-sqlite."
         )
-    setup_test_environment()
-    databases = setup_databases(verbosity=0, interactive=False, keepdb=args.keep)
+    settings.DATABASES["default"]["TEST"]["NAME"] = BENCH_DATABASE
+    # serialized_aliases: no JSON copy of the whole database for test rollbacks (minutes).
+    databases = setup_databases(
+        verbosity=0, interactive=False, keepdb=args.keep, serialized_aliases=set()
+    )
     try:
         filled = args.keep and Finding.objects.count() == args.findings
         fill_s = 0.0 if filled else fill(args.findings)

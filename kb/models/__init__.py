@@ -12,7 +12,7 @@ from kb.models.findings import (
     SourceDocument,
 )
 from kb.models.revision import KnowledgeRevision
-from kb.models.search import FindingSearchDocument, SearchRefresh
+from kb.models.search import FindingSearchDocument, SearchRefresh, SearchWord
 from kb.models.validation import Host, ValidationRun
 from kb.models.vocabulary import Flag, FrameworkRelease, Hardware, LanguageModel
 
@@ -32,6 +32,7 @@ __all__ = [
     "KnowledgeRevision",
     "LanguageModel",
     "SearchRefresh",
+    "SearchWord",
     "SignatureDecision",
     "SourceDocument",
     "ValidationRun",

@@ -13,6 +13,9 @@ from django.db import models
 
 from kb.models.findings import Finding
 
+# Longer words (whole paths) are still found; they are just not corrected.
+SEARCH_WORD_MAX_CHARS = 100
+
 
 class FindingSearchDocument(models.Model):
     """A finding's searchable text, by weight: title (A), errors (B), context (C), body (D)."""
@@ -25,9 +28,6 @@ class FindingSearchDocument(models.Model):
     context = models.TextField(blank=True, help_text="Cause, summary, flags, GPUs, model")
     body = models.TextField(blank=True, help_text="Body and fixes")
     text = models.TextField(blank=True, help_text="All of the above, for snippets")
-    words = models.TextField(
-        blank=True, help_text="Each distinct word once: short enough for trigram similarity"
-    )
     facets = models.TextField(
         blank=True,
         help_text="Filter values, one `key=value` a line: filtering needs no join",
@@ -54,3 +54,16 @@ class SearchRefresh(models.Model):
 
     def __str__(self) -> str:
         return f"refresh search document of finding {self.finding_id}"
+
+
+class SearchWord(models.Model):
+    """A word some search document has (or had): what a misspelt query word is read as.
+
+    Only ever added to, as documents are built: a word no longer in any document costs
+    a correction that finds nothing, never a wrong hit. `reindex_search --all` prunes.
+    """
+
+    word = models.CharField(primary_key=True, max_length=SEARCH_WORD_MAX_CHARS)
+
+    def __str__(self) -> str:
+        return self.word

@@ -24,21 +24,40 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.lookups import DataContains
 from django.contrib.postgres.search import (
     SearchQuery,
     SearchRank,
     SearchVector,
-    TrigramWordSimilarity,
 )
 from django.db import connection, transaction
-from django.db.models import Case, F, FloatField, Q, QuerySet, Value, When
+from django.db.models import (
+    Case,
+    F,
+    FloatField,
+    Func,
+    Lookup,
+    Q,
+    QuerySet,
+    TextField,
+    Value,
+    When,
+)
 from django.utils import timezone
+from rapidfuzz import fuzz, process
 
 from kb.models import Finding, Hardware, LanguageModel
-from kb.models.search import FindingSearchDocument, SearchRefresh
+from kb.models.search import (
+    SEARCH_WORD_MAX_CHARS,
+    FindingSearchDocument,
+    SearchRefresh,
+    SearchWord,
+)
 from kb.transaction_marks import first_time, forget
 
 FTS_TABLE = "kb_finding_fts"
@@ -46,10 +65,7 @@ MAX_QUERY_CHARS = 500
 MAX_SAMPLE_CHARS = 20_000
 # Past this many terms a query is a pasted log, not a search: any term may match.
 ALL_TERMS_UP_TO = 8
-SQLITE_MAX_HITS = 500
 SNIPPET_CHARS = 180
-MAX_WORDS_CHARS = 20_000
-WORD = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]")
 
 ARCH_SPELLING = re.compile(r"\bsm[\s_-]?(\d{2,3}[a-z]?)\b", re.IGNORECASE)
 IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[_\-.:/][A-Za-z0-9]+)*")
@@ -64,6 +80,10 @@ class Term:
     """One word of a query; an identifier keeps its parts in order."""
 
     parts: tuple[str, ...]
+    written: str = field(default="", compare=False)  # as the user typed it
+    # A word the index has is matched as written; the start of one (`flashml`), as any
+    # word it starts. Prefixes cost: each is a merge of every word's postings.
+    prefix: bool = field(default=False, compare=False)
 
     @property
     def joined(self) -> str:
@@ -76,7 +96,7 @@ def normalise_arch(text: str) -> str:
 
 def parse_query(query: str) -> tuple[Term, ...]:
     text = normalise_arch(query[:MAX_QUERY_CHARS].lower())
-    terms = (Term(tuple(ALNUM.findall(token))) for token in IDENTIFIER.findall(text))
+    terms = (Term(tuple(ALNUM.findall(token)), written=token) for token in IDENTIFIER.findall(text))
     unique = dict.fromkeys(term for term in terms if term.parts)
     return tuple(unique)
 
@@ -88,12 +108,26 @@ def searchable(text: str) -> str:
     """Text as both databases should tokenize it: parts, then whole identifiers."""
     text = normalise_arch(text)
     wholes = {
-        "".join(ALNUM.findall(piece.lower()))
+        whole
         for token in IDENTIFIER.findall(text)
         for piece in identifier_pieces(token)
+        for whole in identifier_wholes(piece)
     }
     plain = " ".join(ALNUM.findall(text.lower()))
-    return plain + "\n" + " ".join(sorted(w for w in wholes if w))
+    return plain + "\n" + " ".join(sorted(wholes))
+
+
+# Past this many parts (a long path), only the last ones start a whole of their own.
+MAX_WHOLE_STARTS = 24
+
+
+def identifier_wholes(piece: str) -> list[str]:
+    """`nsa_kv_cache` -> `nsakvcache`, `kvcache`: every run of its parts is the prefix of
+    one of these, so a query identifier is one prefix term, never a phrase (phrases cost
+    a recheck of every hit)."""
+    parts = ALNUM.findall(piece.lower())
+    later = range(max(1, len(parts) - MAX_WHOLE_STARTS), len(parts) - 1)
+    return ["".join(parts[start:]) for start in (0, *later) if parts]
 
 
 def identifier_pieces(token: str) -> Iterable[str]:
@@ -178,7 +212,7 @@ def facet_text(facets: Iterable[Facet]) -> str:
 
 def finding_facets(finding: Finding) -> list[Facet]:
     """The facets of a finding whose relations are prefetched (see refresh_documents)."""
-    facets = gpu_facets(finding.gpus.all())
+    facets = [("status", finding.status), *gpu_facets(finding.gpus.all())]
     facets += [("flag", canonical_flag(setting.name)) for setting in finding.flag_settings.all()]
     facets += condition_facets(finding.conditions or ())
     if finding.model is not None:
@@ -287,7 +321,7 @@ def refresh_documents(finding_ids: list[int]) -> None:
             documents,
             update_conflicts=True,
             unique_fields=["finding"],
-            update_fields=[*INDEXED_FIELDS, "text", "words", "facets", "built_at"],
+            update_fields=[*INDEXED_FIELDS, "text", "facets", "built_at"],
         )
         FindingSearchDocument.objects.filter(finding_id__in=gone).delete()
         if connection.vendor == "postgresql":
@@ -298,11 +332,26 @@ def refresh_documents(finding_ids: list[int]) -> None:
             write_fts_row(document.finding_id, {f: getattr(document, f) for f in INDEXED_FIELDS})
         for finding_id in gone:
             write_fts_row(finding_id, None)
+        remember_words(documents)
+
+
+def remember_words(documents: Iterable[FindingSearchDocument]) -> None:
+    """Add the documents' words to the list query words are corrected against."""
+    words = {
+        word
+        for document in documents
+        for field in INDEXED_FIELDS
+        for word in getattr(document, field).split()
+        if len(word) <= SEARCH_WORD_MAX_CHARS
+    }
+    SearchWord.objects.bulk_create(
+        (SearchWord(word=word) for word in sorted(words)), batch_size=2000, ignore_conflicts=True
+    )
 
 
 INDEXED_FIELDS = ("title", "errors", "context", "body")
 UNSHOWN_DOCUMENT_FIELDS = tuple(
-    f"search_document__{name}" for name in (*INDEXED_FIELDS, "words", "facets", "vector")
+    f"search_document__{name}" for name in (*INDEXED_FIELDS, "facets", "vector")
 )
 
 
@@ -316,17 +365,9 @@ def document_row(
         context=searchable(fields.context),
         body=searchable(fields.body),
         text=fields.text,
-        words=distinct_words(fields),
         facets=facet_text(facets),
         built_at=timezone.now(),
     )
-
-
-def distinct_words(fields: DocumentFields) -> str:
-    """The document's words, each once: a traceback repeats itself, and trigram similarity
-    over the whole text would cost a scan of every repetition."""
-    words = dict.fromkeys(WORD.findall(fields.text.lower()))
-    return " ".join(words)[:MAX_WORDS_CHARS]
 
 
 def weighted_vector() -> SearchVector:
@@ -371,6 +412,7 @@ def build_missing_documents() -> int:
 def rebuild_all() -> int:
     """Every document from scratch: after a restore, or when this module's rules change."""
     ids = list(Finding.objects.values_list("pk", flat=True))
+    SearchWord.objects.all().delete()  # words of deleted findings go too
     refresh_in_batches(ids)
     return len(ids)
 
@@ -401,8 +443,14 @@ def canonical_arch(value: str) -> str:
     return f"sm_{match.group(1).lower()}" if match else value.strip().lower()
 
 
-def filter_findings(queryset: QuerySet[Finding], filters: FindingFilters) -> QuerySet[Finding]:
-    if filters.status:
+def filter_findings(
+    queryset: QuerySet[Finding], filters: FindingFilters, *, ranked: bool = False
+) -> QuerySet[Finding]:
+    """`ranked`: the rows go on to full-text ranking, which then needs only the document
+    (a status test on the finding makes PostgreSQL hash-join every finding)."""
+    if filters.status and ranked:
+        queryset = queryset.filter(has_facet("status", filters.status))
+    elif filters.status:
         queryset = queryset.filter(status=filters.status)
     for condition in facet_conditions(filters):
         # On the document's facets: one row per finding, so no join on GPUs or flags.
@@ -427,7 +475,18 @@ FACETS = "search_document__facets"
 def has_facet(key: str, value: str) -> Q:
     if not value.strip():
         return Q(pk__in=[])  # `--` or `sm_` names no facet: nothing has it
-    return Q(**{f"{FACETS}__contains": facet_text([(key, value)])})
+    text = facet_text([(key, value)])
+    if postgres():
+        return Q(DataContains(FacetLines(F(FACETS)), text.strip("\n").split("\n")))
+    return Q(**{f"{FACETS}__contains": text})
+
+
+class FacetLines(Func):
+    """A document's facets as an array of lines, spelled as the GIN index over them
+    (migration 0008) is, so PostgreSQL answers `has this facet` from the index."""
+
+    template = "string_to_array(%(expressions)s, E'\\n')"
+    output_field = ArrayField(TextField())
 
 
 def facet_matching(key: str, words: Iterable[str]) -> Q:
@@ -448,6 +507,9 @@ def regex_literal(word: str) -> str:
 
 
 def gpu_condition(gpu: str) -> Q:
+    # A name picked from the page's list is one index lookup; other words, a scan.
+    if Hardware.objects.filter(name__iexact=gpu.strip()).exists():
+        return has_facet("gpu", gpu)
     return facet_matching("gpu", gpu.split())
 
 
@@ -456,11 +518,13 @@ def arch_condition(arch: str) -> Q:
 
 
 def model_condition(model: str) -> Q:
-    return (
-        facet_matching("model", [model.strip()])
-        | has_facet("model.arch", model)
-        | has_facet("model.family", model)
-    )
+    exact = has_facet("model", model) | has_facet("model.arch", model)
+    exact |= has_facet("model.family", model)
+    value = model.strip()
+    known = Q(name__iexact=value) | Q(arch__iexact=value) | Q(family__iexact=value)
+    if LanguageModel.objects.filter(known).exists():
+        return exact
+    return exact | facet_matching("model", [value])  # part of a name: `GLM-5`
 
 
 def framework_condition(framework: str) -> Q:
@@ -475,7 +539,134 @@ def flag_condition(flag: str) -> Q:
     return has_facet("flag", canonical_flag(flag))
 
 
+# --- reading the query ----------------------------------------------------------------
+
+# Shorter words that no document has are left out, not guessed at.
+MIN_CORRECTED_CHARS = 4
+# pg_trgm similarity (shared trigrams / all trigrams) a correction needs.
+MIN_SIMILARITY = 0.4
+# rapidfuzz ratio (0-100) a correction needs on SQLite, about the same strictness.
+MIN_RATIO = 75.0
+# On SQLite the word list is compared in Python: past this size, only words that
+# start with the same character are.
+SQLITE_WHOLE_LIST_UP_TO = 200_000
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a query was read: the terms searched, and what was changed to get them."""
+
+    terms: tuple[Term, ...]
+    corrected: tuple[tuple[str, str], ...] = ()  # (as written, as searched)
+    ignored: tuple[str, ...] = ()  # words no finding has, left out
+
+
+def read_query(terms: tuple[Term, ...]) -> Reading:
+    """A word no finding has cannot narrow a search; it can only empty it. Such a word
+    is read as the closest indexed word (a typo), or else left out (`out of memory`
+    where the findings say `OOM`)."""
+    if len(terms) > ALL_TERMS_UP_TO:
+        return Reading(terms)  # a pasted log: whole words, any may match, none corrected
+    kept: list[Term] = []
+    corrected: list[tuple[str, str]] = []
+    ignored: list[str] = []
+    for term in terms:
+        # The first word in order that starts with the term is the term itself, if known.
+        first = SearchWord.objects.filter(word__startswith=term.joined).order_by("word")
+        known = first.values_list("word", flat=True).first()
+        if known is not None:
+            kept.append(replace(term, prefix=known != term.joined))
+            continue
+        closest = closest_word(term.joined) if len(term.joined) >= MIN_CORRECTED_CHARS else None
+        if closest is None:
+            ignored.append(term.written)
+        else:
+            kept.append(Term((closest,), written=term.written))
+            corrected.append((term.written, closest))
+    return Reading(tuple(dict.fromkeys(kept)), tuple(corrected), tuple(ignored))
+
+
+def closest_word(word: str) -> str | None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(CLOSEST_WORD_SQL, {"word": word, "least": MIN_SIMILARITY})
+            row = cursor.fetchone()
+        return str(row[0]) if row else None
+    words = SearchWord.objects.values_list("word", flat=True)
+    if words.count() > SQLITE_WHOLE_LIST_UP_TO:
+        words = words.filter(word__startswith=word[0])
+    best = process.extractOne(word, list(words), scorer=fuzz.ratio, score_cutoff=MIN_RATIO)
+    return str(best[0]) if best else None
+
+
+# `%` narrows through the trigram index (at pg_trgm's looser default threshold).
+CLOSEST_WORD_SQL = (
+    "SELECT word FROM (SELECT word, similarity(word, %(word)s) AS close FROM kb_searchword "
+    "WHERE word %% %(word)s) AS near WHERE close >= %(least)s "
+    "ORDER BY close DESC, length(word), word LIMIT 1"
+)
+
+
 # --- search ---------------------------------------------------------------------------
+
+# A search ranks at most this many matches. Past them, order helps no one, and a page
+# says "1,000+": every later step (count, page, snippets) works on this list only.
+RANKED_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    findings: QuerySet[Finding]  # best first, each with `rank`; newest first without a query
+    count: int  # matches, at most RANKED_LIMIT + 1 (meaning "more")
+    reading: Reading = Reading(())
+    every_word: bool = True  # False: no finding had them all; these have some
+    best_ids: tuple[int, ...] | None = None  # the ranked matches in order; None: no query
+    ranked: QuerySet[Finding] | None = None  # every filtered finding, ranked: for pages
+
+    def page(self, start: int, size: int) -> QuerySet[Finding]:
+        """A page of `findings`; a ranked one is read by its ids, so only its rows are ranked."""
+        if self.best_ids is None or self.ranked is None:
+            return self.findings[start : start + size]
+        return self.ranked.filter(pk__in=self.best_ids[start : start + size])
+
+
+def search(
+    query: str = "",
+    *,
+    filters: FindingFilters | None = None,
+    queryset: QuerySet[Finding] | None = None,
+) -> SearchResult:
+    """Findings matching `query` and the filters: those with every word of the query
+    (any word, for a pasted log; or when none has them all), best first, each annotated
+    with `rank` (higher is better). Without a query, newest first.
+    `snippet_for(finding, query)` gives the highlighted line.
+    """
+    filters = filters or FindingFilters()
+    terms = parse_query(query)
+    if (terms or filters != FindingFilters()) and SearchRefresh.objects.exists():
+        refresh_queued()  # both read the documents
+    queryset = queryset if queryset is not None else Finding.objects.all()
+    if not terms:
+        base = filter_findings(queryset, filters)
+        count = base.order_by().values("pk")[: RANKED_LIMIT + 1].count()
+        return SearchResult(base.order_by("-updated_at", "-id"), count)
+    reading = read_query(terms)
+    base = filter_findings(queryset, filters, ranked=True)
+    if not reading.terms:
+        return SearchResult(base.none(), 0, reading)
+    # Snippets need the document's text only: the ranked sort then carries narrow rows.
+    base = base.select_related("search_document").defer(*UNSHOWN_DOCUMENT_FIELDS)
+    every = len(reading.terms) <= ALL_TERMS_UP_TO
+    ranked, ids = ranked_matches(base, reading.terms, every)
+    if not ids and every and len(reading.terms) > 1:
+        ranked, ids = ranked_matches(base, reading.terms, every=False)
+        every = False
+    best = ranked.filter(AnyOf(F("pk"), ids)) if postgres() else ranked.filter(pk__in=ids)
+    return SearchResult(best, len(ids), reading, every, tuple(ids), ranked)
+
+
+def postgres() -> bool:
+    return connection.vendor == "postgresql"
 
 
 def search_findings(
@@ -484,44 +675,88 @@ def search_findings(
     filters: FindingFilters | None = None,
     queryset: QuerySet[Finding] | None = None,
 ) -> QuerySet[Finding]:
-    """Findings matching `query` (all of its words; any, for a pasted log) and the filters.
-
-    With a query, best first and each annotated with `rank` (higher is better);
-    without one, newest first. `snippet_for(finding, query)` gives the highlighted line.
-    """
-    filters = filters or FindingFilters()
-    terms = parse_query(query)
-    if (terms or filters != FindingFilters()) and SearchRefresh.objects.exists():
-        refresh_queued()  # both read the documents
-    base = filter_findings(queryset if queryset is not None else Finding.objects.all(), filters)
-    if not terms:
-        return base.order_by("-updated_at", "-id")
-    # Snippets need the document's text only: the ranked sort then carries narrow rows.
-    base = base.select_related("search_document").defer(*UNSHOWN_DOCUMENT_FIELDS)
-    if connection.vendor == "postgresql":
-        return postgres_search(base, query, terms)
-    return sqlite_search(base, query, terms)
+    """`search()`'s findings alone (the REST API paginates them itself)."""
+    return search(query, filters=filters, queryset=queryset).findings
 
 
-def postgres_search(
-    base: QuerySet[Finding], query: str, terms: tuple[Term, ...]
-) -> QuerySet[Finding]:
-    """Full-text matches, best first; only when there are none, trigram similarity.
+def ranked_matches(
+    base: QuerySet[Finding], terms: tuple[Term, ...], every: bool
+) -> tuple[QuerySet[Finding], list[int]]:
+    """The best matches' ids, best first (ties: newest id first, as the queryset orders
+    them), and the findings ranked by the same measure in SQL."""
+    if postgres():
+        scores, rank = postgres_ranking(base, terms, every)
+    else:
+        scores, rank = sqlite_ranking(base, terms, every)
+    ids = sorted(scores, key=lambda pk: (-scores[pk], -pk))
+    return base.annotate(rank=rank).order_by("-rank", "-id"), ids
 
-    The two are not OR-ed in one query: that keeps PostgreSQL off the GIN index of
-    the vectors and makes it scan every document.
-    """
-    tsquery_source = tsquery_text(terms)
-    text = query.strip()[:MAX_QUERY_CHARS]
-    if len(text) >= 4 and not any_full_text_match(tsquery_source):
-        return typo_search(base, text)
-    tsquery = SearchQuery(tsquery_source, search_type="raw", config="simple")
-    rank = SearchRank(F("search_document__vector"), tsquery)
+
+class AnyOf(Lookup):
+    """`= ANY(%s)` with the ids as one array: a thousand placeholders cost milliseconds
+    to compile and send, on every page."""
+
+    lookup_name = "any_of"
+    prepare_rhs = False
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        return f"{lhs} = ANY(%s)", [*lhs_params, list(self.rhs)]
+
+
+def postgres_ranking(
+    base: QuerySet[Finding], terms: tuple[Term, ...], every: bool
+) -> tuple[dict[int, float], SearchRank]:
+    """Rank (higher is better) of each of the best matches, and the rank as SQL."""
+    source = (" & " if every else " | ").join(postgres_term(term) for term in terms)
+    tsquery = SearchQuery(source, search_type="raw", config="simple")
     matches = base.filter(search_document__vector=tsquery)
-    candidates = pasted_log_candidates(terms, tsquery_source)
+    candidates = pasted_log_candidates(terms, source)
     if candidates is not None:
         matches = matches.filter(pk__in=candidates)
-    return matches.annotate(rank=rank).order_by("-rank", "-id")
+    vector = F("search_document__vector")
+    rank = SearchRank(vector, tsquery)
+    matches = matches.prefetch_related(None)
+    if rum_index_present():
+        distance = RumDistance(vector, tsquery)
+        best = matches.annotate(score=distance).order_by(distance.asc())
+        rows = best.values_list("pk", "score")[: RANKED_LIMIT + 1]
+        return {pk: 1 / distance if distance else 0.0 for pk, distance in rows}, rank
+    rows = matches.annotate(score=rank).order_by("-score").values_list("pk", "score")
+    return dict(rows[: RANKED_LIMIT + 1]), rank
+
+
+class RumDistance(Func):
+    """`vector <=> query` of the rum extension: 1 / ts_rank, which a RUM index yields in
+    order as it scans, where ts_rank would be computed for every match and sorted."""
+
+    arg_joiner = " <=> "
+    template = "(%(expressions)s)"
+    output_field = FloatField()
+
+
+RUM_INDEX = "kb_search_vector_rum"
+_rum_index: dict[str, bool] = {}
+
+
+def rum_index_present() -> bool:
+    """Whether migration 0008 could build the RUM index (the server has the extension)."""
+    if connection.alias not in _rum_index:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [RUM_INDEX])
+            _rum_index[connection.alias] = cursor.fetchone() is not None
+    return _rum_index[connection.alias]
+
+
+def forget_index_state() -> None:
+    """After indexes change under a running process (tests, a migration run beside it)."""
+    _rum_index.clear()
+
+
+def postgres_term(term: Term) -> str:
+    # Parts are [a-z0-9]+ only (see ALNUM), so nothing here can break tsquery syntax.
+    # An identifier is one word in the index (see identifier_wholes), never a phrase.
+    return f"{term.joined}:*" if term.prefix else term.joined
 
 
 # A pasted log has words that are in nearly every document (`in`, `error`, `cuda`):
@@ -569,21 +804,8 @@ def common_words() -> dict[str, float]:
         return {str(word): float(share) for word, share in cursor.fetchall()}
 
 
-# A CTE the planner cannot push `LIMIT 1` into: with it, PostgreSQL expects an early
-# hit and reads every document in turn; without, it asks the GIN index (ms, not 100).
-ANY_MATCH_SQL = (
-    "WITH hits AS MATERIALIZED (SELECT finding_id FROM kb_findingsearchdocument "
-    "WHERE vector @@ to_tsquery('simple', %s)) SELECT 1 FROM hits LIMIT 1"
-)
-# Likewise for the typo fallback, which also stops at this many candidates: each one
-# costs a word-similarity scan of its document, and a typo rarely needs more.
-TYPO_CANDIDATES = 200
-TYPO_CANDIDATES_SQL = (
-    "WITH close AS MATERIALIZED (SELECT finding_id FROM kb_findingsearchdocument "
-    "WHERE words %%> %s) SELECT finding_id FROM close LIMIT %s"
-)
-
-
+# A CTE the planner cannot push `LIMIT` into: with it, PostgreSQL expects early hits
+# and reads every document in turn; without, it asks the full-text index.
 FIRST_MATCHES_SQL = (
     "WITH hits AS MATERIALIZED (SELECT finding_id FROM kb_findingsearchdocument "
     "WHERE vector @@ to_tsquery('simple', %s)) SELECT finding_id FROM hits LIMIT %s"
@@ -595,71 +817,31 @@ COMMON_WORDS_SQL = (
 )
 
 
-def any_full_text_match(tsquery_source: str) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(ANY_MATCH_SQL, [tsquery_source])
-        return cursor.fetchone() is not None
-
-
-def typo_search(base: QuerySet[Finding], text: str) -> QuerySet[Finding]:
-    """Typos and partial strings: documents with a close enough stretch of words."""
-    with connection.cursor() as cursor:
-        cursor.execute(TYPO_CANDIDATES_SQL, [text, TYPO_CANDIDATES])
-        candidates = [finding_id for (finding_id,) in cursor.fetchall()]
-    similar = TrigramWordSimilarity(Value(text), "search_document__words")
-    return base.filter(pk__in=candidates).annotate(rank=similar * 0.1).order_by("-rank", "-id")
-
-
-def tsquery_text(terms: tuple[Term, ...]) -> str:
-    operator = " & " if len(terms) <= ALL_TERMS_UP_TO else " | "
-    return operator.join(postgres_term(term) for term in terms)
-
-
-def postgres_term(term: Term) -> str:
-    # Parts are [a-z0-9]+ only (see ALNUM), so nothing here can break tsquery syntax.
-    if len(term.parts) == 1:
-        return f"{term.joined}:*"
-    phrase = " <-> ".join(term.parts[:-1] + (f"{term.parts[-1]}:*",))
-    return f"({term.joined}:* | ({phrase}))"
-
-
-def sqlite_search(
-    base: QuerySet[Finding], query: str, terms: tuple[Term, ...]
-) -> QuerySet[Finding]:
-    ranks = fts_ranks(terms)
-    if not ranks:
-        return (
-            base.filter(search_document__text__icontains=query.strip()[:MAX_QUERY_CHARS])
-            .annotate(rank=Value(0.0, output_field=FloatField()))
-            .order_by("-id")
-        )
+def sqlite_ranking(
+    base: QuerySet[Finding], terms: tuple[Term, ...], every: bool
+) -> tuple[dict[int, float], Case]:
+    ranks = fts_ranks(terms, every)
+    ids = base.filter(pk__in=list(ranks)).values_list("pk", flat=True)
+    scores = {pk: ranks[pk] for pk in ids}
     rank = Case(
-        *(When(pk=pk, then=Value(score)) for pk, score in ranks.items()),
+        *(When(pk=pk, then=Value(score)) for pk, score in scores.items()),
         default=Value(0.0),
         output_field=FloatField(),
     )
-    return base.filter(pk__in=list(ranks)).annotate(rank=rank).order_by("-rank", "-id")
+    return scores, rank
 
 
-def fts_ranks(terms: tuple[Term, ...]) -> dict[int, float]:
+def fts_ranks(terms: tuple[Term, ...], every: bool) -> dict[int, float]:
     sql = (
         f"SELECT rowid, -bm25({FTS_TABLE}, 10.0, 4.0, 2.0, 1.0) FROM {FTS_TABLE} "  # noqa: S608
-        f"WHERE {FTS_TABLE} MATCH %s ORDER BY 2 DESC LIMIT {SQLITE_MAX_HITS}"
+        f"WHERE {FTS_TABLE} MATCH %s ORDER BY 2 DESC LIMIT {RANKED_LIMIT + 1}"
+    )
+    match = (" AND " if every else " OR ").join(
+        f'"{term.joined}"*' if term.prefix else f'"{term.joined}"' for term in terms
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [fts_query_text(terms)])
+        cursor.execute(sql, [match])
         return {int(pk): float(score) for pk, score in cursor.fetchall()}
-
-
-def fts_query_text(terms: tuple[Term, ...]) -> str:
-    operator = " AND " if len(terms) <= ALL_TERMS_UP_TO else " OR "
-    return operator.join(fts_term(term) for term in terms)
-
-
-def fts_term(term: Term) -> str:
-    if len(term.parts) == 1:
-        return f'"{term.joined}"*'
-    return f'("{term.joined}"* OR "{" ".join(term.parts)}"*)'
 
 
 # --- snippets -------------------------------------------------------------------------

@@ -5,18 +5,24 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from kb.forms import SearchForm
-from kb.models import Finding, FindingGpu, FrameworkRelease, Hardware, LanguageModel
-from kb.services.search import search_findings, snippet_for
+from kb.models import (
+    Finding,
+    FindingGpu,
+    FrameworkRelease,
+    Hardware,
+    KnowledgeRevision,
+    LanguageModel,
+)
+from kb.services.search import RANKED_LIMIT, search, snippet_for
 
-PAGE_SIZE = 50
-# Counting every match of a common word costs as much as ranking them all; past
-# this many the page says "1,000+" instead (the unordered count stops early).
-COUNT_CAP = 1000
+PAGE_SIZE = 25
+# A search ranks at most this many matches; past them the page says "1,000+".
+COUNT_CAP = RANKED_LIMIT
 
 
 @dataclass(frozen=True)
@@ -70,15 +76,12 @@ def finding_list(request: HttpRequest) -> HttpResponse:
 
 
 def results_page(form: SearchForm, raw_number: str) -> ResultPage:
-    findings: QuerySet[Finding] = search_findings(form.query(), filters=form.filters())
+    result = search(form.query(), filters=form.filters())
     number = page_number(raw_number)
     start = (number - 1) * PAGE_SIZE
-    shown = findings.select_related("model", "framework").prefetch_related("gpus")
+    shown = result.page(start, PAGE_SIZE).select_related("model", "framework")
     return ResultPage(
-        number=number,
-        findings=list(shown[start : start + PAGE_SIZE]),
-        # Only the keys: counting must not rank (the rank annotation would be computed).
-        count=findings.order_by().values("pk")[: COUNT_CAP + 1].count(),
+        number=number, findings=list(shown.prefetch_related("gpus")), count=result.count
     )
 
 
@@ -90,8 +93,24 @@ def page_number(raw: str) -> int:
     return min(max(number, 1), COUNT_CAP // PAGE_SIZE + 1)
 
 
+# The lists change with the knowledge base, not per request: kept per revision, and for
+# a minute at most (linking a GPU to a finding does not move the revision).
+FACET_CHOICES_TTL_S = 60.0
+_facet_choices: tuple[str, float, dict[str, list[str]]] = ("", 0.0, {})
+
+
 def facet_choices() -> dict[str, list[str]]:
-    """Values that occur in findings, offered as suggestions beside the free-text facets."""
+    """Values that occur in findings, offered in the filter lists."""
+    global _facet_choices
+    revision = KnowledgeRevision.current()
+    cached_revision, cached_at, choices = _facet_choices
+    if revision != cached_revision or time.monotonic() - cached_at > FACET_CHOICES_TTL_S:
+        choices = used_facet_values()
+        _facet_choices = (revision, time.monotonic(), choices)
+    return choices
+
+
+def used_facet_values() -> dict[str, list[str]]:
     # EXISTS per (few) vocabulary row, not a join over every finding then DISTINCT.
     gpus = Hardware.objects.filter(Exists(FindingGpu.objects.filter(hardware=OuterRef("pk"))))
     used = Exists(Finding.objects.filter(model=OuterRef("pk")))

@@ -6,7 +6,14 @@ import pytest
 from django.db import connection
 
 from kb.models import ErrorSample, Finding, FrameworkRelease
-from kb.services.search import FindingFilters, parse_query, search_findings, snippet_for
+from kb.services.search import (
+    FindingFilters,
+    forget_index_state,
+    parse_query,
+    search,
+    search_findings,
+    snippet_for,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -43,11 +50,48 @@ def test_it_finds_the_oom_finding_by_its_flag(
     assert found(query) == [oom_finding.pk]
 
 
-def test_it_requires_every_word_of_a_short_query(
+def test_it_wants_every_word_of_a_short_query_when_a_finding_has_them(
     dsa_finding: Finding, oom_finding: Finding
 ) -> None:
-    assert found("set_kv_buffer OutOfMemoryError") == []
-    assert found("AssertionError set_kv_buffer") == [dsa_finding.pk]
+    result = search("AssertionError set_kv_buffer")
+    assert [f.pk for f in result.findings] == [dsa_finding.pk]
+    assert result.every_word and result.count == 1
+
+
+def test_when_no_finding_has_every_word_it_shows_those_with_some(
+    dsa_finding: Finding, oom_finding: Finding
+) -> None:
+    result = search("set_kv_buffer OutOfMemoryError")
+    assert sorted(f.pk for f in result.findings) == sorted([dsa_finding.pk, oom_finding.pk])
+    assert not result.every_word
+
+
+def test_it_leaves_out_words_no_finding_has(dsa_finding: Finding, oom_finding: Finding) -> None:
+    result = search("set_kv_buffer qq zx")
+    assert [f.pk for f in result.findings] == [dsa_finding.pk]
+    assert result.reading.ignored == ("qq", "zx")
+    assert result.every_word
+
+
+@pytest.mark.parametrize(
+    ("query", "read_as"),
+    [
+        ("nsa_kv_cache_stor_fp8", "nsakvcachestorefp8"),
+        ("set_kv_bufer", "setkvbuffer"),
+        ("AsertionError", "assertionerror"),
+    ],
+)
+def test_it_reads_a_misspelt_word_as_the_closest_word_of_the_index(
+    query: str, read_as: str, dsa_finding: Finding, oom_finding: Finding
+) -> None:
+    result = search(query)
+    assert [f.pk for f in result.findings] == [dsa_finding.pk]
+    assert result.reading.corrected == ((query.lower(), read_as),)
+
+
+def test_a_misspelt_word_with_nothing_close_finds_nothing(dsa_finding: Finding) -> None:
+    result = search("kangaroo")
+    assert result.count == 0 and result.reading.ignored == ("kangaroo",)
 
 
 def test_it_highlights_the_hit_in_the_snippet(dsa_finding: Finding) -> None:
@@ -104,11 +148,6 @@ def test_it_splits_identifiers_but_keeps_them_whole() -> None:
     ]
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="trigram typo search: PostgreSQL")
-def test_it_forgives_a_typo_on_postgresql(dsa_finding: Finding) -> None:
-    assert found("nsa_kv_cache_stor_fp8") == [dsa_finding.pk]
-
-
 def test_draft_and_published_are_filterable(dsa_finding: Finding) -> None:
     assert found("set_kv_buffer", status="draft") == []
     assert found("set_kv_buffer", status="published") == [dsa_finding.pk]
@@ -144,7 +183,6 @@ def test_it_filters_by_a_framework_attached_after_indexing(
     assert found("out of memory", framework="sglang") == [oom_finding.pk]
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="trigram typo search: PostgreSQL")
 def test_it_forgives_a_typo_within_the_filters(dsa_finding: Finding, oom_finding: Finding) -> None:
     assert found("set_kv_bufer", arch="sm_120") == [dsa_finding.pk]
     assert found("set_kv_bufer", arch="sm_90") == []
@@ -167,3 +205,20 @@ def test_it_treats_filter_values_as_plain_text(dsa_finding: Finding) -> None:
         assert found("", gpu=hostile, model=hostile, framework=hostile, flag=hostile) == []
     assert found("", gpu="(pro") == []
     assert found("", model="glm-5-nvfp4") == [dsa_finding.pk]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the RUM index: PostgreSQL")
+def test_it_ranks_the_same_without_the_rum_index(
+    dsa_finding: Finding, oom_finding: Finding
+) -> None:
+    queries = ["memory", "set_kv_buffer OutOfMemoryError", PASTED, "sm120", "cuda graph"]
+    with_rum = {q: [(f.pk, round(f.rank, 5)) for f in search_findings(q)] for q in queries}
+    assert all(with_rum.values())
+    with connection.cursor() as cursor:  # rolled back with the test's transaction
+        cursor.execute("DROP INDEX kb_search_vector_rum")
+    forget_index_state()
+    try:
+        without = {q: [(f.pk, round(f.rank, 5)) for f in search_findings(q)] for q in queries}
+    finally:
+        forget_index_state()
+    assert without == with_rum

@@ -1,0 +1,100 @@
+# Search, faster and kinder to typos:
+# - ranked search reads its best matches in order from a RUM index (the rum extension)
+#   instead of computing ts_rank for every match and sorting. Where the server lacks the
+#   extension, search ranks through the GIN index as before: slower on common words,
+#   same order;
+# - `has this facet` is answered from a GIN index over the facets' lines;
+# - a misspelt query word is read as the closest word of the index (kb_searchword,
+#   trigram-indexed), so documents no longer keep a word list for trigram similarity;
+# - documents are rebuilt: identifiers are now indexed with every suffix of their parts
+#   (kb.services.search.identifier_wholes).
+import logging
+
+import django.utils.timezone
+from django.db import DatabaseError, migrations, models, transaction
+
+logger = logging.getLogger("fixgraph.migrations")
+
+RUM_INDEX = "kb_search_vector_rum"
+CREATE_INDEX = (
+    f"CREATE INDEX IF NOT EXISTS {RUM_INDEX} ON kb_findingsearchdocument "
+    "USING rum (vector rum_tsvector_ops)"
+)
+
+
+def create_rum_index(apps, schema_editor):
+    connection = schema_editor.connection
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'rum'")
+        if cursor.fetchone() is None:
+            logger.warning(
+                "PostgreSQL has no rum extension: search ranks without the RUM index. "
+                "Install it (Debian: postgresql-<version>-rum), then run "
+                "`manage.py migrate kb 0007 && manage.py migrate`."
+            )
+            return
+        try:
+            with transaction.atomic(using=connection.alias):
+                cursor.execute("CREATE EXTENSION IF NOT EXISTS rum")
+        except DatabaseError as error:  # a role that may not create extensions
+            logger.warning("no rum extension (%s): search ranks without it", error)
+            return
+        cursor.execute(CREATE_INDEX)
+
+
+def drop_rum_index(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(f"DROP INDEX IF EXISTS {RUM_INDEX}")
+
+
+def queue_existing_documents(apps, schema_editor):
+    # Rebuilt at the next search (or `reindex_search`) by the service's rules of the day.
+    documents = apps.get_model("kb", "FindingSearchDocument")
+    refresh = apps.get_model("kb", "SearchRefresh")
+    now = django.utils.timezone.now()
+    ids = documents.objects.values_list("finding_id", flat=True).iterator()
+    refresh.objects.bulk_create(
+        (refresh(finding_id=finding_id, queued_at=now) for finding_id in ids),
+        batch_size=1000,
+        ignore_conflicts=True,
+    )
+
+
+POSTGRES_FORWARD = [
+    "CREATE INDEX kb_searchword_trgm ON kb_searchword USING gin (word gin_trgm_ops)",
+    # `has facet arch=sm_120` from the index: the facets text holds one facet a line.
+    "CREATE INDEX kb_search_facet_lines ON kb_findingsearchdocument "
+    "USING gin (string_to_array(facets, E'\\n'))",
+]
+POSTGRES_BACKWARD = [
+    "DROP INDEX IF EXISTS kb_searchword_trgm",
+    "DROP INDEX IF EXISTS kb_search_facet_lines",
+]
+
+
+def on_postgres(statements):
+    def operation(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            for statement in statements:
+                schema_editor.execute(statement)
+
+    return operation
+
+
+class Migration(migrations.Migration):
+    dependencies = [("kb", "0007_search_facets")]
+
+    operations = [
+        migrations.CreateModel(
+            name="SearchWord",
+            fields=[
+                ("word", models.CharField(max_length=100, primary_key=True, serialize=False)),
+            ],
+        ),
+        migrations.RemoveField(model_name="findingsearchdocument", name="words"),
+        migrations.RunPython(on_postgres(POSTGRES_FORWARD), on_postgres(POSTGRES_BACKWARD)),
+        migrations.RunPython(create_rum_index, drop_rum_index),
+        migrations.RunPython(queue_existing_documents, migrations.RunPython.noop),
+    ]
