@@ -48,6 +48,7 @@ from django.db.models import (
     Value,
     When,
 )
+from django.db.models.functions import Length
 from django.utils import timezone
 from rapidfuzz import fuzz, process
 
@@ -81,13 +82,16 @@ class Term:
 
     parts: tuple[str, ...]
     written: str = field(default="", compare=False)  # as the user typed it
-    # A word the index has is matched as written; the start of one (`flashml`), as any
-    # word it starts. Prefixes cost: each is a merge of every word's postings.
-    prefix: bool = field(default=False, compare=False)
+    # The indexed words it matches (see read_query): itself, or those it starts.
+    completions: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def joined(self) -> str:
         return "".join(self.parts)
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        return self.completions or (self.joined,)
 
 
 def normalise_arch(text: str) -> str:
@@ -105,16 +109,16 @@ def parse_query(query: str) -> tuple[Term, ...]:
 
 
 def searchable(text: str) -> str:
-    """Text as both databases should tokenize it: parts, then whole identifiers."""
-    text = normalise_arch(text)
-    wholes = {
-        whole
-        for token in IDENTIFIER.findall(text)
-        for piece in identifier_pieces(token)
-        for whole in identifier_wholes(piece)
-    }
-    plain = " ".join(ALNUM.findall(text.lower()))
-    return plain + "\n" + " ".join(sorted(wholes))
+    """Text as both databases should tokenize it: each word's parts, then right after
+    them the wholes of an identifier, so rankers that weigh how close words are see
+    `flashmla_kv` next to the `decode` beside it."""
+    words: list[str] = []
+    for token in IDENTIFIER.findall(normalise_arch(text)):
+        parts = ALNUM.findall(token.lower())
+        words += parts
+        wholes = (w for piece in identifier_pieces(token) for w in identifier_wholes(piece))
+        words += [whole for whole in dict.fromkeys(wholes) if whole not in parts]
+    return " ".join(words)
 
 
 # Past this many parts (a long path), only the last ones start a whole of their own.
@@ -122,9 +126,9 @@ MAX_WHOLE_STARTS = 24
 
 
 def identifier_wholes(piece: str) -> list[str]:
-    """`nsa_kv_cache` -> `nsakvcache`, `kvcache`: every run of its parts is the prefix of
-    one of these, so a query identifier is one prefix term, never a phrase (phrases cost
-    a recheck of every hit)."""
+    """`nsa_kv_cache` -> `nsakvcache`, `kvcache`: every run of its parts starts one of
+    these, so a query identifier is one word (or the words it starts), never a phrase:
+    phrases cost a recheck of every hit."""
     parts = ALNUM.findall(piece.lower())
     later = range(max(1, len(parts) - MAX_WHOLE_STARTS), len(parts) - 1)
     return ["".join(parts[start:]) for start in (0, *later) if parts]
@@ -571,11 +575,13 @@ def read_query(terms: tuple[Term, ...]) -> Reading:
     corrected: list[tuple[str, str]] = []
     ignored: list[str] = []
     for term in terms:
-        # The first word in order that starts with the term is the term itself, if known.
-        first = SearchWord.objects.filter(word__startswith=term.joined).order_by("word")
-        known = first.values_list("word", flat=True).first()
-        if known is not None:
-            kept.append(replace(term, prefix=known != term.joined))
+        completions = words_starting(term.joined)
+        if completions:
+            # A word the index has is matched as written; the start of one (`flashml`),
+            # as the shortest words it starts. Not as a `:*` prefix: PostgreSQL's ts_rank
+            # scores a prefix next to another word as if they were far apart.
+            whole = completions[0] == term.joined
+            kept.append(replace(term, completions=completions[:1] if whole else completions))
             continue
         closest = closest_word(term.joined) if len(term.joined) >= MIN_CORRECTED_CHARS else None
         if closest is None:
@@ -584,6 +590,15 @@ def read_query(terms: tuple[Term, ...]) -> Reading:
             kept.append(Term((closest,), written=term.written))
             corrected.append((term.written, closest))
     return Reading(tuple(dict.fromkeys(kept)), tuple(corrected), tuple(ignored))
+
+
+# A prefix reads as at most this many words, the shortest first.
+MAX_COMPLETIONS = 16
+
+
+def words_starting(start: str) -> tuple[str, ...]:
+    words = SearchWord.objects.filter(word__startswith=start).order_by(Length("word"), "word")
+    return tuple(words.values_list("word", flat=True)[:MAX_COMPLETIONS])
 
 
 def closest_word(word: str) -> str | None:
@@ -754,9 +769,9 @@ def forget_index_state() -> None:
 
 
 def postgres_term(term: Term) -> str:
-    # Parts are [a-z0-9]+ only (see ALNUM), so nothing here can break tsquery syntax.
+    # Words are [a-z0-9]+ only (see ALNUM), so nothing here can break tsquery syntax.
     # An identifier is one word in the index (see identifier_wholes), never a phrase.
-    return f"{term.joined}:*" if term.prefix else term.joined
+    return term.words[0] if len(term.words) == 1 else f"({' | '.join(term.words)})"
 
 
 # A pasted log has words that are in nearly every document (`in`, `error`, `cuda`):
@@ -837,7 +852,7 @@ def fts_ranks(terms: tuple[Term, ...], every: bool) -> dict[int, float]:
         f"WHERE {FTS_TABLE} MATCH %s ORDER BY 2 DESC LIMIT {RANKED_LIMIT + 1}"
     )
     match = (" AND " if every else " OR ").join(
-        f'"{term.joined}"*' if term.prefix else f'"{term.joined}"' for term in terms
+        "(" + " OR ".join(f'"{word}"' for word in term.words) + ")" for term in terms
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [match])

@@ -18,7 +18,7 @@ from kb.models import (
     KnowledgeRevision,
     LanguageModel,
 )
-from kb.services.search import RANKED_LIMIT, search, snippet_for
+from kb.services.search import RANKED_LIMIT, Reading, search, snippet_for
 
 PAGE_SIZE = 25
 # A search ranks at most this many matches; past them the page says "1,000+".
@@ -36,6 +36,8 @@ class ResultPage:
     number: int
     findings: list[Finding]
     count: int  # at most COUNT_CAP + 1
+    reading: Reading = Reading(())  # words corrected or left out
+    every_word: bool = True
 
     @property
     def capped(self) -> bool:
@@ -81,7 +83,11 @@ def results_page(form: SearchForm, raw_number: str) -> ResultPage:
     start = (number - 1) * PAGE_SIZE
     shown = result.page(start, PAGE_SIZE).select_related("model", "framework")
     return ResultPage(
-        number=number, findings=list(shown.prefetch_related("gpus")), count=result.count
+        number=number,
+        findings=list(shown.prefetch_related("gpus")),
+        count=result.count,
+        reading=result.reading,
+        every_word=result.every_word,
     )
 
 

@@ -44,6 +44,22 @@ def test_it_ranks_the_finding_whose_error_names_the_searched_identifier_first(
     assert re.search(r"\d+ findings? for “nsa_kv_cache_store_fp8”", page)
 
 
+def test_it_says_how_it_read_a_misspelt_or_unknown_word(client: Client, starter_kb: None) -> None:
+    page = text_of(client.get("/", {"q": "nsa_kv_cache_stor_fp8 zq"}))
+
+    assert "Triton attention backend asserts" in page
+    assert "searched for <strong>nsakvcachestorefp8</strong> instead" in page
+    assert "No finding has “zq”: searched without it." in page
+
+
+def test_it_says_when_no_finding_has_every_word(client: Client, starter_kb: None) -> None:
+    page = text_of(client.get("/", {"q": "nsa_kv_cache_store_fp8 static_assert"}))
+
+    assert "No finding has every word" in page
+    assert "Triton attention backend asserts" in page
+    assert "FlashInfer MLA kernel cannot read an FP8 KV cache" in page
+
+
 def test_it_filters_by_architecture_and_shows_the_filter(client: Client, starter_kb: None) -> None:
     on_hopper = text_of(client.get("/", {"arch": "sm_90"}))
     on_blackwell = text_of(client.get("/", {"arch": "sm_120"}))

@@ -33,6 +33,18 @@ def test_it_searches_and_filters_known_issues(
     screenshot(page, "search")
 
 
+def test_it_reads_a_misspelt_identifier_and_says_so(
+    page: Page, live_server: Any, starter_kb: None
+) -> None:
+    page.goto(live_server.url + "/")
+    page.get_by_label("Error text, flag or model").fill("flashmla_kvv decod")
+    page.get_by_role("button", name="Search").click()
+
+    expect(page.locator(".finding .title").first).to_contain_text("First decode request")
+    expect(page.locator(".reading")).to_contain_text("searched for flashmlakv instead")
+    screenshot(page, "search-misspelt")
+
+
 def paste(page: Page, live_server: Any, **fields: str) -> None:
     page.goto(live_server.url + "/diagnose/")
     page.get_by_label("Traceback or error line").fill(fixture_text("decode_crash_rtx6000.txt"))
