@@ -67,10 +67,15 @@ POSTGRES_FORWARD = [
     # `has facet arch=sm_120` from the index: the facets text holds one facet a line.
     "CREATE INDEX kb_search_facet_lines ON kb_findingsearchdocument "
     "USING gin (string_to_array(facets, E'\\n'))",
+    # Filters are now exact facets (parts of names are looked up in the vocabulary
+    # first), so the trigrams over the facets text have nothing left to narrow.
+    "DROP INDEX IF EXISTS kb_search_facets_trgm",
 ]
 POSTGRES_BACKWARD = [
     "DROP INDEX IF EXISTS kb_searchword_trgm",
     "DROP INDEX IF EXISTS kb_search_facet_lines",
+    "CREATE INDEX kb_search_facets_trgm ON kb_findingsearchdocument "
+    "USING gin (facets gin_trgm_ops)",
 ]
 
 

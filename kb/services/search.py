@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.lookups import DataContains
+from django.contrib.postgres.lookups import Overlap
 from django.contrib.postgres.search import (
     SearchQuery,
     SearchRank,
@@ -52,7 +52,7 @@ from django.db.models.functions import Length
 from django.utils import timezone
 from rapidfuzz import fuzz, process
 
-from kb.models import Finding, Hardware, LanguageModel
+from kb.models import Finding, FrameworkRelease, Hardware, LanguageModel
 from kb.models.search import (
     SEARCH_WORD_MAX_CHARS,
     FindingSearchDocument,
@@ -116,8 +116,9 @@ def searchable(text: str) -> str:
     for token in IDENTIFIER.findall(normalise_arch(text)):
         parts = ALNUM.findall(token.lower())
         words += parts
-        wholes = (w for piece in identifier_pieces(token) for w in identifier_wholes(piece))
-        words += [whole for whole in dict.fromkeys(wholes) if whole not in parts]
+        if len(parts) > 1:  # most words are one part: no wholes to add
+            wholes = (w for piece in identifier_pieces(token) for w in identifier_wholes(piece))
+            words += [whole for whole in dict.fromkeys(wholes) if whole not in parts]
     return " ".join(words)
 
 
@@ -477,12 +478,20 @@ FACETS = "search_document__facets"
 
 
 def has_facet(key: str, value: str) -> Q:
-    if not value.strip():
+    return has_any_facet(key, [value])
+
+
+def has_any_facet(key: str, values: Iterable[str]) -> Q:
+    """Findings with `key=value` for one of `values` (exactly, but for case and spaces)."""
+    lines = [facet_text([(key, value)]).strip("\n") for value in values if value.strip()]
+    if not lines:
         return Q(pk__in=[])  # `--` or `sm_` names no facet: nothing has it
-    text = facet_text([(key, value)])
     if postgres():
-        return Q(DataContains(FacetLines(F(FACETS)), text.strip("\n").split("\n")))
-    return Q(**{f"{FACETS}__contains": text})
+        return Q(Overlap(FacetLines(F(FACETS)), lines))
+    anywhere = Q(pk__in=[])
+    for line in lines:
+        anywhere |= Q(**{f"{FACETS}__contains": f"\n{line}\n"})
+    return anywhere
 
 
 class FacetLines(Func):
@@ -493,28 +502,16 @@ class FacetLines(Func):
     output_field = ArrayField(TextField())
 
 
-def facet_matching(key: str, words: Iterable[str]) -> Q:
-    """A `key` line holding every one of `words` somewhere (lookaheads: in any order)."""
-    words = [word.lower() for word in words]
-    ahead = "".join(f"(?=[^\n]*{regex_literal(word)})" for word in words)
-    # The plain substrings let the trigram index narrow the rows the pattern runs on.
-    condition = Q(**{f"{FACETS}__regex": f"\n{re.escape(key)}={ahead}"})
-    for word in words:
-        condition &= Q(**{f"{FACETS}__contains": word})
-    return condition
-
-
-def regex_literal(word: str) -> str:
-    # A backslash before a non-alphanumeric means the character itself, in Python's
-    # regular expressions (SQLite) and PostgreSQL's alike; re.escape's output differs.
-    return "".join(char if char.isalnum() else "\\" + char for char in word)
+# Words of a filter that name part of a GPU, model or release are first looked up in
+# their (small) vocabulary tables: the filter is then exact facets, read from the index.
 
 
 def gpu_condition(gpu: str) -> Q:
-    # A name picked from the page's list is one index lookup; other words, a scan.
-    if Hardware.objects.filter(name__iexact=gpu.strip()).exists():
-        return has_facet("gpu", gpu)
-    return facet_matching("gpu", gpu.split())
+    """Every word somewhere in the name of one of the finding's GPUs: `blackwell 6000`."""
+    named = Hardware.objects.all()
+    for word in gpu.split():
+        named = named.filter(name__icontains=word)
+    return has_any_facet("gpu", [gpu, *named.values_list("name", flat=True)])
 
 
 def arch_condition(arch: str) -> Q:
@@ -522,13 +519,14 @@ def arch_condition(arch: str) -> Q:
 
 
 def model_condition(model: str) -> Q:
-    exact = has_facet("model", model) | has_facet("model.arch", model)
-    exact |= has_facet("model.family", model)
+    """The model's name or part of it (`GLM-5`), its architecture or its family."""
     value = model.strip()
-    known = Q(name__iexact=value) | Q(arch__iexact=value) | Q(family__iexact=value)
-    if LanguageModel.objects.filter(known).exists():
-        return exact
-    return exact | facet_matching("model", [value])  # part of a name: `GLM-5`
+    named = LanguageModel.objects.filter(name__icontains=value).values_list("name", flat=True)
+    return (
+        has_any_facet("model", [value, *named])
+        | has_facet("model.arch", value)
+        | has_facet("model.family", value)
+    )
 
 
 def framework_condition(framework: str) -> Q:
@@ -536,7 +534,10 @@ def framework_condition(framework: str) -> Q:
     if not version:
         return has_facet("framework", name)
     # A version prefix: `sglang 0.5` is any 0.5.x release.
-    return Q(**{f"{FACETS}__contains": f"\nframework.release={name.lower()} {version.lower()}"})
+    releases = FrameworkRelease.objects.filter(name__iexact=name, version__istartswith=version)
+    return has_any_facet(
+        "framework.release", [f"{release.name} {release.version}" for release in releases]
+    )
 
 
 def flag_condition(flag: str) -> Q:
