@@ -73,6 +73,11 @@ IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[_\-.:/][A-Za-z0-9]+)*")
 ALNUM = re.compile(r"[a-z0-9]+")
 
 
+def postgres() -> bool:
+    """PostgreSQL (production) or SQLite (`make run`): the two search backends."""
+    return connection.vendor == "postgresql"
+
+
 # --- query terms ----------------------------------------------------------------
 
 
@@ -329,7 +334,7 @@ def refresh_documents(finding_ids: list[int]) -> None:
             update_fields=[*INDEXED_FIELDS, "text", "facets", "built_at"],
         )
         FindingSearchDocument.objects.filter(finding_id__in=gone).delete()
-        if connection.vendor == "postgresql":
+        if postgres():
             FindingSearchDocument.objects.filter(
                 finding_id__in=[d.finding_id for d in documents]
             ).update(vector=weighted_vector())
@@ -603,7 +608,7 @@ def words_starting(start: str) -> tuple[str, ...]:
 
 
 def closest_word(word: str) -> str | None:
-    if connection.vendor == "postgresql":
+    if postgres():
         with connection.cursor() as cursor:
             cursor.execute(CLOSEST_WORD_SQL, {"word": word, "least": MIN_SIMILARITY})
             row = cursor.fetchone()
@@ -679,10 +684,6 @@ def search(
         every = False
     best = ranked.filter(AnyOf(F("pk"), ids)) if postgres() else ranked.filter(pk__in=ids)
     return SearchResult(best, len(ids), reading, every, tuple(ids), ranked)
-
-
-def postgres() -> bool:
-    return connection.vendor == "postgresql"
 
 
 def search_findings(
