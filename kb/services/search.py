@@ -48,7 +48,6 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Length
 from django.utils import timezone
 from rapidfuzz import fuzz, process
 
@@ -602,9 +601,18 @@ def read_query(terms: tuple[Term, ...]) -> Reading:
 MAX_COMPLETIONS = 16
 
 
+# The shortest are picked from the first this many in index order: a one-letter start
+# must not sort every word of the knowledge base.
+COMPLETION_CANDIDATES = 2000
+
+
 def words_starting(start: str) -> tuple[str, ...]:
-    words = SearchWord.objects.filter(word__startswith=start).order_by(Length("word"), "word")
-    return tuple(words.values_list("word", flat=True)[:MAX_COMPLETIONS])
+    """The word itself when the index has it, else the shortest words it starts."""
+    if SearchWord.objects.filter(word=start).exists():
+        return (start,)
+    words = SearchWord.objects.filter(word__startswith=start).order_by("word")
+    candidates = words.values_list("word", flat=True)[:COMPLETION_CANDIDATES]
+    return tuple(sorted(candidates, key=lambda word: (len(word), word))[:MAX_COMPLETIONS])
 
 
 def closest_word(word: str) -> str | None:
