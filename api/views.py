@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from api import serializers as s
 from api.errors import Conflict, InputRefused
 from api.models import ApiToken, IdempotentReply, Scope
+from api.pagination import SearchPagination
 from api.slack import diagnosis_blocks
 from config.celery import app as celery_app
 from kb.models import (
@@ -32,7 +33,7 @@ from kb.models import (
     LanguageModel,
     ValidationRun,
 )
-from kb.services.search import FindingFilters, search_findings
+from kb.services.search import FindingFilters, SearchResult, search
 
 
 class SlackBlocksRenderer(renderers.JSONRenderer):
@@ -140,6 +141,8 @@ class FindingViewSet(
     serializer_class = s.FindingSerializer
     required_scopes = {"safe": Scope.READ, "unsafe": Scope.WRITE}
     filter_backends: list[type] = []
+    pagination_class = SearchPagination
+    search_result: SearchResult | None = None
 
     def get_queryset(self) -> QuerySet[Finding]:
         base = Finding.objects.select_related("model", "framework").prefetch_related(
@@ -154,7 +157,8 @@ class FindingViewSet(
                 for name in ("status", "gpu", "arch", "model", "framework", "flag")
             }
         )
-        return search_findings(params.get("q", ""), filters=filters, queryset=base)
+        self.search_result = search(params.get("q", ""), filters=filters, queryset=base)
+        return self.search_result.findings
 
     def get_serializer_context(self) -> dict[str, Any]:
         context = super().get_serializer_context()

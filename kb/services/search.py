@@ -694,16 +694,6 @@ def search(
     return SearchResult(best, len(ids), reading, every, tuple(ids), ranked)
 
 
-def search_findings(
-    query: str = "",
-    *,
-    filters: FindingFilters | None = None,
-    queryset: QuerySet[Finding] | None = None,
-) -> QuerySet[Finding]:
-    """`search()`'s findings alone (the REST API paginates them itself)."""
-    return search(query, filters=filters, queryset=queryset).findings
-
-
 def ranked_matches(
     base: QuerySet[Finding], terms: tuple[Term, ...], every: bool
 ) -> tuple[QuerySet[Finding], list[int]]:
@@ -886,7 +876,7 @@ def snippet_for(finding: Finding, query: str) -> str:
 
 
 def snippet_sources(finding: Finding) -> list[str]:
-    # search_findings() select_related()s the document: no query per row.
+    # search() select_related()s the document: no query per row.
     try:
         raw = finding.search_document.text
     except FindingSearchDocument.DoesNotExist:

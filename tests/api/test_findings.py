@@ -29,6 +29,20 @@ def test_it_searches_findings_by_error_text(
     assert ids(reader.get(FINDINGS, {"q": "sm120"})) == [dsa_finding.pk]
 
 
+def test_it_says_how_it_read_the_query(
+    reader: APIClient, dsa_finding: Finding, oom_finding: Finding
+) -> None:
+    body = reader.get(FINDINGS, {"q": "set_kv_bufer zq"}).json()
+
+    assert [row["id"] for row in body["results"]] == [dsa_finding.pk]
+    assert body["query"] == {
+        "every_word": True,
+        "corrected": [{"written": "set_kv_bufer", "searched": "setkvbuffer"}],
+        "ignored": ["zq"],
+    }
+    assert reader.get(FINDINGS).json()["query"] is None
+
+
 def test_it_filters_by_facets(
     reader: APIClient, dsa_finding: Finding, oom_finding: Finding
 ) -> None:

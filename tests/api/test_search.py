@@ -11,7 +11,6 @@ from kb.services.search import (
     forget_index_state,
     parse_query,
     search,
-    search_findings,
     snippet_for,
 )
 
@@ -19,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 def found(query: str, **filters: str) -> list[int]:
-    return [f.pk for f in search_findings(query, filters=FindingFilters(**filters))]
+    return [f.pk for f in search(query, filters=FindingFilters(**filters)).findings]
 
 
 @pytest.mark.parametrize(
@@ -95,7 +94,7 @@ def test_a_misspelt_word_with_nothing_close_finds_nothing(dsa_finding: Finding) 
 
 
 def test_it_highlights_the_hit_in_the_snippet(dsa_finding: Finding) -> None:
-    hit = search_findings("nsa_kv_cache_store_fp8")[0]
+    hit = search("nsa_kv_cache_store_fp8").findings[0]
     snippet = snippet_for(hit, "nsa_kv_cache_store_fp8")
     assert "<mark>nsa_kv_cache_store_fp8</mark>" in snippet
     assert hit.rank > 0
@@ -136,7 +135,7 @@ def test_it_combines_the_query_with_filters(dsa_finding: Finding, oom_finding: F
 
 def test_it_treats_query_syntax_as_plain_words(dsa_finding: Finding) -> None:
     for hostile in ["a & | ! ( ) :* <->", '"unbalanced', "NEAR(a b) OR AND NOT", "'; DROP"]:
-        list(search_findings(hostile))  # must not raise
+        list(search(hostile).findings)  # must not raise
 
 
 def test_it_splits_identifiers_but_keeps_them_whole() -> None:
@@ -212,13 +211,13 @@ def test_it_ranks_the_same_without_the_rum_index(
     dsa_finding: Finding, oom_finding: Finding
 ) -> None:
     queries = ["memory", "set_kv_buffer OutOfMemoryError", PASTED, "sm120", "cuda graph"]
-    with_rum = {q: [(f.pk, round(f.rank, 5)) for f in search_findings(q)] for q in queries}
+    with_rum = {q: [(f.pk, round(f.rank, 5)) for f in search(q).findings] for q in queries}
     assert all(with_rum.values())
     with connection.cursor() as cursor:  # rolled back with the test's transaction
         cursor.execute("DROP INDEX kb_search_vector_rum")
     forget_index_state()
     try:
-        without = {q: [(f.pk, round(f.rank, 5)) for f in search_findings(q)] for q in queries}
+        without = {q: [(f.pk, round(f.rank, 5)) for f in search(q).findings] for q in queries}
     finally:
         forget_index_state()
     assert without == with_rum
