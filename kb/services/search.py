@@ -728,7 +728,7 @@ def postgres_ranking(
     matches = base.filter(search_document__vector=tsquery)
     candidates = pasted_log_candidates(terms, source)
     if candidates is not None:
-        matches = matches.filter(pk__in=candidates)
+        matches = matches.filter(AnyOf(F("pk"), candidates))
     vector = F("search_document__vector")
     rank = SearchRank(vector, tsquery)
     matches = matches.prefetch_related(None)
