@@ -221,7 +221,7 @@ class FindingSerializer(serializers.ModelSerializer):
     def get_snippet(self, finding: Finding) -> str | None:
         """The first hit of `q`, HTML-escaped, with the matched words in <mark>."""
         query = self.context.get("search_query")
-        return snippet_for(finding, query) if query else None
+        return snippet_for(finding, query, self.context.get("search_reading")) if query else None
 
     def validate_conditions(self, value: Any) -> list[dict[str, Any]]:
         return validate_pairs(value, ("key", "value"), "condition")

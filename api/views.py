@@ -164,6 +164,8 @@ class FindingViewSet(
         context = super().get_serializer_context()
         if self.action == "list":
             context["search_query"] = self.request.query_params.get("q", "")
+            if self.search_result is not None:
+                context["search_reading"] = self.search_result.reading
         return context
 
     @extend_schema(request=s.FixSerializer, responses={200: s.FixSerializer(many=True)})

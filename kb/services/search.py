@@ -862,9 +862,11 @@ def fts_ranks(terms: tuple[Term, ...], every: bool) -> dict[int, float]:
 # --- snippets -------------------------------------------------------------------------
 
 
-def snippet_for(finding: Finding, query: str) -> str:
-    """A short stretch of the finding around the first hit, HTML-escaped, hits in <mark>."""
-    pattern = highlight_pattern(parse_query(query))
+def snippet_for(finding: Finding, query: str, reading: Reading | None = None) -> str:
+    """A short stretch of the finding around the first hit, HTML-escaped, hits in <mark>.
+    With the search's `reading`, words it corrected are marked as searched."""
+    corrected = [searched for _, searched in reading.corrected] if reading else []
+    pattern = highlight_pattern(parse_query(query), corrected)
     texts = snippet_sources(finding)
     if pattern is None:
         return html.escape(texts[0][:SNIPPET_CHARS]) if texts else ""
@@ -884,16 +886,19 @@ def snippet_sources(finding: Finding) -> list[str]:
     return [line for line in raw.splitlines() if line.strip()]
 
 
-def highlight_pattern(terms: tuple[Term, ...]) -> re.Pattern[str] | None:
-    if not terms:
+SEPARATOR = r"[\s_\-.:/]?"
+
+
+def highlight_pattern(
+    terms: tuple[Term, ...], joined_words: Iterable[str] = ()
+) -> re.Pattern[str] | None:
+    """Parts may be written with any separator (or none) between them; so may any two
+    letters of `joined_words`, indexed words whose parts are not known (`flashmlakv`)."""
+    alternatives = [SEPARATOR.join(map(part_pattern, term.parts)) for term in terms]
+    alternatives += [SEPARATOR.join(map(re.escape, word)) for word in joined_words]
+    if not alternatives:
         return None
-    # Parts may be written with any separator (or none) between them.
-    alternatives = sorted(
-        (r"[\s_\-.:/]?".join(map(part_pattern, term.parts)) for term in terms),
-        key=len,
-        reverse=True,
-    )
-    return re.compile("|".join(alternatives), re.IGNORECASE)
+    return re.compile("|".join(sorted(alternatives, key=len, reverse=True)), re.IGNORECASE)
 
 
 def part_pattern(part: str) -> str:

@@ -62,7 +62,8 @@ def finding_list(request: HttpRequest) -> HttpResponse:
     started = time.perf_counter()
     page = results_page(form, request.GET.get("page", "1"))
     results = [
-        Result(f, snippet_for(f, form.query()) if form.query() else "") for f in page.findings
+        Result(f, snippet_for(f, form.query(), page.reading) if form.query() else "")
+        for f in page.findings
     ]
     elapsed_ms = (time.perf_counter() - started) * 1000
     context = {

@@ -35,6 +35,7 @@ def test_it_says_how_it_read_the_query(
     body = reader.get(FINDINGS, {"q": "set_kv_bufer zq"}).json()
 
     assert [row["id"] for row in body["results"]] == [dsa_finding.pk]
+    assert "<mark>set_kv_buffer</mark>" in body["results"][0]["snippet"]
     assert body["query"] == {
         "every_word": True,
         "corrected": [{"written": "set_kv_bufer", "searched": "setkvbuffer"}],

@@ -49,6 +49,7 @@ def test_it_says_how_it_read_a_misspelt_or_unknown_word(client: Client, starter_
 
     assert "Triton attention backend asserts" in page
     assert "searched for <strong>nsakvcachestorefp8</strong> instead" in page
+    assert "<mark>nsa_kv_cache_store_fp8</mark>" in page  # the word searched, marked
     assert "No finding has “zq”: searched without it." in page
 
 
