@@ -2,8 +2,9 @@
 
 One row per finding, rebuilt after every committed change to the finding or
 what hangs off it (kb.services.search). On PostgreSQL `vector` holds the
-weighted tsvector (GIN-indexed) and `text` carries a trigram index; on SQLite
-an FTS5 table mirrors the same four fields (migration 0003).
+weighted tsvector (GIN- and, with the rum extension, RUM-indexed) and `facets`
+a GIN index over its lines; on SQLite an FTS5 table mirrors the same four fields
+(migration 0003).
 """
 
 from __future__ import annotations

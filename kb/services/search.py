@@ -3,17 +3,22 @@
 Error text is the hard case: `nsa_kv_cache_store_fp8`, `--mem-fraction-static`,
 `memory_pool.py:set_kv_buffer`. Both databases' tokenizers cut identifiers
 apart (and PostgreSQL's parser reads `self.nsa_kv` as a host name), so the
-text is normalised here first: every identifier is indexed as its parts *and*
-whole (`nsakvcachestorefp8`), and a query identifier matches either the whole
-token or its parts as a phrase. GPU architectures are spelled one way
-(`sm_120`, `SM120`, `sm 120` all become `sm120`).
+text is normalised here first: every identifier is indexed as its parts and,
+right after them, as every suffix of its parts joined (`nsakvcachestorefp8`,
+`kvcachestorefp8`, ...), so a query identifier is one word. GPU architectures
+are spelled one way (`sm_120`, `SM120`, `sm 120` all become `sm120`).
 
-PostgreSQL: weighted tsvector ('simple' config: no stemming, no stop words)
-plus pg_trgm word similarity for typos. SQLite (`make run`): FTS5 with bm25.
+A query is read against the words the index has (`read_query`): a known word as
+itself, the start of one as the words it starts, a misspelt one as the closest
+known word, an unknown short one not at all. See docs/search.md.
 
-Speed (bench/search_speed.py, 100k findings): filters read `facets` on the
-document, never a join; the typo fallback and a pasted log rank a bounded set of
-candidates rather than every document that shares a common word.
+PostgreSQL: weighted tsvector ('simple' config: no stemming, no stop words),
+ranked from a RUM index where the server has the extension. SQLite (`make run`):
+FTS5 with bm25.
+
+Speed (bench/search_speed.py, 100k findings): the best 1,000 matches are ranked
+once and everything after reads that list; filters are exact facets on the
+document, read from an index, never a join.
 """
 
 from __future__ import annotations
