@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api.errors import PayloadTooLarge
-from decisiontree.records import ChangeAction
+from decisiontree.diagnose import Diagnosis, RankedFix, State
+from decisiontree.match import MatchLevel
+from decisiontree.records import ChangeAction, Outcome
 from kb.models import (
     Finding,
     Fix,
@@ -285,3 +290,240 @@ class ValidationRunRequestSerializer(serializers.Serializer):
         if host is None:
             raise serializers.ValidationError("No host has this name.")
         return host
+
+
+# --- the diagnose answer ---------------------------------------------------------------
+# One JSON shape for the API, the CLI's --json, Slack and the web page: `DiagnosisSerializer`
+# over a decisiontree `Diagnosis`. Its context may carry `launch_command` (for corrected
+# commands) and `stored` (the stored diagnosis behind `id` / `html_url`).
+
+
+def enum_choices(enum: Any) -> list[str]:
+    return [str(member) for member in enum]
+
+
+def page_url(path: str) -> str:
+    """A page's public address, for chat messages and bots: SITE_URL, never the request's
+    host (a proxy's or a worker's), so every channel gives the same link."""
+    return f"{settings.SITE_URL}{path}"
+
+
+class ErrorSignatureSerializer(serializers.Serializer):
+    exception_type = serializers.CharField(help_text="e.g. AssertionError, CUDAAssertion")
+    template = serializers.CharField(
+        help_text="The message with numbers, paths, GPU names and versions masked"
+    )
+    key_frames = serializers.ListField(child=serializers.CharField())
+    fingerprint = serializers.CharField(help_text="Hash of the exception type and key frames")
+    template_key = serializers.CharField(help_text="Hash of the exception type and template")
+
+
+class ChangeSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(choices=enum_choices(ChangeAction))
+    name = serializers.CharField(help_text="Canonical flag name (no dashes), env var, package…")
+    value = serializers.CharField(allow_null=True, help_text="null: a boolean flag or a removal")
+
+
+class DiagnosisFixSerializer(serializers.Serializer):
+    """A fix as a diagnosis shows it; built from the whole entry, which knows the spelling."""
+
+    id = serializers.IntegerField(source="fix.id", help_text="Same as the entry's `fix_id`")
+    summary = serializers.CharField(source="fix.summary")
+    outcome = serializers.ChoiceField(source="fix.outcome", choices=enum_choices(Outcome))
+    changes = ChangeSerializer(source="fix.changes", many=True)
+    command_changes = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Each change as the user's framework release spells it",
+    )
+
+
+class SourceRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+
+
+class FindingRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    html_url = serializers.SerializerMethodField(help_text="The finding's page")
+    sources = SourceRefSerializer(many=True)
+
+    def get_html_url(self, finding: Any) -> str:
+        return page_url(reverse("kb:finding-detail", args=[finding.id]))
+
+
+class WhyStepSerializer(serializers.Serializer):
+    step = serializers.ChoiceField(choices=["signature", "cause", "condition", "fix"])
+    detail = serializers.CharField()
+    key = serializers.CharField(
+        allow_null=True, help_text='Condition steps: the key, e.g. "gpu.arch"'
+    )
+    value = serializers.CharField(allow_null=True, help_text='Condition steps: "sm_120", "!=bf16"')
+    state = serializers.ChoiceField(choices=enum_choices(State), allow_null=True)
+
+
+class RankedFixSerializer(serializers.Serializer):
+    rank = serializers.IntegerField(help_text="1 is the fix to try first")
+    score = serializers.FloatField()
+    already_applied = serializers.BooleanField(
+        help_text="Every change is already in the launch command"
+    )
+    fix_id = serializers.IntegerField(
+        source="fix.id", help_text="The fix's id: send it as `fix_id` in feedback"
+    )
+    fix = DiagnosisFixSerializer(source="*")
+    corrected_command = serializers.SerializerMethodField(
+        help_text="The launch command with this fix applied; null without a launch command"
+    )
+    finding = FindingRefSerializer()
+    why = WhyStepSerializer(many=True)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_corrected_command(self, ranked: RankedFix) -> str | None:
+        return corrected_command_for(ranked, self.root.instance, self.context)
+
+
+class NotHelpfulSerializer(serializers.Serializer):
+    fix_id = serializers.IntegerField(source="fix.id")
+    fix = DiagnosisFixSerializer(source="*")
+    finding = FindingRefSerializer()
+    reason = serializers.CharField()
+
+
+class AnswerFixSerializer(serializers.Serializer):
+    """One answer to a question and the fix that would come first with it."""
+
+    answer = serializers.CharField()
+    fix = serializers.CharField(help_text='Summary of the first fix; "none" when none helps')
+
+    def to_representation(self, pair: tuple[str, str]) -> dict[str, str]:
+        answer, fix = pair
+        return {"answer": answer, "fix": fix}
+
+
+class QuestionSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text="Send the answer back as `answers: {key: answer}`")
+    text = serializers.CharField()
+    answers = serializers.ListField(child=serializers.CharField())
+    first_fix_by_answer = AnswerFixSerializer(many=True)
+
+
+class CandidateSerializer(serializers.Serializer):
+    finding_id = serializers.IntegerField()
+    score = serializers.FloatField()
+    level = serializers.ChoiceField(choices=enum_choices(MatchLevel))
+    layer = serializers.CharField(
+        help_text="Which matching layer found it: linked, fingerprint, template, terms…"
+    )
+    detail = serializers.CharField(source="explain")
+
+
+def text_map() -> serializers.DictField:
+    return serializers.DictField(child=serializers.CharField())
+
+
+class DiagnosisContextSerializer(serializers.Serializer):
+    """What the diagnosis knew about where the error happened, and where each fact came from."""
+
+    gpus = serializers.ListField(child=serializers.CharField())
+    gpu_count = serializers.IntegerField(allow_null=True)
+    arch = serializers.CharField(allow_null=True, help_text='e.g. "sm_120"')
+    framework = serializers.CharField(allow_null=True, help_text='"sglang" or "vllm"')
+    framework_version = serializers.CharField(allow_null=True)
+    model = serializers.CharField(allow_null=True)
+    model_arch = serializers.CharField(allow_null=True)
+    quantization = serializers.CharField(allow_null=True)
+    flags = text_map()
+    versions = text_map()
+    sources = text_map()
+    launched_flags = text_map()
+    unknown_flags = serializers.ListField(child=serializers.CharField())
+    env = text_map()
+
+
+class DiagnosisSerializer(serializers.Serializer):
+    """The answer to POST /api/v1/diagnose/ and `manage.py diagnose --json`."""
+
+    id = serializers.SerializerMethodField(
+        help_text="The stored diagnosis (its link's last part); null if not stored"
+    )
+    html_url = serializers.SerializerMethodField(
+        help_text="The shareable page of this diagnosis; null if not stored"
+    )
+    summary = serializers.SerializerMethodField(help_text="One line a bot can post as is")
+    match = serializers.ChoiceField(choices=enum_choices(MatchLevel))
+    signature = ErrorSignatureSerializer(allow_null=True)
+    corrected_command = serializers.SerializerMethodField(
+        help_text="The launch command with the first fix applied; null without one"
+    )
+    fixes = RankedFixSerializer(many=True, help_text="Fixes that helped before, best first")
+    not_helpful = NotHelpfulSerializer(many=True, help_text="Fixes known not to help here")
+    questions = QuestionSerializer(
+        many=True, help_text="Unknown facts whose answer would change the first fix"
+    )
+    context = DiagnosisContextSerializer()
+    matches = CandidateSerializer(
+        many=True, source="candidates", help_text="Known findings the paste resembles"
+    )
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_id(self, diagnosis: Diagnosis) -> str | None:
+        stored = self.context.get("stored")
+        return str(stored.slug) if stored is not None else None
+
+    @extend_schema_field(serializers.URLField(allow_null=True))
+    def get_html_url(self, diagnosis: Diagnosis) -> str | None:
+        stored = self.context.get("stored")
+        return page_url(stored.get_absolute_url()) if stored is not None else None
+
+    def get_summary(self, diagnosis: Diagnosis) -> str:
+        return summary_line(diagnosis)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_corrected_command(self, diagnosis: Diagnosis) -> str | None:
+        first = first_fix_to_try(diagnosis.fixes)
+        return corrected_command_for(first, diagnosis, self.context) if first else None
+
+
+def first_fix_to_try(fixes: Sequence[RankedFix]) -> RankedFix | None:
+    return next((fix for fix in fixes if not fix.already_applied), None)
+
+
+def corrected_command_for(ranked: RankedFix, diagnosis: Any, context: dict[str, Any]) -> str | None:
+    """The user's launch command (from the serializer context) with `ranked` applied."""
+    command = context.get("launch_command") or ""
+    if not command.strip():
+        return None
+    from kb.views.launch import corrected_command
+
+    framework = diagnosis.context.framework if isinstance(diagnosis, Diagnosis) else None
+    fix = {
+        "changes": [
+            {"action": str(c.action), "name": c.name, "value": c.value} for c in ranked.fix.changes
+        ],
+        "command_changes": list(ranked.command_changes),
+    }
+    return corrected_command(command, fix, framework)
+
+
+def summary_line(diagnosis: Diagnosis) -> str:
+    """`Known issue: <finding>. Try first: <fix> (<changes>).` — or why there is none."""
+    signature = diagnosis.signature
+    first = first_fix_to_try(diagnosis.fixes)
+    if diagnosis.match is MatchLevel.NONE or first is None:
+        error = signature.exception_type if signature else "this paste"
+        if diagnosis.fixes:  # every fix is already in the launch command
+            return f"Known issue, but every known fix is already applied: {error}."
+        return f"No known match for {error} in FixGraph."
+    label = "Known issue" if diagnosis.match is MatchLevel.KNOWN else "Similar to a known issue"
+    # The changes as the user's release spells them, when the fix is made of changes.
+    what = " ".join(first.command_changes) or first.fix.summary
+    return f"{label}: {first.finding.title}. Try first: {what}."
+
+
+class SlackMessageSerializer(serializers.Serializer):
+    """A Slack message to post as is (Block Kit): `?format=slack` on diagnose."""
+
+    response_type = serializers.ChoiceField(choices=["in_channel", "ephemeral"])
+    text = serializers.CharField(help_text="The notification text (mrkdwn, escaped)")
+    blocks = serializers.ListField(child=serializers.DictField(), help_text="Block Kit blocks")

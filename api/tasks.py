@@ -14,11 +14,12 @@ from api.slack import diagnosis_blocks, post_to_slack
     name="api.slack_diagnose", autoretry_for=(URLError,), retry_backoff=True, max_retries=3
 )
 def slack_diagnose(text: str, response_url: str, slack_user: str = "") -> None:
+    from api.serializers import DiagnosisSerializer
     from decisiontree.traceback import InputRejected
     from kb.services.diagnosis import diagnose
 
     try:
-        payload = diagnosis_blocks(diagnose(text).to_dict())
+        payload = diagnosis_blocks(DiagnosisSerializer(diagnose(text)).data)
     except InputRejected as rejected:
         payload = {"response_type": "ephemeral", "text": str(rejected)}
     post_to_slack(response_url, payload)

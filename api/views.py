@@ -8,10 +8,15 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, renderers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
@@ -19,10 +24,12 @@ from rest_framework.views import APIView
 
 from api import serializers as s
 from api.errors import Conflict, InputRefused
+from api.examples import diagnose_example
 from api.models import ApiToken, IdempotentReply, Scope
 from api.pagination import SearchPagination
 from api.slack import diagnosis_blocks
 from config.celery import app as celery_app
+from decisiontree.diagnose import Diagnosis
 from kb.models import (
     Finding,
     Fix,
@@ -43,7 +50,7 @@ class SlackBlocksRenderer(renderers.JSONRenderer):
     format = "slack"
 
 
-def run_diagnosis(data: dict[str, Any]) -> dict[str, Any]:
+def run_diagnosis(data: dict[str, Any]) -> Diagnosis:
     # Imported on use: the rest of the API keeps working while decisiontree changes.
     from decisiontree.traceback import InputRejected
     from kb.services.diagnosis import diagnose
@@ -56,22 +63,59 @@ def run_diagnosis(data: dict[str, Any]) -> dict[str, Any]:
         result = diagnose(data["traceback"], answers=data.get("answers") or None, **fields)
     except InputRejected as rejected:
         raise InputRefused(str(rejected)) from rejected
-    return result.to_dict()
+    except KeyError as unknown:
+        if not data.get("answers"):
+            raise
+        # An answer to a question FixGraph never asks.
+        raise ValidationError({"answers": [str(unknown.args[0])]}) from None
+    return result
+
+
+def diagnose_examples() -> list[OpenApiExample]:
+    """The starter knowledge base's answer to a pasted Triton-backend crash (api/examples)."""
+    example = diagnose_example()
+    if not example:
+        return []
+    return [
+        OpenApiExample(
+            "Triton backend on a DSA model, FP8 KV cache",
+            value=example["request"],
+            request_only=True,
+        ),
+        OpenApiExample(
+            "Triton backend on a DSA model, FP8 KV cache",
+            value=example["response"],
+            response_only=True,
+            media_type="application/json",
+        ),
+    ]
 
 
 class DiagnoseView(APIView):
+    """A pasted error in, ranked fixes out."""
+
     required_scopes = {"unsafe": Scope.READ}
     renderer_classes = [renderers.JSONRenderer, SlackBlocksRenderer]
 
-    @extend_schema(request=s.DiagnoseRequestSerializer, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=s.DiagnoseRequestSerializer,
+        responses={
+            (200, "application/json"): s.DiagnosisSerializer,
+            (200, SlackBlocksRenderer.media_type): s.SlackMessageSerializer,
+        },
+        examples=diagnose_examples(),
+    )
     def post(self, request: Request) -> Response:
         """Ranked fixes for a pasted error: `match`, `fixes`, `not_helpful`, `questions`."""
         serializer = s.DiagnoseRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        result = run_diagnosis(serializer.validated_data)
+        data = serializer.validated_data
+        result = run_diagnosis(data)
+        context = {"launch_command": data.get("launch_command", "")}
+        answer = s.DiagnosisSerializer(result, context=context).data
         if request.accepted_renderer.format == "slack":
-            return Response(diagnosis_blocks(result))
-        return Response(result)
+            return Response(diagnosis_blocks(answer))
+        return Response(answer)
 
 
 class FeedbackView(APIView):

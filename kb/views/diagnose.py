@@ -1,6 +1,6 @@
 """Paste a traceback: ranked fixes, what is known not to help, follow-up questions.
 
-The page renders `Diagnosis.to_dict()`, the same object the REST API returns,
+The page renders `DiagnosisSerializer`'s data, the same object the REST API returns,
 so the two never disagree. The form posts back to itself; a follow-up answer
 re-posts the paste with the answer added (htmx swaps just the result).
 """
@@ -16,10 +16,10 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
+from api.serializers import DiagnosisSerializer
 from decisiontree.traceback import InputRejected
 from kb.forms import DiagnoseForm, FeedbackForm, answers_from, paste_too_large_message
 from kb.services.diagnosis import diagnose, record_feedback
-from kb.views.launch import corrected_command
 
 BODY_SLACK_BYTES = 100_000  # room for the launch command and form fields beside the paste
 
@@ -66,18 +66,9 @@ def diagnosed(request: HttpRequest, form: DiagnoseForm) -> HttpResponse:
         return page(request, form, error=str(rejected), status=400)
     except KeyError:  # an answer about a key the context does not know: forged input
         return page(request, form, error="That answer is not one FixGraph asked for.", status=400)
-    diagnosis = with_corrected_commands(result.to_dict(), data["launch_command"])
+    context = {"launch_command": data["launch_command"]}
+    diagnosis = DiagnosisSerializer(result, context=context).data  # the API's answer
     return page(request, form, diagnosis=diagnosis, answers=answers)
-
-
-def with_corrected_commands(diagnosis: dict[str, Any], command: str) -> dict[str, Any]:
-    """Adds `corrected_command` to each fix: the user's launch with the fix applied."""
-    framework = diagnosis.get("context", {}).get("framework")
-    for entry in diagnosis["fixes"]:
-        entry["corrected_command"] = (
-            corrected_command(command, entry["fix"], framework) if command.strip() else None
-        )
-    return diagnosis
 
 
 def page(

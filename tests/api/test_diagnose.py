@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import time
+from io import StringIO
+from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from api.slack import HELPED, NOT_HELPED, VALIDATE
@@ -21,15 +24,58 @@ def diagnose(client: APIClient, body: object, **extra: str):
     return client.post(DIAGNOSE, body, format="json", **extra)
 
 
-def test_it_answers_with_the_diagnosis_object(reader: APIClient, dsa_finding: Finding) -> None:
-    from kb.services.diagnosis import diagnose as service
+LAUNCH = "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --kv-cache-dtype fp8_e4m3"
 
-    response = diagnose(reader, {"traceback": DSA_ASSERT, "gpu": "RTX PRO 6000"})
+
+def test_it_answers_what_the_cli_prints(
+    reader: APIClient, dsa_finding: Finding, tmp_path: Path
+) -> None:
+    """`manage.py diagnose --json` prints the very object the API returns."""
+    response = diagnose(
+        reader, {"traceback": DSA_ASSERT, "gpu": "RTX PRO 6000", "launch_command": LAUNCH}
+    )
     assert response.status_code == 200, response.content[:500]
+    paste = tmp_path / "paste.txt"
+    paste.write_text(DSA_ASSERT)
+    out = StringIO()
+    call_command(
+        "diagnose",
+        str(paste),
+        "--json",
+        "--gpu",
+        "RTX PRO 6000",
+        "--launch-cmd",
+        LAUNCH,
+        stdout=out,
+    )
     body = response.json()
-    assert body == json.loads(json.dumps(service(DSA_ASSERT, gpu="RTX PRO 6000").to_dict()))
-    assert {"match", "fixes", "not_helpful", "questions"} <= set(body)
+    assert body == json.loads(out.getvalue())
     assert body["fixes"][0]["fix"]["summary"] == "Use a bf16 KV cache"
+
+
+def test_a_bot_can_post_the_answer_as_is(reader: APIClient, dsa_finding: Finding) -> None:
+    body = diagnose(
+        reader, {"traceback": DSA_ASSERT, "gpu": "RTX PRO 6000", "launch_command": LAUNCH}
+    ).json()
+    first = body["fixes"][0]
+    assert first["fix_id"] == first["fix"]["id"] == dsa_finding.fixes.get(outcome="resolves").pk
+    assert body["corrected_command"] == first["corrected_command"]
+    assert body["corrected_command"].endswith("--kv-cache-dtype bf16")
+    assert "fp8_e4m3" not in body["corrected_command"]
+    assert body["summary"] == (
+        f"Known issue: {dsa_finding.title}. Try first: --kv-cache-dtype bf16."
+    )
+    assert first["finding"]["html_url"] == f"http://127.0.0.1:8000/findings/{dsa_finding.pk}/"
+    [not_helpful] = body["not_helpful"]
+    assert not_helpful["fix_id"] == dsa_finding.fixes.get(outcome="no_effect").pk
+
+
+def test_without_a_launch_command_there_is_no_corrected_command(
+    reader: APIClient, dsa_finding: Finding
+) -> None:
+    body = diagnose(reader, {"traceback": DSA_ASSERT, "gpu": "RTX PRO 6000"}).json()
+    assert body["fixes"] and body["corrected_command"] is None
+    assert all(entry["corrected_command"] is None for entry in body["fixes"])
 
 
 def test_it_answers_with_slack_blocks_on_request(reader: APIClient, dsa_finding: Finding) -> None:
@@ -48,6 +94,8 @@ def test_it_answers_with_slack_blocks_on_request(reader: APIClient, dsa_finding:
 def test_it_says_so_when_nothing_matches(reader: APIClient, dsa_finding: Finding) -> None:
     body = diagnose(reader, {"traceback": "OSError: [Errno 98] Address already in use"}).json()
     assert body["match"] == "none" and body["fixes"] == []
+    assert body["summary"] == "No known match for OSError in FixGraph."
+    assert body["corrected_command"] is None
 
 
 def test_it_needs_a_traceback(reader: APIClient) -> None:
@@ -130,3 +178,11 @@ def test_feedback_becomes_evidence(reader: APIClient, dsa_finding: Finding) -> N
 )
 def test_feedback_explains_a_bad_body(reader: APIClient, body: dict, dsa_finding) -> None:
     assert_error(reader.post("/api/v1/feedback/", body, format="json"), 400, "invalid")
+
+
+def test_an_answer_to_a_question_never_asked_is_a_400(
+    reader: APIClient, dsa_finding: Finding
+) -> None:
+    response = diagnose(reader, {"traceback": DSA_ASSERT, "answers": {"no.such.key": "x"}})
+    error = assert_error(response, 400, "invalid")
+    assert "no.such.key" in error["fields"]["answers"][0]

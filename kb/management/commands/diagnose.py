@@ -41,7 +41,11 @@ class Command(BaseCommand):
         except InputRejected as exc:
             raise CommandError(str(exc)) from exc
         if options["json"]:
-            self.stdout.write(json.dumps(result.to_dict(), indent=2))
+            from api.serializers import DiagnosisSerializer  # the API's own shape
+
+            context = {"launch_command": options["launch_command"] or ""}
+            answer = DiagnosisSerializer(result, context=context).data
+            self.stdout.write(json.dumps(answer, indent=2))
         else:
             self.stdout.write(render_text(result))
 
