@@ -23,6 +23,9 @@ test: install
 	bash scripts/test-services.sh run -- $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install
+	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck: apt-get install shellcheck (make test installs it)"; exit 1; }
+	shellcheck --shell=sh kb/remote_scripts/*.sh
+	shellcheck scripts/*.sh
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy

@@ -13,7 +13,8 @@ from rest_framework import serializers
 from api.errors import PayloadTooLarge
 from decisiontree.diagnose import Diagnosis, RankedFix, State
 from decisiontree.match import MatchLevel
-from decisiontree.records import ChangeAction, Outcome
+from decisiontree.records import Change, ChangeAction, Outcome
+from decisiontree.server_env import change_problem
 from kb.models import (
     Finding,
     Fix,
@@ -128,6 +129,13 @@ class FixSerializer(serializers.ModelSerializer):
                 raise serializers.ValidationError(
                     f"Unknown action {change['action']!r}; one of {', '.join(sorted(known))}."
                 )
+            value = change.get("value")
+            action = ChangeAction(change["action"])
+            problem = change_problem(
+                Change(action, change["name"], None if value is None else str(value))
+            )
+            if problem:
+                raise serializers.ValidationError(problem)
         return changes
 
 

@@ -28,7 +28,6 @@ from api.examples import diagnose_example
 from api.models import ApiToken, IdempotentReply, Scope
 from api.pagination import SearchPagination
 from api.slack import diagnosis_blocks
-from config.celery import app as celery_app
 from decisiontree.diagnose import Diagnosis
 from kb.models import (
     Finding,
@@ -316,21 +315,16 @@ class ValidationRunViewSet(
 
 
 def queue_validation(serializer: BaseSerializer[Any], request: Request) -> ValidationRun:
+    """Queue through the service: it refuses unreviewed fixes and unvetted environment,
+    and the run's `command` shows what will be launched before anything runs."""
+    from kb.services import validation
+
     data = serializer.validated_data
-    run = ValidationRun.objects.create(
-        fix_id=data["fix_id"],
-        host=data["host"],
-        status=ValidationRun.Status.QUEUED,
-        created_by=request.user if request.user.is_authenticated else None,
-    )
-    # After commit, so the worker never looks for a run that is not there yet.
-    transaction.on_commit(lambda: send_validation_task(run.pk))
-    return run
-
-
-def send_validation_task(run_id: int) -> None:
-    result = celery_app.send_task("kb.run_validation", args=[run_id])
-    ValidationRun.objects.filter(pk=run_id).update(task_id=str(result.id or ""))
+    user = request.user if request.user.is_authenticated else None
+    try:
+        return validation.start(Fix.objects.get(pk=data["fix_id"]), data["host"], by=user)
+    except validation.ValidationRefused as exc:
+        raise InputRefused(str(exc)) from exc
 
 
 def request_digest(request: Request) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decisiontree.records import Change, ChangeAction
+from decisiontree.server_env import fix_env_problem
 from decisiontree.vocabulary import Vocabulary, flag_key, load
 
 # ---------------------------------------------------------------- recipes
@@ -39,6 +40,10 @@ RECIPES: Mapping[str, Recipe] = {
 RESERVED_FLAGS = frozenset({"host", "port", "model-path", "model"})
 
 
+# Shown in place of the port before a run starts (the worker picks a free one then).
+PORT_PREVIEW = "<free port>"
+
+
 class RecipeRefused(ValueError):
     """The launch cannot be built safely (unknown flag, unknown framework, no model)."""
 
@@ -50,13 +55,16 @@ class LaunchPlan:
     framework: str
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
-    port: int
+    port: int | None  # None: a preview; the port is picked on the host when the run starts
+
+    def words(self) -> tuple[str, ...]:
+        """The launch as one argv: `env NAME=value ... program args` (names are vetted)."""
+        assignments = [f"{name}={value}" for name, value in self.env]
+        return ("env", *assignments, *self.argv) if assignments else self.argv
 
     def shell(self) -> str:
         """Every word quoted: a `;` or a quote in a value stays part of that value."""
-        assignments = [f"{name}={shlex.quote(value)}" for name, value in self.env]
-        words = [shlex.quote(word) for word in self.argv]
-        return " ".join(["env", *assignments, *words] if assignments else words)
+        return " ".join(shlex.quote(word) for word in self.words())
 
 
 def recipe_for(framework: str) -> Recipe:
@@ -96,7 +104,7 @@ def build_launch(
     recipe: Recipe,
     *,
     model: str,
-    port: int,
+    port: int | None,
     flags: Mapping[str, str | None],
     env: Mapping[str, str],
     version: str | None,
@@ -104,7 +112,9 @@ def build_launch(
     """argv for `recipe` with `flags` spelled for the host's framework `version`.
 
     A flag the vocabulary does not know is refused rather than passed on: a typo
-    would otherwise be reported as "the fix did not help".
+    would otherwise be reported as "the fix did not help". So is any environment
+    variable that is not a vetted serving knob (`decisiontree.server_env`): this is
+    the last check before a command for a host is built.
     """
     if not model:
         raise RecipeRefused("no model to serve: set one on the finding or in the run's recipe")
@@ -112,14 +122,16 @@ def build_launch(
     head = list(recipe.entry)
     if recipe.model_flag:
         head.append(vocab.spell(recipe.model_flag, recipe.framework, version))
-    head += [model, "--host", "127.0.0.1", "--port", str(port)]
+    head += [model, "--host", "127.0.0.1", "--port", PORT_PREVIEW if port is None else str(port)]
     tail = [
         word
         for name, value in flags.items()
         for word in _flag_words(vocab, recipe.framework, version, name, value)
     ]
-    for name in env:
-        _check_env_name(name)
+    for name, value in env.items():
+        problem = fix_env_problem(name, value)
+        if problem:
+            raise RecipeRefused(problem)
     return LaunchPlan(recipe.framework, tuple(head + tail), tuple(env.items()), port)
 
 
@@ -162,12 +174,6 @@ def bench_argv(
         return ("python3", "-m", "sglang.bench_serving", "--backend", "sglang", *shared,
                 "--random-range-ratio", "1")  # fmt: skip
     return ("vllm", "bench", "serve", "--backend", "vllm", *shared, "--ignore-eos")
-
-
-def _check_env_name(name: str) -> None:
-    # Names cannot be quoted in `env NAME=value`, so only plain identifiers pass.
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        raise RecipeRefused(f"not an environment variable name: {name!r}")
 
 
 # ---------------------------------------------------------------- benchmark results

@@ -1,6 +1,11 @@
+from typing import Any
+
+from django import forms
 from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
+from decisiontree.records import Change, ChangeAction
+from decisiontree.server_env import change_problem
 from kb.models import (
     ErrorSample,
     ErrorSignature,
@@ -71,8 +76,36 @@ class FlagSettingInline(admin.TabularInline):
     autocomplete_fields = ["flag"]
 
 
+class FixForm(forms.ModelForm):  # type: ignore[type-arg]
+    """A fix's changes as validation will run them: only vetted environment knobs."""
+
+    class Meta:
+        model = Fix
+        fields = ["finding", "summary", "changes", "outcome", "position", "needs_review"]
+
+    def clean_changes(self) -> Any:
+        changes = self.cleaned_data["changes"]
+        if not isinstance(changes, list):
+            raise forms.ValidationError("A JSON list of changes.")
+        known = {str(action) for action in ChangeAction}
+        for change in changes:
+            if not isinstance(change, dict) or change.get("action") not in known:
+                raise forms.ValidationError(
+                    f"Each change needs an action, one of {', '.join(sorted(known))}."
+                )
+            value = change.get("value")
+            problem = change_problem(
+                Change(ChangeAction(change["action"]), str(change.get("name", "")),
+                       None if value is None else str(value))
+            )  # fmt: skip
+            if problem:
+                raise forms.ValidationError(problem)
+        return changes
+
+
 class FixInline(admin.StackedInline):
     model = Fix
+    form = FixForm
     extra = 0
 
 
@@ -100,6 +133,7 @@ class FindingAdmin(SimpleHistoryAdmin):
 
 @admin.register(Fix)
 class FixAdmin(SimpleHistoryAdmin):
+    form = FixForm
     list_display = ["summary", "finding", "outcome", "needs_review"]
     list_filter = ["outcome", "needs_review"]
     search_fields = ["summary"]

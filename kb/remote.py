@@ -1,5 +1,6 @@
 """SSH to GPU hosts, behind one entry point: `connect(target)` gives a session that runs
-commands and forwards ports; `fetch_host_key` reads a host's key for first contact.
+commands and forwards ports; `fetch_host_key` reads a host's key for first contact;
+`script(name)` is one of the scripts run on hosts (kb/remote_scripts/, linted by shellcheck).
 
 asyncssh is asynchronous; the validation code is not. The session runs its own event
 loop in a thread so callers stay plain, blocking Python. Nothing here knows Django.
@@ -10,9 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import shlex
+import stat
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -21,8 +27,48 @@ import asyncssh
 T = TypeVar("T")
 # At INFO asyncssh logs every channel and command; the run's own log already has them.
 logging.getLogger("asyncssh").setLevel(logging.WARNING)
+log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 15.0
 KEEPALIVE_S = 10  # a host that vanished is noticed within ~3 keepalives
+SCRIPTS_DIR = Path(__file__).resolve().parent / "remote_scripts"
+
+
+@cache
+def script(name: str) -> str:
+    """The text of a script run on hosts, e.g. `script("launch.sh")`."""
+    return (SCRIPTS_DIR / name).read_text(encoding="utf-8")
+
+
+def sh_command(script_text: str, *args: str) -> str:
+    """`sh -c SCRIPT fixgraph ARGS...` for a remote shell: the script and every argument
+    one quoted word, so nothing in them is read as shell by the login shell."""
+    words = [shlex.quote(word) for word in ("fixgraph", *args)]
+    return " ".join(["sh", "-c", shlex.quote(script_text), *words])
+
+
+def python_command(script_name: str, *args: str) -> str:
+    """`python3 -c SCRIPT ARGS...` for a remote shell, every word quoted."""
+    words = [shlex.quote(word) for word in args]
+    return " ".join(["python3", "-c", shlex.quote(script(script_name)), *words])
+
+
+def key_warning(key_path: str) -> str | None:
+    """A warning when the private key file can be read by others than its owner.
+
+    OpenSSH refuses such a key; FixGraph uses it (the worker may not own the file it
+    was given) but says so, once per connection, so the operator can fix the mode."""
+    if not key_path:
+        return None
+    try:
+        mode = stat.S_IMODE(os.stat(key_path).st_mode)
+    except OSError:
+        return None
+    if mode & 0o077:
+        return (
+            f"warning: the private key {key_path} is readable by others (mode {mode:04o}); "
+            f"run `chmod 600 {key_path}`"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -74,6 +120,9 @@ def connect(target: Target, *, timeout: float = CONNECT_TIMEOUT_S) -> Session:
             "with --accept-host-key after checking its fingerprint"
         )
     session = Session()
+    session.warning = key_warning(target.key_path)
+    if session.warning:
+        log.warning("%s", session.warning)
     try:
         session.open(target, timeout)
     except BaseException:
@@ -110,6 +159,7 @@ class Session:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
         self._conn: asyncssh.SSHClientConnection | None = None
+        self.warning: str | None = None  # e.g. a private key others can read
 
     def open(self, target: Target, timeout: float) -> None:
         self._conn = self._call(_open(target, timeout), timeout + 5)

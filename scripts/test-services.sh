@@ -100,6 +100,7 @@ missing_packages() {
     check_one "$m" iproute2 "ip" have ip
     check_one "$m" util-linux "runuser, setsid" have_all runuser setsid
     check_one "$m" passwd "useradd, usermod" have_all useradd usermod
+    check_one "$m" shellcheck "shellcheck (lints the scripts run on GPU hosts)" have shellcheck
 }
 
 report_missing() {

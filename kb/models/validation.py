@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
+from decisiontree.server_env import env_name_problem
 from kb.models.findings import Fix
 
 
@@ -44,6 +46,14 @@ class Host(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        # Names reach the shell as `export NAME=...`: only plain identifiers.
+        if not isinstance(self.env, dict):
+            raise ValidationError({"env": 'A JSON object of names and values, e.g. {"A": "1"}.'})
+        problems = [p for name in self.env if (p := env_name_problem(str(name)))]
+        if problems:
+            raise ValidationError({"env": problems})
 
 
 class ValidationRun(models.Model):

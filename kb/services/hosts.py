@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from decisiontree.recipes import cuda_version, gpu_summary, parse_gpu_query
+from decisiontree.server_env import env_name_problem
 from kb import remote
 from kb.models import Host
 
@@ -21,26 +22,23 @@ GPU_QUERY = (
     "nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv,noheader"
 )
 FRAMEWORK_PACKAGES = ("sglang", "vllm", "torch", "transformers", "flashinfer-python")
-# Runs on the host's python: package versions from their metadata, else their __version__.
-VERSIONS_SCRIPT = """
-import importlib, json, platform
-from importlib import metadata
-found = {"python": platform.python_version()}
-for name in %r:
-    try:
-        found[name] = metadata.version(name)
-    except Exception:
-        try:
-            found[name] = importlib.import_module(name.split("-")[0]).__version__
-        except Exception:
-            found[name] = None
-print(json.dumps(found))
-"""
 FACTS_TIMEOUT_S = 120.0
 
 
 class HostKeyNotApproved(Exception):
     """First contact: the key is shown, not pinned, until the user approves it."""
+
+
+class HostEnvRefused(ValueError):
+    """A host's environment has a name a shell would read as more than a name."""
+
+
+def check_env(env: Mapping[str, object]) -> None:
+    """Refuse environment names that are not plain identifiers (`A;touch /tmp/x;B`)."""
+    for name in env:
+        problem = env_name_problem(str(name))
+        if problem:
+            raise HostEnvRefused(f"host environment: {problem}")
 
 
 def add_host(
@@ -57,6 +55,7 @@ def add_host(
 ) -> Host:
     """Register a host. Its key is pinned from `host_key` (checked out of band) or, with
     `accept_host_key`, from what the host offers now; otherwise nothing is saved."""
+    check_env(env or {})
     key = host_key.strip() or remote.fetch_host_key(address, port)
     if not host_key and not accept_host_key:
         raise HostKeyNotApproved(
@@ -75,7 +74,11 @@ def target_of(host: Host) -> remote.Target:
 
 
 def on_host(host: Host, command: str) -> str:
-    """`command` with the host's environment exported first (values quoted, not expanded)."""
+    """`command` with the host's environment exported first (values quoted, not expanded).
+
+    The names were checked when the host was saved; they are checked again here, where
+    they meet the shell, because a row can be changed behind the model's back."""
+    check_env(host.env or {})
     exports = [f"export {name}={shlex.quote(str(value))};" for name, value in host.env.items()]
     return " ".join([*exports, command])
 
@@ -94,9 +97,10 @@ def collect_facts(host: Host, session: remote.Session | None = None) -> dict[str
 def read_facts(host: Host, session: remote.Session) -> dict[str, Any]:
     gpus = session.run(on_host(host, GPU_QUERY), timeout=FACTS_TIMEOUT_S)
     banner = session.run(on_host(host, "nvidia-smi"), timeout=FACTS_TIMEOUT_S)
-    script = VERSIONS_SCRIPT % (FRAMEWORK_PACKAGES,)
-    versions = session.run(on_host(host, f"python3 -c {shlex.quote(script)}"),
-                           timeout=FACTS_TIMEOUT_S)  # fmt: skip
+    versions = session.run(
+        on_host(host, remote.python_command("host_versions.py", *FRAMEWORK_PACKAGES)),
+        timeout=FACTS_TIMEOUT_S,
+    )
     facts: dict[str, Any] = gpu_summary(parse_gpu_query(gpus.stdout)) if gpus.ok else {}
     if not gpus.ok:
         facts["gpu_error"] = (gpus.stderr or gpus.stdout).strip()[-500:] or "nvidia-smi failed"

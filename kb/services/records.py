@@ -14,6 +14,7 @@ from simple_history.utils import bulk_create_with_history
 from decisiontree.documents import ExtractedFinding, ExtractedFix, GpuMention
 from decisiontree.fingerprint import Signature
 from decisiontree.samples import signatures_of_sample, stored_form
+from decisiontree.server_env import runnable_changes
 from kb.models import (
     ErrorSample,
     ErrorSignature,
@@ -277,8 +278,9 @@ def create_fixes(finding: Finding, fixes: tuple[ExtractedFix, ...]) -> bool:
 
 
 def fix_values(extracted: ExtractedFix) -> dict[str, Any]:
+    # An environment variable that is no vetted serving knob is kept as text only.
     return {
-        "changes": [change_dict(c) for c in extracted.changes],
+        "changes": [change_dict(c) for c in runnable_changes(extracted.changes)],
         "outcome": str(extracted.outcome),
     }
 

@@ -38,7 +38,7 @@ from decisiontree.recipes import (
     recipe_for,
 )
 from kb import remote
-from kb.models import Fix, Host, KnowledgeRevision, ValidationRun
+from kb.models import Finding, Fix, Host, KnowledgeRevision, ValidationRun
 from kb.recipes import LoadSettings, http_status, measure
 from kb.services import hosts
 from kb.services.diagnosis import change_of
@@ -86,17 +86,21 @@ class RunSettings:
 
 
 def settings_for(run: ValidationRun) -> RunSettings:
+    """The run's settings: its fix laid over its finding, with the run's recipe."""
+    return settings_for_fix(run.fix, run.recipe or {})
+
+
+def settings_for_fix(fix: Fix, over: dict[str, Any]) -> RunSettings:
     """The finding's launch (model, framework, flags as launched) with the fix's changes
-    laid over it. `run.recipe` may override any part: framework, model, flags, env,
-    load, startup_timeout_s, bench_timeout_s, lease_s, min_throughput_tok_s."""
-    over: dict[str, Any] = run.recipe or {}
-    finding = run.fix.finding
+    laid over it. `over` (a run's recipe) may override any part: framework, model, flags,
+    env, load, startup_timeout_s, bench_timeout_s, lease_s, min_throughput_tok_s."""
+    finding = fix.finding
     framework = over.get("framework") or (finding.framework.name if finding.framework else "")
     recipe = recipe_for(framework or "sglang")
     base = over.get("flags")
     if base is None:
         base = {s.name: s.value or None for s in finding.flag_settings.all()}
-    flags, env = apply_changes(base, over.get("env", {}), [change_of(c) for c in run.fix.changes])
+    flags, env = apply_changes(base, over.get("env", {}), [change_of(c) for c in fix.changes])
     model = over.get("model") or (finding.model.name if finding.model else "")
     model = model or str(flags.get("model-path") or flags.get("model") or "")
     return RunSettings(
@@ -110,6 +114,43 @@ def settings_for(run: ValidationRun) -> RunSettings:
         lease_s=float(over.get("lease_s", LEASE_S)),
         min_throughput_tok_s=over.get("min_throughput_tok_s"),
     )
+
+
+class ValidationRefused(ValueError):
+    """This fix may not run on a host (not reviewed yet, or its launch cannot be built)."""
+
+
+def check_reviewed(fix: Fix) -> None:
+    """Only fixes of published findings run on hosts: a reviewer has read what they change.
+    Read from the database, not from `fix`, which may be older than the last review."""
+    status = Finding.objects.filter(pk=fix.finding_id).values_list("status", flat=True).first()
+    if status != Finding.Status.PUBLISHED:
+        raise ValidationRefused(
+            f"fix {fix.pk} belongs to a {status} finding; a reviewer must publish "
+            "it before the fix can run on a host"
+        )
+
+
+def planned_command(fix: Fix, host: Host, recipe: dict[str, Any] | None = None) -> str:
+    """What a run of `fix` on `host` will launch: every word and every environment variable
+    (the fix's `env NAME=value`, and the names the host's environment exports first).
+    The port is picked on the host when the run starts; flags are spelled for the
+    framework version the host's facts last showed. Raises ValidationRefused."""
+    check_reviewed(fix)
+    try:
+        hosts.check_env(host.env or {})
+        wanted = settings_for_fix(fix, recipe or {})
+        version = ((host.facts or {}).get("packages") or {}).get(wanted.framework)
+        plan = build_launch(
+            recipe_for(wanted.framework), model=wanted.model, port=None,
+            flags=wanted.flags, env=wanted.env, version=version,
+        )  # fmt: skip
+    except (RecipeRefused, hosts.HostEnvRefused) as exc:
+        raise ValidationRefused(str(exc)) from exc
+    lines = [plan.shell()]
+    if host.env:
+        lines.append(f"# after exporting {host.name}'s own environment: {', '.join(host.env)}")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- starting and cancelling
@@ -128,10 +169,17 @@ def queue_for(host: Host) -> str:
 def start(
     fix: Fix, host: Host, *, by: Any = None, recipe: dict[str, Any] | None = None
 ) -> ValidationRun:
-    """Queue a run of `fix` on `host`; the task is sent once the row is committed."""
+    """Queue a run of `fix` on `host`; the task is sent once the row is committed.
+
+    The run's `command` holds what will be launched (`planned_command`) until the worker
+    replaces it with the command as run. Raises ValidationRefused before queueing
+    anything when the fix is not reviewed or its launch cannot be built safely."""
     from config.celery import app  # the Celery app imports Django settings: import late
 
-    run = ValidationRun.objects.create(fix=fix, host=host, recipe=recipe or {}, created_by=by)
+    command = planned_command(fix, host, recipe)
+    run = ValidationRun.objects.create(
+        fix=fix, host=host, recipe=recipe or {}, created_by=by, command=command
+    )
 
     def send() -> None:
         sent = app.send_task("kb.run_validation", args=[run.pk], queue=queue_for(host))
@@ -168,7 +216,7 @@ def revalidate(*, older_than_days: float = 30) -> list[ValidationRun]:
     cutoff = timezone.now() - timedelta(days=older_than_days)
     newest: dict[tuple[int, int], ValidationRun] = {}
     finished = ValidationRun.objects.filter(status__in=[Status.PASSED, Status.FAILED])
-    for past in finished.order_by("finished_at").select_related("fix", "host"):
+    for past in finished.order_by("finished_at").select_related("fix__finding", "host"):
         newest[(past.fix_id, past.host_id)] = past
     pending = set(
         ValidationRun.objects.filter(status__in=[Status.QUEUED, Status.RUNNING]).values_list(
@@ -178,7 +226,10 @@ def revalidate(*, older_than_days: float = 30) -> list[ValidationRun]:
     due = [
         past
         for key, past in newest.items()
-        if key not in pending and past.finished_at and past.finished_at < cutoff
+        if key not in pending
+        and past.finished_at
+        and past.finished_at < cutoff
+        and past.fix.finding.status == Finding.Status.PUBLISHED
     ]
     return [start(past.fix, past.host, recipe=past.recipe) for past in due]
 
@@ -286,6 +337,8 @@ def _verdict_of(vrun: ValidationRun, runlog: RunLog) -> Verdict:
         raise
     except RecipeRefused as exc:
         return Verdict(Status.ERROR, f"recipe refused: {exc}")
+    except (ValidationRefused, hosts.HostEnvRefused) as exc:
+        return Verdict(Status.ERROR, f"refused: {exc}")
     except remote.HostKeyMismatch as exc:
         return Verdict(Status.ERROR, str(exc))
     except Exception as exc:
@@ -301,8 +354,13 @@ def _requeue(run_id: int, reason: str) -> None:
 
 def _execute(vrun: ValidationRun, runlog: RunLog) -> Verdict:
     host = vrun.host
+    # Checked again here: the finding may have gone back to draft since the run was queued.
+    check_reviewed(vrun.fix)
+    hosts.check_env(host.env or {})
     wanted = settings_for(vrun)
     with remote.connect(hosts.target_of(host)) as ssh:
+        if ssh.warning:
+            runlog.say(ssh.warning)
         runlog.say(f"connected to {host.username}@{host.address}:{host.port}")
         sick = dcgm_problem(host, ssh)
         if sick:
@@ -342,7 +400,7 @@ def _plan(
 
 def dcgm_problem(host: Host, ssh: remote.Session) -> str:
     """The failing diagnostic's output when the host has `dcgmi` and it fails; else ""."""
-    check = "command -v dcgmi >/dev/null 2>&1 || exit 0; dcgmi diag -r 1"
+    check = remote.sh_command(remote.script("dcgm_check.sh"))
     result = ssh.run(hosts.on_host(host, check), timeout=600)
     if result.ok:
         return ""
@@ -351,10 +409,7 @@ def dcgm_problem(host: Host, ssh: remote.Session) -> str:
 
 def free_port(host: Host, ssh: remote.Session) -> int:
     """A TCP port free on the host's loopback right now, for the server to listen on."""
-    script = (
-        "import socket; s = socket.socket();\ns.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
-    )
-    result = ssh.run(hosts.on_host(host, f"python3 -c {shlex.quote(script)}"), timeout=60)
+    result = ssh.run(hosts.on_host(host, remote.python_command("free_port.py")), timeout=60)
     if not result.ok:
         raise remote.RemoteError(f"could not pick a port on the host: {result.stderr[-500:]}")
     return int(result.stdout.split()[-1])
@@ -502,77 +557,16 @@ def import_result(fix: Fix, host: Host, text: str, *, by: Any = None) -> Validat
 
 # ---------------------------------------------------------------- the server on the host
 
-# $1 run folder, $2 lease seconds, $3 the launch command (every word already quoted).
-# The server gets its own session, so its pid is its process group; the watchdog, in
-# another session, kills that group when the lease file goes stale or `stop` appears.
-LAUNCH_SCRIPT = r"""
-set -e
-run=$1 lease=$2 cmd=$3
-mkdir -p "$run"
-cd "$run"
-rm -f stop server.pgid
-touch lease
-setsid sh -c 'echo $$ > server.pgid; eval "exec $1"' fixgraph-server "$cmd" \
-    > server.log 2>&1 < /dev/null &
-setsid sh -c "$WATCHDOG" fixgraph-watchdog "$lease" > watchdog.log 2>&1 < /dev/null &
-i=0
-while [ ! -s server.pgid ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-cat server.pgid
-"""
+# The scripts run on the host live in kb/remote_scripts/ (shellcheck lints them). The
+# watchdog and the beat need leader_alive.sh in front of them.
 
-# A server whose main process died (crashed) may leave children behind: the group is
-# stopped as soon as its leader is gone, or is a zombie nobody reaps.
-LEADER_ALIVE = r"""
-leader_alive() {
-    state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
-    [ -d /proc/self ] || { kill -0 "$1" 2>/dev/null; return; }
-    [ -n "$state" ] && [ "$state" != Z ]
-}
-"""
 
-WATCHDOG_SCRIPT = (
-    LEADER_ALIVE
-    + r"""
-lease=$1
-while [ ! -s server.pgid ]; do sleep 0.2; done
-pg=$(cat server.pgid)
-while leader_alive "$pg"; do
-    if [ -e stop ]; then echo "asked to stop"; break; fi
-    age=$(( $(date +%s) - $(stat -c %Y lease 2>/dev/null || echo 0) ))
-    if [ "$age" -gt "$lease" ]; then echo "lease expired ${age}s ago: stopping"; break; fi
-    sleep 1
-done
-kill -TERM -"$pg" 2>/dev/null
-i=0
-while kill -0 -"$pg" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
-kill -KILL -"$pg" 2>/dev/null
-echo stopped
-"""
-)
+def watchdog_script() -> str:
+    return remote.script("leader_alive.sh") + remote.script("watchdog.sh")
 
-# $1 run folder. Stops the group now (TERM, then KILL after 10 s) and the watchdog with it.
-STOP_SCRIPT = r"""
-cd "$1" || exit 0
-touch stop
-pg=$(cat server.pgid 2>/dev/null) || exit 0
-kill -TERM -"$pg" 2>/dev/null
-i=0
-while kill -0 -"$pg" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
-kill -KILL -"$pg" 2>/dev/null
-exit 0
-"""
 
-# $1 run folder, $2 bytes of log tail. First line: alive or gone.
-BEAT_SCRIPT = (
-    LEADER_ALIVE
-    + r"""
-cd "$1" || { echo gone; exit 0; }
-touch lease
-pg=$(cat server.pgid 2>/dev/null)
-if [ -n "$pg" ] && leader_alive "$pg"; then echo alive; else echo gone; fi
-tail -c "$2" server.log 2>/dev/null
-"""
-)
+def beat_script() -> str:
+    return remote.script("leader_alive.sh") + remote.script("beat.sh")
 
 
 class RemoteServer:
@@ -585,25 +579,28 @@ class RemoteServer:
         self.port = 0
 
     def _script(self, script: str, *args: str, timeout: float = 60) -> remote.CommandResult:
-        words = " ".join(shlex.quote(a) for a in ("fixgraph", *args))
-        command = f"WATCHDOG={shlex.quote(WATCHDOG_SCRIPT)} sh -c {shlex.quote(script)} {words}"
+        command = remote.sh_command(script, *args)
         return self.ssh.run(hosts.on_host(self.host, command), timeout=timeout)
 
     def start(self, plan: LaunchPlan) -> None:
-        started = self._script(LAUNCH_SCRIPT, self.run_dir, str(self.lease_s), plan.shell())
+        # The watchdog's script travels as a value in the environment of the launch.
+        launch = remote.sh_command(remote.script("launch.sh"), self.run_dir, str(self.lease_s),
+                                   *plan.words())  # fmt: skip
+        command = f"WATCHDOG={shlex.quote(watchdog_script())} {launch}"
+        started = self.ssh.run(hosts.on_host(self.host, command), timeout=60)
         if not started.ok or not started.stdout.strip().isdigit():
             raise remote.RemoteError(f"could not start the server: {started.stderr[-1000:]}")
         self.pgid, self.port = int(started.stdout.strip()), plan.port
 
     def beat(self) -> tuple[bool, str]:
         """Renew the remote lease; (is the server's group alive, the log's tail)."""
-        result = self._script(BEAT_SCRIPT, self.run_dir, str(SERVER_TAIL_BYTES))
+        result = self._script(beat_script(), self.run_dir, str(SERVER_TAIL_BYTES))
         first, _, tail = result.stdout.partition("\n")
         return first.strip() == "alive", tail
 
     def stop(self) -> None:
         try:
-            self._script(STOP_SCRIPT, self.run_dir, timeout=60)
+            self._script(remote.script("stop.sh"), self.run_dir, timeout=60)
         except remote.RemoteError:
             log.warning("could not stop %s on %s; its watchdog will", self.run_dir, self.host)
 

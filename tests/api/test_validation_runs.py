@@ -16,15 +16,17 @@ RUNS = "/api/v1/validation-runs/"
 
 
 class SentTasks(list):
-    def send_task(self, name: str, args: list[Any]) -> Any:
+    def send_task(self, name: str, args: list[Any], **options: Any) -> Any:
         self.append((name, args))
         return type("Result", (), {"id": f"task-{len(self)}"})()
 
 
 @pytest.fixture
 def sent(monkeypatch) -> SentTasks:
+    from config.celery import app
+
     tasks = SentTasks()
-    monkeypatch.setattr("api.views.celery_app", tasks)
+    monkeypatch.setattr(app, "send_task", tasks.send_task)
     return tasks
 
 

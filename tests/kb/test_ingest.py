@@ -185,3 +185,22 @@ def test_ingested_findings_are_searchable_when_the_command_returns(
     assert not SearchRefresh.objects.exists(), "the refreshes a bulk load queues are done"
     document = FindingSearchDocument.objects.get(finding=finding)
     assert "mem-fraction-static" in document.text
+
+
+def test_it_keeps_an_unvetted_environment_variable_of_a_fix_as_text_only(
+    vocabulary: None, tmp_path: Path
+) -> None:
+    """A write-up may say someone preloaded a library; validation must never do it."""
+    path = tmp_path / "FINDINGS.md"
+    path.write_text(
+        ENTRY.replace(
+            "- Fix: --mem-fraction-static 0.85",
+            "- Fix: NCCL_P2P_DISABLE=1 LD_PRELOAD=/opt/hooks/libtrace.so --mem-fraction-static 0.85",
+        )
+    )
+    ingest(path, publish=True)
+    changes = Fix.objects.get(outcome="resolves").changes
+    assert {"action": "set_env", "name": "NCCL_P2P_DISABLE", "value": "1"} in changes
+    preload = [c for c in changes if c["name"] == "LD_PRELOAD"]
+    assert [c["action"] for c in preload] == ["other"]
+    assert "not a vetted serving knob" in preload[0]["value"]

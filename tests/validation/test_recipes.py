@@ -95,7 +95,7 @@ def test_it_quotes_every_value_so_a_shell_runs_no_command_hidden_in_it(tmp_path:
         model="m; touch " + str(marker),
         port=1,
         flags={"served-model-name": nasty},
-        env={"NOTE": "$(touch x)"},
+        env={"NCCL_DEBUG": "INFO; touch x"},
         version=None,
     )
     # Hand the command to a real shell, with `printf` in place of the server.
@@ -107,7 +107,7 @@ def test_it_quotes_every_value_so_a_shell_runs_no_command_hidden_in_it(tmp_path:
         cwd=tmp_path,
     ).stdout.splitlines()
     assert not marker.exists() and not (tmp_path / "x").exists()
-    assert nasty in shown and "NOTE=$(touch x)" in shown
+    assert nasty in shown and "NCCL_DEBUG=INFO; touch x" in shown
     assert shlex.split(plan.shell())[-2:] == ["--served-model-name", nasty]
 
 
@@ -120,6 +120,27 @@ def test_it_refuses_an_environment_name_a_shell_would_interpret() -> None:
             flags={},
             env={"A=1; touch /tmp/x; B": "1"},
             version=None,
+        )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("LD_PRELOAD", "/tmp/evil.so"),
+        ("PYTHONPATH", "/tmp/evil"),
+        ("PYTHONWARNINGS", "ignore::antigravity.Warning"),
+        ("BROWSER", "touch /tmp/x"),
+        ("PERL5OPT", "-Mwarnings"),
+        ("NCCL_NET_PLUGIN", "evil"),  # matches NCCL_*, but loads a library
+        ("NCCL_DEBUG", "$(touch x)"),  # a vetted name, but a value no knob takes
+        ("VLLM_ATTENTION_BACKEND", "../evil"),
+    ],
+)
+def test_it_builds_no_launch_that_sets_an_unvetted_variable(name: str, value: str) -> None:
+    """The last check before a command for a host is built: only vetted knobs and values."""
+    with pytest.raises(RecipeRefused, match=name):
+        build_launch(
+            recipe_for("sglang"), model="m", port=1, flags={}, env={name: value}, version=None
         )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import IntegrityError
 
+from decisiontree.server_env import env_name_problem
 from kb import remote
 from kb.models import Host
 from kb.services import hosts
@@ -38,7 +39,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             getattr(self, f"do_{options['action']}")(options)
-        except (remote.RemoteError, hosts.HostKeyNotApproved) as exc:
+        except (remote.RemoteError, hosts.HostKeyNotApproved, hosts.HostEnvRefused) as exc:
             raise CommandError(str(exc)) from exc
 
     def do_add(self, options: dict[str, Any]) -> None:
@@ -53,6 +54,9 @@ class Command(BaseCommand):
             raise CommandError(f"a host named {options['name']!r} exists already") from exc
         self.stdout.write(f"added {host.name} ({host.address}:{host.port}), host key "
                           f"{remote.fingerprint(host.host_key)} pinned")  # fmt: skip
+        warning = remote.key_warning(host.key_path)
+        if warning:
+            self.stderr.write(warning)
 
     def do_facts(self, options: dict[str, Any]) -> None:
         host = Host.objects.filter(name=options["name"]).first()
@@ -61,7 +65,13 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(hosts.collect_facts(host), indent=2, sort_keys=True))
 
     def do_list(self, options: dict[str, Any]) -> None:
-        for host in Host.objects.all():
+        found = list(Host.objects.all())
+        if not found:
+            self.stdout.write("no hosts yet: add one with `manage.py hosts add NAME --address "
+                              "ADDRESS --user USER --accept-host-key`")  # fmt: skip
+            return
+        self.stdout.write("name\tlogin\tgpus\tlabels\tstate")
+        for host in found:
             facts = host.facts or {}
             gpus = f"{facts.get('gpu_count', '?')}x {facts.get('gpu_name', '?')}" if facts else "?"
             busy = f"busy (run {host.locked_by_id})" if host.locked_by_id else "free"
@@ -75,5 +85,8 @@ def parse_env(pairs: list[str]) -> dict[str, str]:
         name, eq, value = pair.partition("=")
         if not eq or not name:
             raise CommandError(f"--env wants NAME=VALUE, not {pair!r}")
+        problem = env_name_problem(name)
+        if problem:
+            raise CommandError(f"--env {pair!r}: {problem}")
         env[name] = value
     return env

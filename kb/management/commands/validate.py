@@ -46,8 +46,12 @@ class Command(BaseCommand):
         if options["import_file"]:
             run = self.import_run(fix, host, options["import_file"])
         else:
-            run = validation.start(fix, host, recipe=self.recipe(options["recipe"]))
-            self.stdout.write(f"run {run.pk} queued on {validation.queue_for(host)}")
+            try:
+                run = validation.start(fix, host, recipe=self.recipe(options["recipe"]))
+            except validation.ValidationRefused as exc:
+                raise CommandError(f"not queued: {exc}") from exc
+            self.stdout.write(f"run {run.pk} queued on {validation.queue_for(host)}; it will run:")
+            self.stdout.write(run.command)
             if options["wait"]:
                 run = wait_for(run.pk, options["timeout"])
         self.report(run)
@@ -56,17 +60,29 @@ class Command(BaseCommand):
         fix = Fix.objects.filter(pk=options["fix"]).first() if options["fix"] else None
         if fix is None:
             raise CommandError("--all-matching needs --fix ID of an existing fix")
-        runs = validation.start_on_matching(fix, recipe=self.recipe(options["recipe"]))
+        try:
+            runs = validation.start_on_matching(fix, recipe=self.recipe(options["recipe"]))
+        except validation.ValidationRefused as exc:
+            raise CommandError(f"not queued: {exc}") from exc
         for run in runs:
             self.stdout.write(f"run {run.pk} queued on {run.host.name}")
         if not runs:
             self.stdout.write("no registered host matches (collect facts with `hosts facts`)")
 
     def fix_and_host(self, options: dict[str, Any]) -> tuple[Fix, Host]:
-        fix = Fix.objects.filter(pk=options["fix"]).first() if options["fix"] else None
-        host = Host.objects.filter(name=options["host"]).first() if options["host"] else None
-        if fix is None or host is None:
-            raise CommandError("--fix ID and --host NAME must name an existing fix and host")
+        """The fix and the host named, or an error that says which of the two is wrong."""
+        if not options["fix"]:
+            raise CommandError("--fix ID is missing: the fix ids are on each finding's page")
+        fix = Fix.objects.filter(pk=options["fix"]).first()
+        if fix is None:
+            raise CommandError(f"--fix {options['fix']}: no fix has this id")
+        names = list(Host.objects.values_list("name", flat=True))
+        known = f"registered hosts: {', '.join(names)}" if names else "no host is registered yet"
+        if not options["host"]:
+            raise CommandError(f"--host NAME is missing ({known})")
+        host = Host.objects.filter(name=options["host"]).first()
+        if host is None:
+            raise CommandError(f"--host {options['host']}: no host has this name ({known})")
         return fix, host
 
     def recipe(self, raw: str) -> dict[str, Any]:
