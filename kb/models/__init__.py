@@ -1,5 +1,6 @@
 """The knowledge base's records, by topic."""
 
+from kb.models.diagnoses import StoredDiagnosis
 from kb.models.findings import (
     ErrorSample,
     ErrorSignature,
@@ -35,5 +36,6 @@ __all__ = [
     "SearchWord",
     "SignatureDecision",
     "SourceDocument",
+    "StoredDiagnosis",
     "ValidationRun",
 ]

@@ -20,11 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 register = template.Library()
 
 MARKDOWN_EXTENSIONS = ["fenced_code", "tables", "sane_lists"]
-NODE_WIDTH = 230
-NODE_HEIGHT = 46
-ROW_GAP = 14
-COLUMN_X = (8, 272, 536)
-LABEL_CHARS = 29
+LABEL_CHARS = 36
 OUTCOME_CLASS = {"resolves": "ok", "partial": "warn", "no_effect": "bad", "worse": "bad"}
 
 
@@ -58,6 +54,36 @@ def render_markdown(text: str | None) -> SafeString:
     return mark_safe(nh3.clean(html))  # noqa: S308 - nh3 removed scripts, handlers, styles
 
 
+# A word longer than this may break anywhere (a long model path on a phone); shorter
+# ones, flags included, never break inside.
+UNBREAKABLE_CHARS = 32
+
+
+@register.filter
+def command(text: str | None) -> SafeString:
+    """A shell command that wraps only at spaces: each word (a flag with its value when
+    they fit) is one unbreakable span. The text, and so what Copy copies, is unchanged."""
+    pieces = re.split(r"(\s+)", text or "")
+    html: list[str] = []
+    i = 0
+    while i < len(pieces):
+        word = pieces[i]
+        if i % 2:  # whitespace, as written
+            html.append(escape(word))
+            i += 1
+            continue
+        joined = word
+        if word.startswith("-") and i + 2 < len(pieces) and not pieces[i + 2].startswith("-"):
+            pair = word + pieces[i + 1] + pieces[i + 2]
+            if len(pair) <= UNBREAKABLE_CHARS and "\n" not in pieces[i + 1]:
+                joined, i = pair, i + 2
+        if joined:
+            css = "w long" if len(joined) > UNBREAKABLE_CHARS else "w"
+            html.append(f'<span class="{css}">{escape(joined)}</span>')
+        i += 1
+    return mark_safe("".join(html))  # noqa: S308 - every piece went through escape()
+
+
 @register.filter
 def outcome_class(outcome: str) -> str:
     return OUTCOME_CLASS.get(outcome, "")
@@ -72,112 +98,55 @@ def get_item(mapping: dict[str, Any], key: str) -> Any:
 
 
 @dataclass(frozen=True)
-class Node:
-    column: int
-    row: int
-    label: str
-    title: str
+class PathFix:
+    label: str  # the flag changes, or the summary when there are none
+    rank: int | None  # None: known not to help
     css: str
+    anchor: str  # the fix's card on the page, when it has one
 
-    @property
-    def x(self) -> int:
-        return COLUMN_X[self.column]
 
-    @property
-    def y(self) -> int:
-        return 8 + self.row * (NODE_HEIGHT + ROW_GAP)
+@dataclass
+class PathCause:
+    finding_id: int
+    title: str
+    fixes: list[PathFix]
 
-    @property
-    def middle_y(self) -> int:
-        return self.y + NODE_HEIGHT // 2
+
+@register.inclusion_tag("kb/_decision_path.html")
+def decision_path(diagnosis: dict[str, Any]) -> dict[str, Any]:
+    """The walk from the error to each fix, as a small tree of text: every label whole and
+    wrapping, so it reads on a phone with no hover (an SVG would need both)."""
+    causes: dict[int, PathCause] = {}
+    entries = [(entry, True) for entry in diagnosis.get("fixes", [])]
+    entries += [(entry, False) for entry in diagnosis.get("not_helpful", [])]
+    for entry, helps in entries:
+        finding = entry["finding"]
+        cause = causes.setdefault(finding["id"], PathCause(finding["id"], finding["title"], []))
+        cause.fixes.append(path_fix(entry, helps=helps))
+    signature = diagnosis.get("signature") or {}
+    return {
+        "signature": signature.get("exception_type") or "the pasted text",
+        "template": signature.get("template", ""),
+        "causes": list(causes.values()),
+    }
+
+
+def path_fix(entry: dict[str, Any], *, helps: bool) -> PathFix:
+    fix = entry["fix"]
+    label = " ".join(fix.get("command_changes") or []) or fix["summary"]
+    if not helps:
+        return PathFix(label, None, "bad", "")
+    return PathFix(
+        label, entry.get("rank"), OUTCOME_CLASS.get(fix["outcome"], ""), f"#fix-{fix['id']}"
+    )
+
+
+# --- throughput bars ----------------------------------------------------------------
 
 
 def short(text: str, limit: int = LABEL_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-@register.simple_tag
-def decision_path_svg(diagnosis: dict[str, Any], limit: int = 4) -> SafeString:
-    """The paths that led to the first fixes (and to the ones known not to help)."""
-    fixes = list(diagnosis.get("fixes", []))[:limit]
-    useless = list(diagnosis.get("not_helpful", []))[:2]
-    if not fixes and not useless:
-        return mark_safe("")
-    causes = cause_nodes([*fixes, *useless])
-    fix_nodes = [fix_node(entry, row, helps=True) for row, entry in enumerate(fixes)]
-    fix_nodes += [
-        fix_node(entry, len(fixes) + row, helps=False) for row, entry in enumerate(useless)
-    ]
-    signature = signature_node(diagnosis, rows=max(len(causes), len(fix_nodes)))
-    edges = [edge(signature, cause, "") for cause in causes.values()]
-    edges += [
-        edge(causes[entry["finding"]["id"]], node, node.css)
-        for entry, node in zip([*fixes, *useless], fix_nodes, strict=True)
-    ]
-    nodes = [signature, *causes.values(), *fix_nodes]
-    return svg_document(nodes, edges, rows=max(len(causes), len(fix_nodes)))
-
-
-def signature_node(diagnosis: dict[str, Any], rows: int) -> Node:
-    signature = diagnosis.get("signature") or {}
-    label = signature.get("exception_type") or "the pasted text"
-    title = f"{label}: {signature.get('template', '')}"
-    return Node(0, max(0, (rows - 1) // 2), short(label), title, "signature")
-
-
-def cause_nodes(entries: Sequence[dict[str, Any]]) -> dict[int, Node]:
-    nodes: dict[int, Node] = {}
-    for entry in entries:
-        finding = entry["finding"]
-        if finding["id"] not in nodes:
-            nodes[finding["id"]] = Node(
-                1, len(nodes), short(finding["title"]), finding["title"], "cause"
-            )
-    return nodes
-
-
-def fix_node(entry: dict[str, Any], row: int, *, helps: bool) -> Node:
-    fix = entry["fix"]
-    changes = " ".join(fix.get("command_changes") or []) or fix["summary"]
-    prefix = f"{entry['rank']}. " if helps and "rank" in entry else "✗ "
-    css = "fix " + (OUTCOME_CLASS.get(fix["outcome"], "") if helps else "bad")
-    return Node(2, row, short(prefix + changes), fix["summary"], css)
-
-
-def edge(source: Node, target: Node, css: str) -> str:
-    x1, y1 = source.x + NODE_WIDTH, source.middle_y
-    x2, y2 = target.x, target.middle_y
-    bend = (x2 - x1) // 2
-    dashed = " dashed" if "bad" in css else ""
-    return (
-        f'<path class="edge{dashed}" d="M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}"/>'
-    )
-
-
-def svg_node(node: Node) -> str:
-    return (
-        f'<g class="node {escape(node.css)}"><title>{escape(node.title)}</title>'
-        f'<rect x="{node.x}" y="{node.y}" width="{NODE_WIDTH}" height="{NODE_HEIGHT}" rx="6"/>'
-        f'<text x="{node.x + 10}" y="{node.middle_y + 5}">{escape(node.label)}</text></g>'
-    )
-
-
-def svg_document(nodes: Sequence[Node], edges: Sequence[str], rows: int) -> SafeString:
-    width = COLUMN_X[-1] + NODE_WIDTH + 8
-    height = 16 + max(rows, 1) * (NODE_HEIGHT + ROW_GAP)
-    headings = "".join(
-        f'<text class="heading" x="{x}" y="{height + 14}">{name}</text>'
-        for x, name in zip(COLUMN_X, ("signature", "cause", "fix"), strict=True)
-    )
-    body = "".join(edges) + "".join(svg_node(node) for node in nodes) + headings
-    return mark_safe(  # noqa: S308 - every text above went through escape()
-        f'<svg class="decision-path" role="img" viewBox="0 0 {width} {height + 22}" '
-        f'aria-label="Decision path from the error signature to the fixes">{body}</svg>'
-    )
-
-
-# --- throughput bars ----------------------------------------------------------------
 
 
 BAR_HEIGHT = 22
@@ -205,7 +174,7 @@ def bar_row(index: int, label: str, value: float, top: float, unit: str) -> str:
     length = max(2, round(BAR_WIDTH * value / top))
     return (
         f"<g><title>{escape(label)}: {value:,.1f} {escape(unit)}</title>"
-        f'<text x="0" y="{y + 16}">{escape(short(label, 36))}</text>'
+        f'<text x="0" y="{y + 16}">{escape(short(label))}</text>'
         f'<rect x="{LABEL_WIDTH}" y="{y}" width="{length}" height="{BAR_HEIGHT}" rx="3"/>'
         f'<text class="value" x="{LABEL_WIDTH + length + 6}" y="{y + 16}">'
         f"{value:,.1f} {escape(unit)}</text></g>"

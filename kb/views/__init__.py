@@ -1,6 +1,6 @@
 """Page views, by page. Thin: they call kb.services and render templates."""
 
-from kb.views.diagnose import diagnose_page, fix_feedback
+from kb.views.diagnose import diagnose_page, diagnosis_delete, diagnosis_detail, fix_feedback
 from kb.views.findings import finding_detail
 from kb.views.review import review_finding, review_queue
 from kb.views.runbook import runbook, runbook_markdown
@@ -8,6 +8,8 @@ from kb.views.search import finding_list
 
 __all__ = [
     "diagnose_page",
+    "diagnosis_delete",
+    "diagnosis_detail",
     "finding_detail",
     "finding_list",
     "fix_feedback",

@@ -1,8 +1,10 @@
 """Paste a traceback: ranked fixes, what is known not to help, follow-up questions.
 
-The page renders `DiagnosisSerializer`'s data, the same object the REST API returns,
-so the two never disagree. The form posts back to itself; a follow-up answer
-re-posts the paste with the answer added (htmx swaps just the result).
+Every diagnosis is stored (kb.services.stored_diagnoses) and gets its own page,
+/diagnose/<slug>/, which renders the stored answer: the same object the REST API
+returns, so the two never disagree. The form posts, then the browser is sent to
+that page (Post/Redirect/Get), so the address bar holds a link to paste into a chat
+thread. Answering a follow-up question is a new diagnosis that refines the first.
 """
 
 from __future__ import annotations
@@ -10,22 +12,25 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_http_methods, require_POST
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from api.serializers import DiagnosisSerializer
 from decisiontree.traceback import InputRejected
 from kb.forms import DiagnoseForm, FeedbackForm, answers_from, paste_too_large_message
-from kb.services.diagnosis import diagnose, record_feedback
+from kb.models import StoredDiagnosis
+from kb.services import stored_diagnoses
+from kb.services.diagnosis import record_feedback
 
 BODY_SLACK_BYTES = 100_000  # room for the launch command and form fields beside the paste
+ANSWER_ANCHOR = "#diagnosis"  # the verdict, with the first fix under it
 
 
-# A diagnosis changes nothing, so it needs no CSRF token; that also lets the
-# view refuse an oversized body before anything reads it.
+# Exempt here so an oversized body is refused before anything reads it; the CSRF
+# check runs right after, in `diagnose_checked`.
 @csrf_exempt
 @require_http_methods(["GET", "POST"])
 def diagnose_page(request: HttpRequest) -> HttpResponse:
@@ -33,6 +38,11 @@ def diagnose_page(request: HttpRequest) -> HttpResponse:
         return page(request, DiagnoseForm())
     if body_too_large(request):
         return page(request, DiagnoseForm(), error=paste_too_large_message(), status=413)
+    return diagnose_checked(request)
+
+
+@csrf_protect
+def diagnose_checked(request: HttpRequest) -> HttpResponse:
     try:
         form = DiagnoseForm(request.POST)
     except RequestDataTooBig:
@@ -54,37 +64,82 @@ def body_too_large(request: HttpRequest) -> bool:
 
 def diagnosed(request: HttpRequest, form: DiagnoseForm) -> HttpResponse:
     data = form.cleaned_data
-    answers = answers_from(request.POST)
     try:
-        result = diagnose(
+        record = stored_diagnoses.diagnose_and_store(
             data["text"],
-            launch_command=data["launch_command"] or None,
-            gpu=data["gpu"] or None,
-            answers=answers,
+            launch_command=data["launch_command"],
+            gpu=data["gpu"],
+            answers=answers_from(request.POST),
+            refines=stored_diagnoses.stored(str(request.POST.get("refines", ""))),
+            channel=StoredDiagnosis.Channel.WEB,
+            user=request.user,
         )
     except InputRejected as rejected:
         return page(request, form, error=str(rejected), status=400)
     except KeyError:  # an answer about a key the context does not know: forged input
         return page(request, form, error="That answer is not one FixGraph asked for.", status=400)
-    context = {"launch_command": data["launch_command"]}
-    diagnosis = DiagnosisSerializer(result, context=context).data  # the API's answer
-    return page(request, form, diagnosis=diagnosis, answers=answers)
+    return to_answer(request, record)
+
+
+def to_answer(request: HttpRequest, record: StoredDiagnosis) -> HttpResponse:
+    url = record.get_absolute_url() + ANSWER_ANCHOR
+    if getattr(request, "htmx", False):
+        # htmx (a question answered in place) follows this header with a full page load.
+        response = HttpResponse()
+        response["HX-Redirect"] = url
+        return response
+    return HttpResponseRedirect(url, status=303)
 
 
 def page(
     request: HttpRequest,
     form: DiagnoseForm,
     *,
-    diagnosis: dict[str, Any] | None = None,
-    answers: dict[str, str] | None = None,
     error: str = "",
     status: int = 200,
 ) -> HttpResponse:
-    context = {"form": form, "diagnosis": diagnosis, "answers": answers or {}, "error": error}
+    context = {"form": form, "diagnosis": None, "answers": {}, "error": error}
     is_htmx = bool(getattr(request, "htmx", False))
     template = "kb/_diagnosis.html" if is_htmx and request.method == "POST" else "kb/diagnose.html"
     # htmx only swaps 2xx responses by default; an error fragment must still show.
     return render(request, template, context, status=200 if is_htmx else status)
+
+
+@require_GET
+def diagnosis_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """A stored diagnosis: the answer first, then the paste, ready to edit and run again."""
+    record = stored_diagnoses.stored(slug)
+    if record is None:
+        raise Http404("No diagnosis has this link. It may have been deleted.")
+    form = DiagnoseForm(
+        {"text": record.text, "launch_command": record.launch_command, "gpu": record.gpu}
+    )
+    form.is_valid()  # for cleaned_data: the follow-up question forms re-post it
+    form.fields["text"].widget.attrs.pop("autofocus", None)  # the answer is what to read
+    context: dict[str, Any] = {
+        "record": record,
+        "form": form,
+        "diagnosis": record.answer,
+        "answers": record.answers,
+        "may_delete": stored_diagnoses.may_delete(record, request.user),
+    }
+    response = render(request, "kb/diagnosis_detail.html", context)
+    # A paste can hold host names and paths: keep it out of shared caches and indexes.
+    response["Cache-Control"] = "private, no-store"
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    return response
+
+
+@require_POST
+def diagnosis_delete(request: HttpRequest, slug: str) -> HttpResponse:
+    record = stored_diagnoses.stored(slug)
+    if record is None:
+        raise Http404("No diagnosis has this link.")
+    if not stored_diagnoses.may_delete(record, request.user):
+        raise PermissionDenied("Only who asked, or an admin, can delete a diagnosis.")
+    stored_diagnoses.delete(record)
+    messages.success(request, "Deleted the diagnosis and its paste.")
+    return redirect("kb:diagnose")
 
 
 @require_POST

@@ -22,3 +22,10 @@ document.addEventListener("click", async (event) => {
   button.setAttribute("data-copied", "true");
   setTimeout(() => { button.textContent = label; }, 1500);
 });
+
+// A diagnosis page opens at its verdict, with the first fix right under it (the link
+// after submitting carries #diagnosis; a link shared without it scrolls here too).
+const answer = document.querySelector("[data-scroll-on-load]");
+if (answer && !window.location.hash && window.scrollY === 0) {
+  answer.scrollIntoView({ block: "start" });
+}

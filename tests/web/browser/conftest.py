@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,23 @@ import pytest
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Size:
+    name: str
+    width: int
+    height: int
+
+    @property
+    def viewport(self) -> dict[str, int]:
+        return {"width": self.width, "height": self.height}
+
+
+# A laptop and a phone: every page must read well at both.
+DESKTOP = Size("desktop", 1440, 900)
+MOBILE = Size("mobile", 390, 844)
+SIZES = (DESKTOP, MOBILE)
 
 SCREENSHOTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "screenshots"
 CHROMIUM_ARGS = [
@@ -55,6 +73,7 @@ def no_js_page(browser: Browser) -> Iterator[Page]:
     context.close()
 
 
-def screenshot(page: Page, name: str) -> None:
+def screenshot(page: Page, name: str, *, full_page: bool = True) -> None:
+    """Saved under test-artifacts/screenshots/ for a person to look at."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full_page)

@@ -64,7 +64,7 @@ def test_it_puts_the_right_fix_first_for_a_pasted_decode_crash(
     expect(first.locator(".flag-change").first).to_have_text("--kv-cache-dtype bf16")
     expect(first.locator(".changes")).to_contain_text("decode-backend trtllm")
     expect(first.locator("pre")).to_contain_text("--kv-cache-dtype bf16")
-    expect(page.locator("svg.decision-path")).to_be_visible()
+    expect(page.locator(".path-tree")).to_be_visible()
     expect(page.get_by_role("heading", name="Known not to help")).to_be_visible()
     screenshot(page, "diagnose")
 
@@ -75,19 +75,20 @@ def test_it_puts_the_right_fix_first_for_a_pasted_decode_crash(
     assert FixFeedback.objects.filter(helped=True, channel="web").count() == 1
 
 
-def test_it_reranks_in_place_when_a_question_is_answered(
+def test_it_reranks_when_a_question_is_answered(
     page: Page, live_server: Any, hopper_variant: Finding
 ) -> None:
     paste(page, live_server)
     expect(page.locator(".question legend").first).to_contain_text("Which GPU?")
-    url_before = page.url
+    first_link = page.url
 
     page.locator(".question").get_by_role("button", name="sm_90").click()
 
     first = page.locator("ol.fixes > li.fix").first
     expect(first.locator("h3")).to_have_text("Upgrade FlashInfer")
     expect(page.locator(".answered")).to_contain_text("gpu.arch = sm_90")
-    assert page.url == url_before
+    assert page.url != first_link  # the answered diagnosis has a link of its own
+    assert re.search(r"/diagnose/[\w-]{22,}/#diagnosis$", page.url)
     screenshot(page, "diagnose-answered")
 
 

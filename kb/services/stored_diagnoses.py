@@ -1,0 +1,126 @@
+"""Run a diagnosis and keep it: one record that the web page, the API and Slack all show.
+
+`diagnose_and_store` is the one entry point for a diagnosis a person asked for. The
+stored `answer` is the API's answer (`api.serializers.DiagnosisSerializer`), which the
+page renders too, so every channel shows the same fixes, the same corrected command
+and the same `html_url`, and a link keeps showing the answer as it was given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from decisiontree.diagnose import Diagnosis
+from kb.models import Finding, StoredDiagnosis
+from kb.models.diagnoses import new_slug
+from kb.services.diagnosis import diagnose
+
+
+def diagnose_and_store(
+    text: str,
+    *,
+    launch_command: str = "",
+    gpu: str = "",
+    model: str = "",
+    framework: str = "",
+    framework_version: str = "",
+    answers: dict[str, str] | None = None,
+    refines: StoredDiagnosis | None = None,
+    channel: str = StoredDiagnosis.Channel.WEB,
+    user: AbstractBaseUser | AnonymousUser | None = None,
+    requester: str = "",
+) -> StoredDiagnosis:
+    """Diagnose `text` and store it with who asked; returns the stored record.
+
+    Raises what `kb.services.diagnosis.diagnose` raises (decisiontree `InputRejected` for
+    a paste that is not text, `KeyError` for an answer to a question never asked); then
+    nothing is stored.
+    """
+    result = diagnose(
+        text,
+        launch_command=launch_command or None,
+        gpu=gpu or None,
+        model=model or None,
+        framework=framework or None,
+        framework_version=framework_version or None,
+        answers=answers,
+    )
+    record = StoredDiagnosis(
+        slug=new_slug(),
+        text=text,
+        launch_command=launch_command,
+        gpu=gpu[:200],
+        model=model[:200],
+        framework=framework[:60],
+        framework_version=framework_version[:60],
+        answers=answers or {},
+        refines=refines,
+        channel=channel,
+        created_by=user if user is not None and user.is_authenticated else None,
+        requester=requester[:200],
+    )
+    record.answer = answer_of(result, launch_command, record)
+    copy_occurrence_facts(record)
+    record.save()
+    return record
+
+
+def answer_of(result: Diagnosis, launch_command: str, record: StoredDiagnosis) -> dict[str, Any]:
+    """The answer as every channel shows it: the API's one JSON shape, with this record's
+    `id` and `html_url` and each fix's corrected launch command."""
+    # Imported on use: the serializer module imports the API's models and settings.
+    from api.serializers import DiagnosisSerializer
+
+    context = {"launch_command": launch_command, "stored": record}
+    return dict(DiagnosisSerializer(result, context=context).data)
+
+
+def copy_occurrence_facts(record: StoredDiagnosis) -> None:
+    """Where the error happened and what it matched, as columns to count by."""
+    answer = record.answer
+    context = answer.get("context") or {}
+    signature = answer.get("signature") or {}
+    record.match = str(answer["match"])
+    record.fingerprint = str(signature.get("fingerprint") or "")[:64]
+    record.finding = matched_finding(answer)
+    record.seen_gpu = first(context.get("gpus"))[:120]
+    record.seen_arch = str(context.get("arch") or "")[:16]
+    record.seen_framework = str(context.get("framework") or "")[:60]
+    record.seen_framework_version = str(context.get("framework_version") or "")[:60]
+    record.seen_model = str(context.get("model") or "")[:200]
+
+
+def matched_finding(answer: dict[str, Any]) -> Finding | None:
+    """The finding the error matched best, when it matched at all (and still exists)."""
+    if answer.get("match") == "none":
+        return None
+    matches = answer.get("matches") or []
+    finding_id = matches[0].get("finding_id") if matches else None
+    if finding_id is None and answer.get("fixes"):
+        finding_id = answer["fixes"][0]["finding"]["id"]
+    return Finding.objects.filter(pk=finding_id).first() if finding_id else None
+
+
+def first(values: Any) -> str:
+    return str(values[0]) if isinstance(values, list | tuple) and values else ""
+
+
+def stored(slug: str) -> StoredDiagnosis | None:
+    """The diagnosis behind a link, or None: an unknown slug and a malformed one alike."""
+    if not slug or len(slug) > 32:
+        return None
+    return StoredDiagnosis.objects.select_related("created_by").filter(slug=slug).first()
+
+
+def may_delete(record: StoredDiagnosis, user: AbstractBaseUser | AnonymousUser) -> bool:
+    """Who asked may remove a paste they regret (a secret in it); so may an admin."""
+    if not user.is_authenticated:
+        return False
+    return record.created_by_id == user.pk or user.has_perm("kb.delete_storeddiagnosis")
+
+
+def delete(record: StoredDiagnosis) -> None:
+    """Removes the paste and the answer. Its occurrence no longer counts."""
+    record.delete()
