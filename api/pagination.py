@@ -8,7 +8,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from kb.services.search import SearchResult
+from kb.search import SearchResult
 
 # What `query` holds, for the OpenAPI schema.
 QUERY_SCHEMA = {

@@ -26,7 +26,7 @@ from kb.models import (
     LanguageModel,
     ValidationRun,
 )
-from kb.services.search import snippet_for
+from kb.search import snippet_for
 
 MAX_ANSWERS = 20
 

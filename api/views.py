@@ -39,7 +39,7 @@ from kb.models import (
     LanguageModel,
     ValidationRun,
 )
-from kb.services.search import FindingFilters, SearchResult, search
+from kb.search import FindingFilters, SearchResult, search
 
 
 class SlackBlocksRenderer(renderers.JSONRenderer):

@@ -50,15 +50,14 @@ from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
 from kb.models import Finding, LanguageModel  # noqa: E402
 from kb.models.search import FindingSearchDocument  # noqa: E402
-from kb.services.search import (  # noqa: E402
+from kb.search.documents import (  # noqa: E402
     DocumentFields,
-    condition_facets,
     document_row,
-    model_facets,
     remember_words,
     weighted_vector,
     write_fts_row,
 )
+from kb.search.facets import condition_facets, model_facets  # noqa: E402
 
 BENCH_DATABASE = "fixgraph_bench_search"
 BATCH = 5_000
@@ -165,7 +164,7 @@ def synthetic_findings(count: int, rng: random.Random) -> Iterator[Finding]:
 
 
 def document_for(finding: Finding) -> FindingSearchDocument:
-    # The row the service writes (kb.services.search.refresh_documents), made in bulk here.
+    # The row the service writes (kb.search.documents.write_documents), made in bulk here.
     fields = DocumentFields(
         title=finding.title,
         errors=finding.cause,

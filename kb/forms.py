@@ -9,7 +9,7 @@ from django import forms
 from django.conf import settings
 
 from kb.models import Finding, Fix
-from kb.services.search import FindingFilters
+from kb.search import FindingFilters
 
 FACET_MAX_CHARS = 200
 ANY_STATUS = "any"

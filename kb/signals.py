@@ -17,7 +17,7 @@ from kb.models import (
     SignatureDecision,
     ValidationRun,
 )
-from kb.services.search import queue_refresh
+from kb.search import queue_refresh
 
 WATCHED = (Finding, Fix, ErrorSample, FixFeedback, SignatureDecision, ValidationRun)
 

@@ -1,7 +1,7 @@
 """The text a finding is found by, kept beside it so search never joins six tables.
 
 One row per finding, rebuilt after every committed change to the finding or
-what hangs off it (kb.services.search). On PostgreSQL `vector` holds the
+what hangs off it (kb.search). On PostgreSQL `vector` holds the
 weighted tsvector (GIN- and, with the rum extension, RUM-indexed) and `facets`
 a GIN index over its lines; on SQLite an FTS5 table mirrors the same four fields
 (migration 0003).

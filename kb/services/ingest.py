@@ -24,8 +24,8 @@ from decisiontree.documents import (
     extract_document,
 )
 from kb.models import Finding, SourceDocument
+from kb.search import refresh_afterwards
 from kb.services.records import remembered_lookups, store_extracted_finding
-from kb.services.search import refresh_afterwards
 
 INGESTIBLE_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".log", ""}
 

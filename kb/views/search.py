@@ -18,7 +18,7 @@ from kb.models import (
     KnowledgeRevision,
     LanguageModel,
 )
-from kb.services.search import RANKED_LIMIT, Reading, search, snippet_for
+from kb.search import RANKED_LIMIT, Reading, search, snippet_for
 
 PAGE_SIZE = 25
 # A search ranks at most this many matches; past them the page says "1,000+".

@@ -6,13 +6,9 @@ import pytest
 from django.db import connection
 
 from kb.models import ErrorSample, Finding, FrameworkRelease
-from kb.services.search import (
-    FindingFilters,
-    forget_index_state,
-    parse_query,
-    search,
-    snippet_for,
-)
+from kb.search import FindingFilters, search, snippet_for
+from kb.search.ranking.postgresql import forget_index_state
+from kb.search.text import parse_query
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from kb.services.search import build_missing_documents, rebuild_all
+from kb.search import build_missing_documents, rebuild_all
 
 
 class Command(BaseCommand):

@@ -1,0 +1,97 @@
+"""Reading a query against the words the index has: a known word as itself, the start
+of one as the words it starts, a misspelt one as the closest known word, an unknown
+short one not at all. See docs/search.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from django.db import connection
+from rapidfuzz import fuzz, process
+
+from kb.models.search import SearchWord
+from kb.search.backend import postgres
+from kb.search.text import Term
+
+# Past this many terms a query is a pasted log, not a search: any term may match.
+ALL_TERMS_UP_TO = 8
+# Shorter words that no document has are left out, not guessed at.
+MIN_CORRECTED_CHARS = 4
+# pg_trgm similarity (shared trigrams / all trigrams) a correction needs.
+MIN_SIMILARITY = 0.4
+# rapidfuzz ratio (0-100) a correction needs on SQLite, about the same strictness.
+MIN_RATIO = 75.0
+# On SQLite the word list is compared in Python: past this size, only words that
+# start with the same character are.
+SQLITE_WHOLE_LIST_UP_TO = 200_000
+# A prefix reads as at most this many words, the shortest first.
+MAX_COMPLETIONS = 16
+# The shortest are picked from the first this many in index order: a one-letter start
+# must not sort every word of the knowledge base.
+COMPLETION_CANDIDATES = 2000
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a query was read: the terms searched, and what was changed to get them."""
+
+    terms: tuple[Term, ...]
+    corrected: tuple[tuple[str, str], ...] = ()  # (as written, as searched)
+    ignored: tuple[str, ...] = ()  # words no finding has, left out
+
+
+def read_query(terms: tuple[Term, ...]) -> Reading:
+    """A word no finding has cannot narrow a search; it can only empty it. Such a word
+    is read as the closest indexed word (a typo), or else left out (`out of memory`
+    where the findings say `OOM`)."""
+    if len(terms) > ALL_TERMS_UP_TO:
+        return Reading(terms)  # a pasted log: whole words, any may match, none corrected
+    kept: list[Term] = []
+    corrected: list[tuple[str, str]] = []
+    ignored: list[str] = []
+    for term in terms:
+        completions = words_starting(term.joined)
+        if completions:
+            # A word the index has is matched as written; the start of one (`flashml`),
+            # as the shortest words it starts. Not as a `:*` prefix: PostgreSQL's ts_rank
+            # scores a prefix next to another word as if they were far apart.
+            whole = completions[0] == term.joined
+            kept.append(replace(term, completions=completions[:1] if whole else completions))
+            continue
+        closest = closest_word(term.joined) if len(term.joined) >= MIN_CORRECTED_CHARS else None
+        if closest is None:
+            ignored.append(term.written)
+        else:
+            kept.append(Term((closest,), written=term.written))
+            corrected.append((term.written, closest))
+    return Reading(tuple(dict.fromkeys(kept)), tuple(corrected), tuple(ignored))
+
+
+def words_starting(start: str) -> tuple[str, ...]:
+    """The word itself when the index has it, else the shortest words it starts."""
+    if SearchWord.objects.filter(word=start).exists():
+        return (start,)
+    words = SearchWord.objects.filter(word__startswith=start).order_by("word")
+    candidates = words.values_list("word", flat=True)[:COMPLETION_CANDIDATES]
+    return tuple(sorted(candidates, key=lambda word: (len(word), word))[:MAX_COMPLETIONS])
+
+
+def closest_word(word: str) -> str | None:
+    if postgres():
+        with connection.cursor() as cursor:
+            cursor.execute(CLOSEST_WORD_SQL, {"word": word, "least": MIN_SIMILARITY})
+            row = cursor.fetchone()
+        return str(row[0]) if row else None
+    words = SearchWord.objects.values_list("word", flat=True)
+    if words.count() > SQLITE_WHOLE_LIST_UP_TO:
+        words = words.filter(word__startswith=word[0])
+    best = process.extractOne(word, list(words), scorer=fuzz.ratio, score_cutoff=MIN_RATIO)
+    return str(best[0]) if best else None
+
+
+# `%` narrows through the trigram index (at pg_trgm's looser default threshold).
+CLOSEST_WORD_SQL = (
+    "SELECT word FROM (SELECT word, similarity(word, %(word)s) AS close FROM kb_searchword "
+    "WHERE word %% %(word)s) AS near WHERE close >= %(least)s "
+    "ORDER BY close DESC, length(word), word LIMIT 1"
+)
