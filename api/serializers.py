@@ -183,6 +183,9 @@ class FlagSettingSerializer(serializers.ModelSerializer):
 
 class FindingSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:finding-detail")
+    html_url = serializers.HyperlinkedIdentityField(
+        view_name="kb:finding-detail", help_text="The finding's web page, for people"
+    )
     gpus = GpuSerializer(many=True, read_only=True)
     flags = FlagSettingSerializer(source="flag_settings", many=True, read_only=True)
     fixes = FixSerializer(many=True, read_only=True)
@@ -200,6 +203,7 @@ class FindingSerializer(serializers.ModelSerializer):
         fields = [
             "id",
             "url",
+            "html_url",
             "title",
             "summary",
             "body",

@@ -12,7 +12,6 @@ from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
     extend_schema,
-    extend_schema_view,
 )
 from rest_framework import mixins, renderers, status, viewsets
 from rest_framework.decorators import action
@@ -25,10 +24,12 @@ from rest_framework.views import APIView
 from api import serializers as s
 from api.errors import Conflict, InputRefused
 from api.examples import diagnose_example
+from api.filters import FindingFilterBackend, may_read_unpublished
 from api.models import ApiToken, IdempotentReply, Scope
-from api.pagination import SearchPagination
+from api.pagination import FindingCursorPagination
 from api.slack import diagnosis_blocks
 from decisiontree.diagnose import Diagnosis
+from kb.filtersets import FindingFilterSet
 from kb.models import (
     Finding,
     Fix,
@@ -39,7 +40,7 @@ from kb.models import (
     LanguageModel,
     ValidationRun,
 )
-from kb.search import FindingFilters, SearchResult, search
+from kb.search import SearchResult
 
 
 class SlackBlocksRenderer(renderers.JSONRenderer):
@@ -164,14 +165,6 @@ class SignatureDecisionView(APIView):
         return Response(serializer.data, status=status.HTTP_201_CREATED)
 
 
-FINDING_FILTERS = [
-    OpenApiParameter("q", str, description="Full text: error strings, flags, GPU arch (sm120)"),
-    *(OpenApiParameter(name, str) for name in ("gpu", "arch", "model", "framework", "flag")),
-    OpenApiParameter("status", str, enum=list(Finding.Status.values)),
-]
-
-
-@extend_schema_view(list=extend_schema(parameters=FINDING_FILTERS))
 class FindingViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -179,29 +172,27 @@ class FindingViewSet(
     mixins.UpdateModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Findings: search and filter; create and edit with `write` (every edit keeps history)."""
+    """Findings: search and filter (published only, unless `status=` asks and the token
+    has `write`); create and edit with `write` (every edit keeps history)."""
 
     serializer_class = s.FindingSerializer
     required_scopes = {"safe": Scope.READ, "unsafe": Scope.WRITE}
-    filter_backends: list[type] = []
-    pagination_class = SearchPagination
+    filter_backends = [FindingFilterBackend]  # the list's; kb.filtersets.FindingFilterSet
+    filterset_class = FindingFilterSet
+    pagination_class = FindingCursorPagination
     search_result: SearchResult | None = None
 
     def get_queryset(self) -> QuerySet[Finding]:
         base = Finding.objects.select_related("model", "framework").prefetch_related(
             "gpus", "flag_settings", "fixes"
         )
-        if self.action != "list":
-            return base
-        params = self.request.query_params
-        filters = FindingFilters(
-            **{
-                name: params.get(name, "").strip()[:200]
-                for name in ("status", "gpu", "arch", "model", "framework", "flag")
-            }
-        )
-        self.search_result = search(params.get("q", ""), filters=filters, queryset=base)
-        return self.search_result.findings
+        if self.action != "list" and not may_read_unpublished(self.request):
+            return base.filter(status=Finding.Status.PUBLISHED)
+        return base
+
+    def filter_queryset(self, queryset: QuerySet[Finding]) -> QuerySet[Finding]:
+        # Only the list is filtered: a finding read by id is not subject to `?status=`.
+        return super().filter_queryset(queryset) if self.action == "list" else queryset
 
     def get_serializer_context(self) -> dict[str, Any]:
         context = super().get_serializer_context()

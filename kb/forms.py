@@ -1,4 +1,4 @@
-"""Forms of the web pages: search, paste a traceback, feedback, review a draft."""
+"""Forms of the web pages: paste a traceback, feedback, review a draft (search: kb.filtersets)."""
 
 from __future__ import annotations
 
@@ -9,51 +9,8 @@ from django import forms
 from django.conf import settings
 
 from kb.models import Finding, Fix
-from kb.search import FindingFilters
 
-FACET_MAX_CHARS = 200
-ANY_STATUS = "any"
 CONDITION_LINE = re.compile(r"^\s*([\w.\-]+)\s*(!=|=)\s*(.+?)\s*$")
-
-
-class SearchForm(forms.Form):
-    """One box for error text, a flag or a model; facets narrow it. Always valid."""
-
-    q = forms.CharField(required=False, max_length=500, label="Error text, flag or model")
-    gpu = forms.CharField(required=False, max_length=FACET_MAX_CHARS, label="GPU")
-    arch = forms.CharField(required=False, max_length=FACET_MAX_CHARS, label="Architecture")
-    model = forms.CharField(required=False, max_length=FACET_MAX_CHARS, label="Model")
-    framework = forms.CharField(required=False, max_length=FACET_MAX_CHARS, label="Framework")
-    flag = forms.CharField(required=False, max_length=FACET_MAX_CHARS, label="Flag")
-    status = forms.ChoiceField(
-        required=False,
-        choices=[*Finding.Status.choices, (ANY_STATUS, "Any status")],
-        label="Status",
-    )
-
-    def query(self) -> str:
-        return self.value("q")
-
-    def value(self, name: str) -> str:
-        # Over-long values are cut, not refused: a search page never errors. NUL goes
-        # too: PostgreSQL refuses it in any text parameter.
-        limit = getattr(self.fields[name], "max_length", None) or 500
-        return str(self.data.get(name, "")).replace("\x00", "").strip()[:limit]
-
-    def filters(self) -> FindingFilters:
-        status = self.value("status") or Finding.Status.PUBLISHED
-        return FindingFilters(
-            status="" if status == ANY_STATUS or status not in Finding.Status.values else status,
-            gpu=self.value("gpu"),
-            arch=self.value("arch"),
-            model=self.value("model"),
-            framework=self.value("framework"),
-            flag=self.value("flag"),
-        )
-
-    def active_filters(self) -> dict[str, str]:
-        names = ("gpu", "arch", "model", "framework", "flag", "status")
-        return {name: self.value(name) for name in names if self.value(name)}
 
 
 class DiagnoseForm(forms.Form):

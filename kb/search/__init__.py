@@ -17,7 +17,6 @@ Callers import from here. See docs/search.md for what a user can expect.
 
 from kb.search.backend import RANKED_LIMIT
 from kb.search.engine import SearchResult, search
-from kb.search.facets import FindingFilters
 from kb.search.reading import Reading
 from kb.search.refresh import (
     build_missing_documents,
@@ -29,7 +28,6 @@ from kb.search.snippets import snippet_for
 
 __all__ = [
     "RANKED_LIMIT",
-    "FindingFilters",
     "Reading",
     "SearchResult",
     "build_missing_documents",

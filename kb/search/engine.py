@@ -14,7 +14,6 @@ from django.db.models import F, QuerySet
 from kb.models import Finding
 from kb.search.backend import RANKED_LIMIT, postgres
 from kb.search.documents import UNSHOWN_DOCUMENT_FIELDS
-from kb.search.facets import FindingFilters, filter_findings
 from kb.search.ranking import ranked_matches
 from kb.search.ranking.postgresql import AnyOf
 from kb.search.reading import ALL_TERMS_UP_TO, Reading, read_query
@@ -30,36 +29,37 @@ class SearchResult:
     every_word: bool = True  # False: no finding had them all; these have some
     best_ids: tuple[int, ...] | None = None  # the ranked matches in order; None: no query
     ranked: QuerySet[Finding] | None = None  # every filtered finding, ranked: for pages
+    by_rank: bool = True  # False: `findings` are in the order asked for
 
     def page(self, start: int, size: int) -> QuerySet[Finding]:
         """A page of `findings`; a ranked one is read by its ids, so only its rows are ranked."""
-        if self.best_ids is None or self.ranked is None:
+        if self.best_ids is None or self.ranked is None or not self.by_rank:
             return self.findings[start : start + size]
         return self.ranked.filter(pk__in=self.best_ids[start : start + size])
+
+
+NEWEST_FIRST = ("-updated_at", "-id")
 
 
 def search(
     query: str = "",
     *,
-    filters: FindingFilters | None = None,
     queryset: QuerySet[Finding] | None = None,
+    order_by: tuple[str, ...] = (),
 ) -> SearchResult:
-    """Findings matching `query` and the filters: those with every word of the query
-    (any word, for a pasted log; or when none has them all), best first, each annotated
-    with `rank` (higher is better). Without a query, newest first.
+    """Findings of `queryset` (filtered: kb.filtersets) matching `query`: those with
+    every word of the query (any word, for a pasted log; or when none has them all),
+    best first, each annotated with `rank` (higher is better). Without a query, newest
+    first. `order_by` orders the best matches otherwise (their rank is kept).
     `snippet_for(finding, query)` gives the highlighted line.
     """
-    filters = filters or FindingFilters()
     terms = parse_query(query)
-    if terms or filters != FindingFilters():
-        refresh_if_queued()  # both read the documents
-    queryset = queryset if queryset is not None else Finding.objects.all()
+    refresh_if_queued()  # filters and ranking both read the documents
+    base = queryset if queryset is not None else Finding.objects.all()
     if not terms:
-        base = filter_findings(queryset, filters)
         count = base.order_by().values("pk")[: RANKED_LIMIT + 1].count()
-        return SearchResult(base.order_by("-updated_at", "-id"), count)
+        return SearchResult(base.order_by(*(order_by or NEWEST_FIRST)), count)
     reading = read_query(terms)
-    base = filter_findings(queryset, filters, ranked=True)
     if not reading.terms:
         return SearchResult(base.none(), 0, reading)
     # Snippets need the document's text only: the ranked sort then carries narrow rows.
@@ -70,4 +70,6 @@ def search(
         ranked, ids = ranked_matches(base, reading.terms, every=False)
         every = False
     best = ranked.filter(AnyOf(F("pk"), ids)) if postgres() else ranked.filter(pk__in=ids)
-    return SearchResult(best, len(ids), reading, every, tuple(ids), ranked)
+    if order_by:
+        best = best.order_by(*order_by)
+    return SearchResult(best, len(ids), reading, every, tuple(ids), ranked, by_rank=not order_by)

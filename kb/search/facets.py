@@ -9,11 +9,10 @@ document needs no join on GPUs or flags: one row per finding.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.lookups import Overlap
-from django.db.models import F, Func, Q, QuerySet, TextField
+from django.db.models import F, Func, Q, TextField
 
 from kb.models import Finding, FrameworkRelease, Hardware, LanguageModel
 from kb.search.backend import postgres
@@ -140,40 +139,3 @@ def framework_condition(framework: str) -> Q:
 
 def flag_condition(flag: str) -> Q:
     return has_facet("flag", canonical_flag(flag))
-
-
-@dataclass(frozen=True)
-class FindingFilters:
-    """The facets a user narrows a list by; empty means any."""
-
-    status: str = ""
-    gpu: str = ""
-    arch: str = ""
-    model: str = ""
-    framework: str = ""
-    flag: str = ""
-
-
-def filter_findings(
-    queryset: QuerySet[Finding], filters: FindingFilters, *, ranked: bool = False
-) -> QuerySet[Finding]:
-    """`ranked`: the rows go on to full-text ranking, which then needs only the document
-    (a status test on the finding makes PostgreSQL hash-join every finding)."""
-    if filters.status and ranked:
-        queryset = queryset.filter(has_facet("status", filters.status))
-    elif filters.status:
-        queryset = queryset.filter(status=filters.status)
-    for condition in facet_conditions(filters):
-        queryset = queryset.filter(condition)
-    return queryset
-
-
-def facet_conditions(filters: FindingFilters) -> list[Q]:
-    conditions = [
-        gpu_condition(filters.gpu) if filters.gpu else None,
-        arch_condition(filters.arch) if filters.arch else None,
-        model_condition(filters.model) if filters.model else None,
-        framework_condition(filters.framework) if filters.framework else None,
-        flag_condition(filters.flag) if filters.flag else None,
-    ]
-    return [condition for condition in conditions if condition is not None]

@@ -9,7 +9,7 @@ from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from kb.forms import SearchForm
+from kb.filtersets import ORDERINGS, RELEVANCE, FindingFilterSet
 from kb.models import (
     Finding,
     FindingGpu,
@@ -18,7 +18,7 @@ from kb.models import (
     KnowledgeRevision,
     LanguageModel,
 )
-from kb.search import RANKED_LIMIT, Reading, search, snippet_for
+from kb.search import RANKED_LIMIT, Reading, snippet_for
 
 PAGE_SIZE = 25
 # A search ranks at most this many matches; past them the page says "1,000+".
@@ -57,29 +57,42 @@ class ResultPage:
 
 
 def finding_list(request: HttpRequest) -> HttpResponse:
-    """Known issues ranked by the search service; a plain GET form, so no JavaScript needed."""
-    form = SearchForm(request.GET)
+    """Known issues ranked by the search service; a plain GET form, so no JavaScript needed.
+    Parameters are read by the same FilterSet as the API's findings list."""
+    reviewer = request.user.has_perm("kb.change_finding")  # as the review queue asks
+    filterset = FindingFilterSet(
+        request.GET, Finding.objects.all(), request=request, unpublished_allowed=reviewer
+    )
     started = time.perf_counter()
-    page = results_page(form, request.GET.get("page", "1"))
+    status = 200
+    if filterset.is_valid():
+        page = results_page(filterset, request.GET.get("page", "1"))
+    else:
+        page = ResultPage(number=1, findings=[], count=0)
+        status = 403 if filterset.refused() else 400
+    query = filterset.query
     results = [
-        Result(f, snippet_for(f, form.query(), page.reading) if form.query() else "")
-        for f in page.findings
+        Result(f, snippet_for(f, query, page.reading) if query else "") for f in page.findings
     ]
     elapsed_ms = (time.perf_counter() - started) * 1000
     context = {
-        "form": form,
+        "filterset": filterset,
+        "query": query or str(request.GET.get("q", "")).replace("\x00", "")[:500],
         "page": page,
         "results": results,
         "elapsed_ms": elapsed_ms,
         "facets": facet_choices(),
-        "active": form.active_filters(),
+        "active": filterset.active(),
+        "reviewer": reviewer,
+        "orderings": [(name, o.label) for name, o in ORDERINGS.items() if name != RELEVANCE],
+        "ordering": filterset.value("ordering") or "",
     }
     template = "kb/_results.html" if getattr(request, "htmx", False) else "kb/finding_list.html"
-    return render(request, template, context)
+    return render(request, template, context, status=status)
 
 
-def results_page(form: SearchForm, raw_number: str) -> ResultPage:
-    result = search(form.query(), filters=form.filters())
+def results_page(filterset: FindingFilterSet, raw_number: str) -> ResultPage:
+    result = filterset.search()
     number = page_number(raw_number)
     start = (number - 1) * PAGE_SIZE
     shown = result.page(start, PAGE_SIZE).select_related("model", "framework")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from kb.filtersets import FindingFilterSet
 from kb.models import ErrorSample, Finding, FrameworkRelease
-from kb.search import FindingFilters, search, snippet_for
+from kb.search import search, snippet_for
 from kb.search.ranking.postgresql import forget_index_state
 from kb.search.text import parse_query
 
@@ -14,7 +15,9 @@ pytestmark = pytest.mark.django_db
 
 
 def found(query: str, **filters: str) -> list[int]:
-    return [f.pk for f in search(query, filters=FindingFilters(**filters)).findings]
+    filterset = FindingFilterSet({"q": query, **filters}, unpublished_allowed=True)
+    assert filterset.is_valid(), filterset.errors
+    return [f.pk for f in filterset.search().findings]
 
 
 @pytest.mark.parametrize(
