@@ -112,14 +112,10 @@ def test_it_filters_by_kind_and_by_when_it_was_updated(
     assert len(ids(reader.get(FINDINGS, {"updated_since": since}))) == 2
 
 
-def test_it_orders_as_asked(
-    reader: APIClient, dsa_finding: Finding, oom_finding: Finding
-) -> None:
+def test_it_orders_as_asked(reader: APIClient, dsa_finding: Finding, oom_finding: Finding) -> None:
     by_title = ids(reader.get(FINDINGS, {"ordering": "title"}))
     assert by_title == [oom_finding.pk, dsa_finding.pk]  # "CUDA graph…" < "FP8 KV…"
-    Finding.objects.filter(pk=oom_finding.pk).update(
-        updated_at=timezone.now() - timedelta(days=3)
-    )
+    Finding.objects.filter(pk=oom_finding.pk).update(updated_at=timezone.now() - timedelta(days=3))
     assert ids(reader.get(FINDINGS)) == [dsa_finding.pk, oom_finding.pk]  # newest first
     matched = ids(reader.get(FINDINGS, {"q": "cuda OR memory", "ordering": "title"}))
     assert matched == sorted(matched, key=lambda pk: Finding.objects.get(pk=pk).title)
