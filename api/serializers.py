@@ -183,9 +183,7 @@ class FlagSettingSerializer(serializers.ModelSerializer):
 
 class FindingSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:finding-detail")
-    html_url = serializers.HyperlinkedIdentityField(
-        view_name="kb:finding-detail", help_text="The finding's web page, for people"
-    )
+    html_url = serializers.SerializerMethodField(help_text="The finding's web page, for people")
     gpus = GpuSerializer(many=True, read_only=True)
     flags = FlagSettingSerializer(source="flag_settings", many=True, read_only=True)
     fixes = FixSerializer(many=True, read_only=True)
@@ -231,6 +229,9 @@ class FindingSerializer(serializers.ModelSerializer):
             "snippet",
         ]
         read_only_fields = ["created_at", "updated_at"]
+
+    def get_html_url(self, finding: Finding) -> str:
+        return page_url(reverse("kb:finding-detail", args=[finding.pk]))
 
     def get_rank(self, finding: Finding) -> float | None:
         return getattr(finding, "rank", None)

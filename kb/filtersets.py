@@ -54,8 +54,9 @@ class Ordering:
 
 RELEVANCE = "relevance"
 NEWEST = "updated"
-# Every order a findings list offers, web and API alike. Occurrence figures (last seen,
-# most helped) come in as entries whose `annotate` adds their column.
+# Every order a findings list offers, web and API alike (the API's schema lists them).
+# Occurrence figures (last seen, most helped) come in as entries here whose `annotate`
+# adds their column (never NULL: a cursor resumes after a row's values).
 ORDERINGS: dict[str, Ordering] = {
     RELEVANCE: Ordering("Best match", ()),
     NEWEST: Ordering("Recently updated", ("-updated_at", "-id")),
@@ -160,7 +161,7 @@ class FindingFilterSet(django_filters.FilterSet):
         help_text="A date or an ISO 8601 time.",
     )
     ordering = OrderingFilter(
-        choices=ordering_choices,
+        choices=ordering_choices(),
         label="Order",
         help_text="Best match first with `q`, else recently updated first.",
     )

@@ -61,7 +61,8 @@ def search(
         return SearchResult(base.order_by(*(order_by or NEWEST_FIRST)), count)
     reading = read_query(terms)
     if not reading.terms:
-        return SearchResult(base.none(), 0, reading)
+        nothing = base.none()
+        return SearchResult(nothing, 0, reading, best_ids=(), ranked=nothing)
     # Snippets need the document's text only: the ranked sort then carries narrow rows.
     base = base.select_related("search_document").defer(*UNSHOWN_DOCUMENT_FIELDS)
     every = len(reading.terms) <= ALL_TERMS_UP_TO

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -170,13 +171,22 @@ def test_a_cursor_keeps_its_place_when_findings_are_added(reader: APIClient) -> 
 def test_every_item_links_to_its_web_page(
     reader: APIClient, client: Any, dsa_finding: Finding, oom_finding: Finding
 ) -> None:
+    site = settings.SITE_URL  # the public address, the same in every channel
     rows = reader.get(FINDINGS).json()["results"]
     assert {row["html_url"] for row in rows} == {
-        f"http://testserver/findings/{dsa_finding.pk}/",
-        f"http://testserver/findings/{oom_finding.pk}/",
+        f"{site}/findings/{dsa_finding.pk}/",
+        f"{site}/findings/{oom_finding.pk}/",
     }
-    page = client.get(rows[0]["html_url"])
+    page = client.get(rows[0]["html_url"].removeprefix(site))
     assert page.status_code == 200
     assert rows[0]["title"] in page.content.decode()
     detail = reader.get(f"{FINDINGS}{dsa_finding.pk}/").json()
-    assert detail["html_url"] == f"http://testserver/findings/{dsa_finding.pk}/"
+    assert detail["html_url"] == f"{site}/findings/{dsa_finding.pk}/"
+
+
+def test_a_query_of_words_no_finding_has_is_an_empty_page(
+    reader: APIClient, dsa_finding: Finding
+) -> None:
+    body = reader.get(FINDINGS, {"q": "zq"}).json()
+    assert body["results"] == [] and body["count"] == 0 and body["next"] is None
+    assert body["query"]["ignored"] == ["zq"]
