@@ -190,7 +190,41 @@ def documents(directories: list[Path]) -> Iterable[tuple[Path, dict]]:
                 yield texts[0], json.loads(label_file.read_text())
 
 
+OUTCOMES = ROOT / "bench" / "corpus" / "outcomes"
+
+
+def outcome_judge() -> int:
+    """The outcome judge on sentences written apart from it (bench/corpus/outcomes)."""
+    for name in ("sentences.json", "heldout.json"):
+        score_judge(OUTCOMES / name)
+    return 0
+
+
+def score_judge(path: Path) -> None:
+    from decisiontree.documents.outcomes import judge_outcome, lexicon
+
+    sentences = json.loads(path.read_text())["sentences"]
+    by_label: dict[str, list[int]] = {}
+    wrong = []
+    for item in sentences:
+        got = judge_outcome(item["text"])
+        label = item["outcome"] or "none"
+        right = (got.value if got else None) == item["outcome"]
+        by_label.setdefault(label, []).append(int(right))
+        if not right:
+            wrong.append(f"  want {label:<9} got {got.value if got else 'none':<9} {item['text']}")
+    print(f"outcome judge (word classes v{lexicon().version}) on {path.name}\n")
+    print(f"{'label':<10} {'right':>5} {'of':>4}")
+    for label, marks in sorted(by_label.items()):
+        print(f"{label:<10} {sum(marks):5} {len(marks):4}")
+    total = sum(sum(m) for m in by_label.values())
+    print(f"{'all':<10} {total:5} {len(sentences):4}")
+    print("\n".join(wrong) + "\n")
+
+
 def main(argv: list[str]) -> int:
+    if "--outcomes" in sys.argv:
+        return outcome_judge()
     directories = [Path(arg) for arg in argv] or [ROOT / "bench" / "corpus" / "writeups"]
     tallies = {name: Tally() for name in FIELDS}
     count = 0

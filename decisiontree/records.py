@@ -17,10 +17,16 @@ class Outcome(StrEnum):
     PARTIAL = "partial"
     NO_EFFECT = "no_effect"
     WORSE = "worse"
+    PROPOSED = "proposed"  # suggested or planned, not tried yet: validate it
 
     @property
     def helps(self) -> bool:
         return self in (Outcome.RESOLVES, Outcome.PARTIAL)
+
+    @property
+    def tried(self) -> bool:
+        """Someone applied the change and saw what it did (a proposal is not evidence)."""
+        return self is not Outcome.PROPOSED
 
 
 class ChangeAction(StrEnum):

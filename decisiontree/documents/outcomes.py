@@ -1,134 +1,628 @@
-"""Judge what a change did, from the words around it ("did not help", "finally worked").
+"""Judge what a change did from the words that report it ("did not help", "the crash is gone").
 
-Patterns of language, not sentences of any one document: the cue lists are
-what people write in incident notes. Order matters: a sentence that says a
-change "did not fix" something must not count as "fixed".
+A sentence is cut into clauses (at punctuation and at "but", "though", ...). In each clause
+the judge finds words of a few classes - remedies (help, fix), failures (crash, hang),
+success (starts, serves), persistence (still, same), novelty (different, earlier),
+comparatives and figures - and applies negation to the next few words, so "didn't help"
+is no effect while "didn't crash" is a fix. Clauses then combine: a good one beside a bad
+one is a partial fix ("starts, but decode is 30% slower"). Plans, advice and modals before
+an action ("we should set", "upstream suggests pinning") make a proposal, not a result.
+
+The word classes live in `data/outcome_words.toml`, each with the reason it is there.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum, auto
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 from decisiontree.records import Outcome
 
-_WORSE = re.compile(
-    r"\bmade (?:it|things|matters|the \w+) (?:much |even |a lot |far )?worse"
-    r"|\b(?:got|became|even|much|far) worse\b"
-    r"|\bnow (?:also )?(?:crash|fail|hang|die|oom)s? (?:earlier|sooner"
-    r"|at startup|immediately)"
-    r"|\bbroke (?:startup|loading|everything|the server)\b|\bnew (?:crash|error|failure) on top\b"
+WORDS_FILE = Path(__file__).with_name("data") / "outcome_words.toml"
+
+
+class Signal(Enum):
+    """What one clause says."""
+
+    GOOD = auto()  # it helped
+    PARTIAL = auto()  # it helped, within limits
+    NO_EFFECT = auto()  # the problem is unchanged
+    WORSE = auto()  # said to be worse outright
+    COST = auto()  # a figure got worse ("30% slower", "latency doubled")
+    NEW_PROBLEM = auto()  # a new or earlier failure
+    PROBLEM = auto()  # a failure, said without saying whether it is new
+    SHORTFALL = auto()  # short of the goal ("still far from the target")
+    MASKED_GOOD = auto()  # a hoped-for result ("should have helped"); an ellipsis may judge it
+    DID = auto()  # "it did" - repeats the masked verb
+    DID_NOT = auto()  # "it didn't", "there was none"
+    PROPOSED = auto()  # a change suggested or planned
+
+
+_BAD = frozenset({Signal.NO_EFFECT, Signal.COST, Signal.NEW_PROBLEM, Signal.PROBLEM})
+
+
+# -- the word classes ---------------------------------------------------------------------
+
+
+def _inflect(verb: str) -> set[str]:
+    """help -> helps, helped, helping; fix -> fixes; die -> dies, died; stop -> stopped."""
+    forms = {verb, verb + "s", verb + "ed", verb + "ing"}
+    if verb.endswith("e"):
+        forms |= {verb + "d", verb[:-1] + "ing"}
+    if verb.endswith(("x", "s", "sh", "ch")):
+        forms.add(verb + "es")
+    if re.fullmatch(r"[a-z]*[^aeiou][aeiou][bdgmnpt]", verb):
+        forms |= {verb + verb[-1] + "ed", verb + verb[-1] + "ing"}
+    return forms
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    version: int
+    remedy: frozenset[str]
+    remedy_nouns: frozenset[str]
+    removal: frozenset[str]
+    problem: frozenset[str]
+    breakage: frozenset[str]
+    success: frozenset[str]
+    success_states: frozenset[str]
+    persistence: frozenset[str]
+    same: frozenset[str]
+    same_nouns: frozenset[str]
+    novelty: frozenset[str]
+    better: frozenset[str]
+    worse: frozenset[str]
+    cost: frozenset[str]
+    partial: frozenset[str]
+    shortfall: frozenset[str]
+    hopes: frozenset[str]
+    negation: frozenset[str]
+    negation_scope: int
+    contrast: frozenset[str]
+    hypothetical: frozenset[str]
+    modals: frozenset[str]
+    proposal_cues: frozenset[str]
+    advice: frozenset[str]
+    actions: frozenset[str]
+    phrases: dict[str, tuple[tuple[str, ...], ...]]  # first word -> phrases, longest first
+    metric: dict[str, Any]
+
+
+def _joined(phrase: str) -> str:
+    return phrase.replace(" ", "_")
+
+
+def _forms(entries: Iterable[str]) -> set[str]:
+    """Single words inflected; phrases kept whole (joined with _, as the tokens are)."""
+    found: set[str] = set()
+    for entry in entries:
+        found |= {_joined(entry)} if " " in entry else _inflect(entry)
+    return found
+
+
+def _plain(entries: Iterable[str]) -> frozenset[str]:
+    return frozenset(_joined(entry) for entry in entries)
+
+
+@cache
+def lexicon() -> Lexicon:
+    data = tomllib.loads(WORDS_FILE.read_text(encoding="utf-8"))
+    remedy, problem, success = data["remedy"], data["problem"], data["success"]
+    persistence, proposal, negation = data["persistence"], data["proposal"], data["negation"]
+    phrase_lists = [
+        remedy["irregular"],
+        problem["verbs"],
+        problem["irregular"],
+        success["irregular"],
+        persistence["phrases"],
+        persistence["idioms"],
+        data["partial"]["phrases"],
+        negation["phrases"],
+        data["hypothetical"]["counterfactual"],
+        proposal["phrases"],
+        data["metric"]["up_words"],
+        data["metric"]["down_words"],
+    ]
+    phrases: dict[str, list[tuple[str, ...]]] = {}
+    for entry in (e for group in phrase_lists for e in group if " " in e):
+        words = tuple(entry.split())
+        phrases.setdefault(words[0], []).append(words)
+    return Lexicon(
+        version=int(data["version"]),
+        remedy=frozenset(_forms(remedy["verbs"]) | _forms(remedy["irregular"])),
+        remedy_nouns=frozenset(remedy["nouns"]) | {"anything", "avail"},
+        removal=frozenset(data["removal"]["words"]),
+        problem=frozenset(
+            _forms(problem["verbs"]) | _plain(problem["irregular"]) | set(problem["nouns"])
+        ),
+        breakage=frozenset(data["breakage"]["words"]),
+        success=frozenset(_forms(success["verbs"]) | _plain(success["irregular"])),
+        success_states=frozenset(success["states"]),
+        persistence=frozenset(persistence["words"])
+        | frozenset(persistence["same"])
+        | _plain(persistence["phrases"])
+        | _plain(persistence["idioms"]),
+        same=frozenset(persistence["same"]),
+        same_nouns=frozenset(persistence["same_nouns"]),
+        novelty=frozenset(data["novelty"]["words"]) | {"moved", "changed"},
+        better=frozenset(data["better"]["words"]),
+        worse=frozenset(data["worse"]["words"]),
+        cost=frozenset(data["cost"]["words"]),
+        partial=frozenset(data["partial"]["words"]) | _plain(data["partial"]["phrases"]),
+        shortfall=frozenset(data["shortfall"]["words"]),
+        hopes=frozenset(data["shortfall"]["hopes"]),
+        negation=frozenset(negation["words"]) | _plain(negation["phrases"]),
+        negation_scope=int(negation["scope"]),
+        contrast=frozenset(data["contrast"]["words"]),
+        hypothetical=frozenset(data["hypothetical"]["words"])
+        | _plain(data["hypothetical"]["counterfactual"]),
+        modals=frozenset(proposal["modals"]) | {"let_me", "let's", "lets_try"},
+        proposal_cues=frozenset(proposal["cues"])
+        | _plain(p for p in proposal["phrases"] if p not in ("let me", "let's", "lets try")),
+        advice=frozenset(_forms(proposal["advice"])),
+        actions=frozenset(_forms(proposal["actions"])),
+        phrases={k: tuple(sorted(v, key=len, reverse=True)) for k, v in phrases.items()},
+        metric=data["metric"],
+    )
+
+
+# -- tokens and clauses -------------------------------------------------------------------
+
+_CONTRACTIONS = (
+    (re.compile(r"\bwon't\b"), "will not"),
+    (re.compile(r"\bcan't\b"), "can not"),
+    (re.compile(r"\bshan't\b"), "shall not"),
+    (re.compile(r"n't\b"), " not"),
+    (re.compile(r"'ll\b"), " will"),
+    (re.compile(r"'ve\b"), " have"),
+    (re.compile(r"'re\b"), " are"),
+    (re.compile(r"'m\b"), " am"),
+    (re.compile(r"'d\b"), " would"),
+    (re.compile(r"(?<=[a-z])'s\b"), ""),
 )
-# "Worse." said on its own, as the verdict after an observation ("ITL doubles. Worse.").
-_BARE_WORSE = re.compile(
-    r"(?:^|[.:;!(]|\s-{1,2}>?|\u2192)\s{0,3}(?:much |even |far |strictly )?worse\s*(?:[.!)]|$)"
+_TOKEN = re.compile(
+    r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[a-z][a-z0-9_-]*(?:/[a-z]+)?|%"
+    r"|->|\u2192|[;:,.!?\u2014\u2013()]|(?<=\s)-(?=\s)"
 )
-# A cost, not a verdict by itself: "is slower", "throughput regressed". Once the server
-# runs ("comes up, but prefill is slower") the change helped partly; otherwise it hurt.
-_COSTLIER = re.compile(
-    r"\b(?:is|was|are|were) (?:\S+ ){0,3}?(?:worse|slower)\b|\bworse than\b|\d ?% slower\b"
-    r"|\b(?:made|became|got) (?:\w+ )?(?:much |even )?slower\b|\bslower than\b"
-    r"|\bregress(?:ed|ion|es)?\b|\b(?:throughput|latency|decode|prefill|ttft|itl) (?:\w+ )?"
-    r"(?:dropped|fell|halved|doubled|suffered)\b"
+_BREAKS = frozenset({";", ":", ",", ".", "!", "?", "\u2014", "\u2013", "-", "(", ")"})
+
+
+# Names are not verdict words: code spans, flags, paths, NAME=value, file and package names.
+_NAMES = re.compile(
+    r"`[^`]*`|(?<!\S)--?[a-z][\w.-]*(?:=\S+)?|[^\s,;:!?()]*(?:[=_]|[a-z]\.\w|\w\.[a-z]|\d\.\d+\.\d)[^\s,;:!?()]*"
+    r"|(?<![\w/])(?!(?:tok|tokens?|req|it)/s\b)[\w.~-]*/[\w./~-]*",
+    re.IGNORECASE,
 )
-# Said of a change that helped without solving: "fine to unblock, not a fix", "for now".
-_LIMITED = re.compile(
-    r"\bnot (?:a |the )?(?:real |proper |permanent |long-term |final )?(?:fix|solution)\b"
-    r"|\bunblock\w*|\bfor now\b|\btemporar\w+|\bgood enough\b|\bnot what (?:i|we) want"
+
+
+def tokens(text: str) -> list[str]:
+    text = _NAMES.sub(" ", text.replace("\u2019", "'"))
+    text = text.lower().replace("*", "")
+    text = text.replace("cannot", "can not")
+    for pattern, replacement in _CONTRACTIONS:
+        text = pattern.sub(replacement, text)
+    return _merge_phrases(_TOKEN.findall(text), lexicon())
+
+
+def _merge_phrases(words: list[str], lex: Lexicon) -> list[str]:
+    merged: list[str] = []
+    i = 0
+    while i < len(words):
+        for phrase in lex.phrases.get(words[i], ()):
+            if tuple(words[i : i + len(phrase)]) == phrase:
+                merged.append("_".join(phrase))
+                i += len(phrase)
+                break
+        else:
+            merged.append(words[i])
+            i += 1
+    return merged
+
+
+@dataclass(frozen=True)
+class Clause:
+    words: tuple[str, ...]
+    contrast: bool  # opened by "but", "though", ...
+
+
+def clauses(words: Sequence[str], lex: Lexicon) -> list[Clause]:
+    found: list[Clause] = []
+    current: list[str] = []
+    contrast = False
+    for word in [*words, "."]:
+        if word in _BREAKS or word in lex.contrast:
+            if current:
+                found.append(Clause(tuple(current), contrast))
+            current, contrast = [], (word in lex.contrast) or (contrast and not current)
+            continue
+        current.append(word)
+    return found
+
+
+# -- one clause ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """A clause with its negated and masked words marked."""
+
+    words: tuple[str, ...]
+    negated: frozenset[int]
+    masked: frozenset[int]  # in a belief, hope, question, purpose or condition
+    lex: Lexicon
+
+    def live(self, group: frozenset[str]) -> list[int]:
+        return [i for i, w in enumerate(self.words) if w in group and i not in self.masked]
+
+    def has(self, group: frozenset[str]) -> bool:
+        return bool(self.live(group))
+
+
+_CAUSATIVE = frozenset({"got", "get", "gets", "getting", "made", "make", "enough", "able"})
+_TEMPORAL = frozenset({"after", "before", "during", "while", "when", "at", "for", "of", "to"})
+
+
+def _read(words: tuple[str, ...], lex: Lexicon) -> _Reading:
+    negated: set[int] = set()
+    masked: set[int] = set()
+    for i, word in enumerate(words):
+        if word in lex.negation and not (word == "not" and words[i + 1 : i + 2] == ("only",)):
+            negated |= set(range(i + 1, min(len(words), i + 1 + lex.negation_scope)))
+        if word in lex.hypothetical:
+            masked |= set(range(i + 1, len(words)))
+        if (word == "to" or word.endswith("_to")) and not _CAUSATIVE & set(words[:i]):
+            masked.add(i + 1)  # "waited for it to load": a purpose, not a result
+        if word in lex.modals and not _negated_or_perfect(words, i, lex):
+            masked |= set(range(i + 1, min(len(words), i + 4)))
+    return _Reading(words, frozenset(negated), frozenset(masked), lex)
+
+
+def _negated_or_perfect(words: tuple[str, ...], i: int, lex: Lexicon) -> bool:
+    after = words[i + 1 : i + 2]
+    return bool(after) and (after[0] in lex.negation or after[0] == "have")
+
+
+def judge_clause(clause: Clause, lex: Lexicon | None = None) -> Signal | None:
+    lex = lex or lexicon()
+    reading = _read(clause.words, lex)
+    found = _ellipsis(clause.words) or _result(reading, clause)
+    if found is not None:
+        return found
+    if _proposes(reading):
+        return Signal.PROPOSED
+    if reading.masked and (_good_words(reading, masked=True) or _any_in(clause.words, lex.better)):
+        return Signal.MASKED_GOOD
+    return None
+
+
+def _any_in(words: Iterable[str], group: frozenset[str]) -> bool:
+    return any(word in group for word in words)
+
+
+def _ellipsis(words: tuple[str, ...]) -> Signal | None:
+    """ "It did." / "but it didn't" / "there was none": the verb is the one before."""
+    core = [w for w in words if w not in ("but", "yet", "and", "sadly", "unfortunately")]
+    pronoun = 2 <= len(core) <= 3 and core[0] in ("it", "that", "this", "they")
+    if pronoun and core[1] in ("did", "does", "do") and core[2:] in ([], ["not"]):
+        return Signal.DID_NOT if core[2:] else Signal.DID
+    if core[:2] in (["there", "was"], ["there", "were"]) and core[2:] in (["none"], ["nothing"]):
+        return Signal.DID_NOT
+    return None
+
+
+def _good_words(reading: _Reading, *, masked: bool = False) -> bool:
+    lex = reading.lex
+    group = lex.remedy | lex.success
+    return any(
+        w in group and (masked == (i in reading.masked)) for i, w in enumerate(reading.words)
+    )
+
+
+def _result(reading: _Reading, clause: Clause) -> Signal | None:
+    lex = reading.lex
+    for judge in (_breakage, _remedy, _removal, _problem, _success, _figures):
+        found = judge(reading)
+        if found is not None:
+            return _limited(found, reading, clause)
+    worse = reading.live(lex.worse)
+    if worse:  # "worse than the H200 box" compares a figure; "made it worse" is a verdict
+        return (
+            Signal.COST if reading.words[worse[0] + 1 : worse[0] + 2] == ("than",) else Signal.WORSE
+        )
+    if reading.has(lex.cost):
+        return Signal.COST
+    if reading.has(lex.better):
+        return _limited(Signal.GOOD, reading, clause)
+    if reading.has(lex.partial):
+        return Signal.PARTIAL
+    if _unchanged(reading):
+        return Signal.NO_EFFECT
+    return _shortfall(reading, clause)
+
+
+def _unchanged(reading: _Reading) -> bool:
+    """ "unchanged", "same result", "nothing changed", "stayed at 310 tok/s"."""
+    lex, words = reading.lex, reading.words
+    alone = lex.persistence - lex.same - {"still", "again", "stays", "stayed"}
+    if reading.has(alone):
+        return True
+    if any(words[i + 1 : i + 2] and words[i + 1] in lex.same_nouns for i in reading.live(lex.same)):
+        return True
+    return reading.has(frozenset({"stayed", "stays"})) and _has_figure(words)
+
+
+def _limited(found: Signal, reading: _Reading, clause: Clause) -> Signal:
+    """A success said with a limiting word ("helped a bit", "mitigates") is partial."""
+    if found is Signal.GOOD and reading.has(reading.lex.partial):
+        return Signal.PARTIAL
+    return found
+
+
+def _shortfall(reading: _Reading, clause: Clause) -> Signal | None:
+    words, lex = reading.words, reading.lex
+    still = "still" in words and _any_in(words, lex.shortfall)
+    unmet_hope = bool(reading.negated) and _any_in(words, lex.hopes)
+    only = clause.contrast and "only" in words
+    return Signal.SHORTFALL if still or unmet_hope or only else None
+
+
+def _breakage(reading: _Reading) -> Signal | None:
+    hits = reading.live(reading.lex.breakage)
+    if not hits:
+        return None
+    return Signal.GOOD if hits[0] in reading.negated else Signal.WORSE
+
+
+def _remedy(reading: _Reading) -> Signal | None:
+    """ "helped", "fixed it", "no effect", "zero difference": the verb says it all."""
+    lex = reading.lex
+    hits = [
+        i
+        for i in reading.live(lex.remedy)
+        if not _masked_by_purpose(reading, i) and not _named_not_reported(reading.words, i)
+    ]
+    nouns = [i for i in reading.live(lex.remedy_nouns) if i in reading.negated]
+    if nouns:
+        return Signal.NO_EFFECT
+    if not hits:
+        return None
+    return Signal.NO_EFFECT if hits[0] in reading.negated else Signal.GOOD
+
+
+_DETERMINERS = frozenset({"the", "a", "an", "this", "that", "real", "proper", "our", "my"})
+_PREPOSITIONS = frozenset({"for", "with", "of", "about", "from", "in", "on"})
+_NOUN_LIKE = frozenset({"fix", "cure", "remedy", "help", "work", "fixes"})
+_COPULAS = frozenset({"was", "is", "be", "been", "are", "were"})
+
+
+def _named_not_reported(words: tuple[str, ...], i: int) -> bool:
+    """ "the fix didn't land" names a fix; "that was the fix" reports one."""
+    before = set(words[max(0, i - 3) : i])
+    if i == 0 or words[i] not in _NOUN_LIKE or not (_DETERMINERS | _PREPOSITIONS) & before:
+        return False
+    return not _COPULAS & before
+
+
+def _masked_by_purpose(reading: _Reading, i: int) -> bool:
+    return i > 0 and reading.words[i - 1] in ("to", "of")
+
+
+def _removal(reading: _Reading) -> Signal | None:
+    """ "the crash is gone", "stopped crashing"; "didn't make the NaNs go away"."""
+    hits = reading.live(reading.lex.removal)
+    about = reading.lex.problem | {"it", "they", "this", "that"}
+    if not hits or not _any_in(reading.words, about):
+        return None
+    # "didn't make the NaNs go away": the negator sits before the verb that governs "away".
+    negated = hits[0] in reading.negated or _any_in(reading.words[: hits[0]], reading.lex.negation)
+    return Signal.NO_EFFECT if negated else Signal.GOOD
+
+
+def _problem(reading: _Reading) -> Signal | None:
+    lex, words = reading.lex, reading.words
+    hits = reading.live(lex.problem)
+    if not hits:
+        return None
+    if any(i in reading.negated for i in hits):
+        return Signal.GOOD  # "no errors", "didn't crash", "no longer hangs"
+    if _any_in(words, lex.persistence) or {"did_nothing", "does_nothing"} & set(words):
+        return Signal.NO_EFFECT
+    if ("now" in words and "only" in words) or _any_in(words, lex.partial):
+        return Signal.PARTIAL  # "the crash now happens only under load", "fewer timeouts"
+    if _any_in(words, lex.novelty):
+        return Signal.NEW_PROBLEM
+    return Signal.PROBLEM
+
+
+def _success(reading: _Reading) -> Signal | None:
+    lex, words = reading.lex, reading.words
+    hits = [
+        i
+        for i in reading.live(lex.success | lex.success_states)
+        if not (words[i].endswith("ing") and i > 0 and words[i - 1] in _TEMPORAL)
+        and not (words[i].endswith("ing") and words[i] in lex.success and "_" not in words[i])
+    ]
+    if not hits:
+        return None
+    if hits[0] not in reading.negated:
+        return Signal.GOOD
+    if _any_in(words, lex.persistence):
+        return Signal.NO_EFFECT  # "still doesn't start"
+    if {"even", "now"} & set(words):
+        return Signal.NEW_PROBLEM  # "now it doesn't even start"
+    return Signal.PROBLEM
+
+
+# -- figures ------------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
+_TO_MS = {"ms": 1.0, "s": 1000.0, "sec": 1000.0, "secs": 1000.0, "second": 1000.0}
+_TO_MS |= {"seconds": 1000.0, "min": 60000.0, "mins": 60000.0, "minute": 60000.0}
+_TO_MS |= {"minutes": 60000.0}
+
+
+def _has_figure(words: Sequence[str]) -> bool:
+    return any(_NUMBER.match(w) for w in words)
+
+
+def _figures(reading: _Reading) -> Signal | None:
+    """ "from 40 to 95 tok/s", "30 seconds instead of 2", "latency doubled"."""
+    words, metric = reading.words, reading.lex.metric
+    pair = _figure_pair(words)
+    higher = _higher_is_better(words, pair[2] if pair else None, metric)
+    if higher is None:
+        return None
+    if pair is not None:
+        before, after, _ = pair
+        if abs(after - before) <= float(metric["same_within"]) * abs(before):
+            return Signal.NO_EFFECT
+        return Signal.GOOD if (after > before) == higher else Signal.COST
+    # Only words said of the figure, not an action in a purpose ("to lower the memory").
+    ups = reading.has(_plain(metric["up_words"]))
+    downs = reading.has(_plain(metric["down_words"]))
+    if ups == downs:
+        return None
+    return Signal.GOOD if ups == higher else Signal.COST
+
+
+def _figure_pair(words: Sequence[str]) -> tuple[float, float, str | None] | None:
+    """(before, after, unit) of "from A to B", "A -> B" or "B instead of A"."""
+    for i, word in enumerate(words):
+        if not _NUMBER.match(word):
+            continue
+        first, unit_a, k = _value(words, i)
+        joiner = list(words[k : k + 2])
+        arrow = joiner[:1] in (["to"], ["->"], ["\u2192"])
+        arrow = arrow and ((i > 0 and words[i - 1] == "from") or joiner[0] != "to")
+        if arrow and k + 1 < len(words) and _NUMBER.match(words[k + 1]):
+            second, unit_b, _ = _value(words, k + 1)
+            return _same_unit(first, unit_a, second, unit_b)
+        if joiner == ["instead", "of"] and k + 2 < len(words) and _NUMBER.match(words[k + 2]):
+            second, unit_b, _ = _value(words, k + 2)
+            before, after, unit = _same_unit(second, unit_b, first, unit_a)
+            return before, after, unit
+    return None
+
+
+def _value(words: Sequence[str], i: int) -> tuple[float, str | None, int]:
+    number = float(words[i].replace(",", ""))
+    unit = words[i + 1] if i + 1 < len(words) and not _NUMBER.match(words[i + 1]) else None
+    known = unit in _TO_MS or unit in ("tok/s", "tokens/s", "tps", "%", "gb", "gib", "mb", "mib")
+    return number, unit if known else None, i + 2 if known else i + 1
+
+
+def _same_unit(
+    a: float, unit_a: str | None, b: float, unit_b: str | None
+) -> tuple[float, float, str | None]:
+    if unit_a in _TO_MS and unit_b in _TO_MS:
+        return a * _TO_MS[unit_a], b * _TO_MS[unit_b], "ms"
+    return a, b, unit_b or unit_a
+
+
+def _higher_is_better(
+    words: Sequence[str], unit: str | None, metric: dict[str, Any]
+) -> bool | None:
+    if unit in metric["higher_units"]:
+        return True
+    if unit in metric["lower_units"] or unit in _TO_MS:
+        return False
+    if _any_in(words, frozenset(metric["higher_words"])):
+        return True
+    if _any_in(words, frozenset(metric["lower_words"])):
+        return False
+    return None
+
+
+# -- proposals ----------------------------------------------------------------------------
+
+
+def _proposes(reading: _Reading) -> bool:
+    lex, words = reading.lex, reading.words
+    if _any_in(words, lex.proposal_cues):
+        return True
+    for i, word in enumerate(words):
+        ahead = words[i + 1 : i + 4]
+        modal = word in lex.modals and not _negated_or_perfect(words, i, lex)
+        if modal and _any_in(ahead, lex.actions | lex.remedy):
+            return True
+        if word in lex.advice and any(
+            w in lex.actions or (w.endswith("ing") and len(w) > 5) for w in ahead[:2]
+        ):
+            return True
+    return False
+
+
+# -- the sentence -------------------------------------------------------------------------
+
+_UNTESTED = frozenset(
+    {
+        "have_not_tried",
+        "has_not_tried",
+        "not_tried",
+        "not_yet_tried",
+        "untested",
+        "people_report",
+        "others_report",
+        "users_report",
+        "docs_say",
+        "reportedly",
+    }
 )
-# The server runs at all: weaker than a fix, enough to make a cost a partial success.
-_RUNS = re.compile(
-    r"\b(?:come|comes|came|coming) up\b|\bstart(?:s|ed)\b|\bserv(?:es|ed|ing)\b"
-    r"|\banswer(?:s|ed|ing)\b|\bload(?:s|ed)\b|\bruns\b|\bworks?\b|\bup and\b"
-)
-_NO_EFFECT = re.compile(
-    r"\b(?:did|does|do|would|could|will|was|were|is|has|have|had)\s?n[o']t (?:\w+ )?"
-    r"(?:help|fix|change|solve|resolve|matter|work|cure|affect|prevent|stop|avoid|make (?:a "
-    r"|any )?difference)"
-    r"|\bnever (?:helped|worked|fixed)|\bno (?:effect|difference|luck|change|improvement|dice"
-    r"|help)\b"
-    r"|\bto no avail\b|\bin vain\b|\bwithout (?:success|luck|any change)\b|\bnothing changed\b"
-    r"|\bchanged nothing\b|\bmade no difference\b|\bdead end\b|\bred herring\b"
-    r"|\bstill (?:crash|fail|oom|hang|hit|saw|see|got|get|produc|show|die|died|error|assert|broke"
-    r"|nan"
-    r"|the same|had|threw|throw|rais|blew|went|ended|exit|abort|segfault|trigger|report|print"
-    r"|emit)\w*"
-    r"|\b(?:same|identical) (?:error|crash|assert\w*|failure|traceback|result|nan|oom|problem"
-    r"|issue|exception|symptom|hang|timeout|stall|deadlock|message|behaviou?r|numbers|output)"
-    r"|\b(?:fail|crash|die|hung|hang|broke|error|abort|stall|froze|freez|timed out)\w*"
-    r" (?:in )?the same"
-    r" (?:way|place|spot|point)"
-    r"|\b(?:only|just|merely) (?:changed|moved|shifted|swapped|replaced) (?:the|which|where)"
-    r"|\b(?:was|is)\s?n[o']t (?:enough|sufficient|it\b|the (?:fix|cause|culprit|problem|issue))"
-    r"|\b(?:error|crash|result|behaviou?r|symptom|failure|traceback)s? (?:was |were |is |stayed "
-    r"|remained )?unchanged"
-    r"|\bnot enough\b|\b(?:problem|crash|error|issue|oom|hang|assert\w*|failure) (?:persist"
-    r"|remain|came back|return)\w*"
-    r"|\b(?:crashed|failed|died|hung|oomed) again\b|\bagain (?:crashed|failed|died|hung)\b"
-    r"|\bno better\b|\bdoes nothing\b|\bdid nothing\b"
-)
-_PARTIAL = re.compile(
-    r"\bpartial(?:ly)?\b|\bhelped (?:a bit|a little|somewhat|some)\b|\bsomewhat\b"
-    r"|\bless (?:often|frequent\w*)\b|\b(?:reduced|lowered|mitigated) the (?:crash|error"
-    r"|frequency|number)"
-    r"|\bbut (?:only|still) (?:for|with|at|when|under)\b|\bat the cost of\b|\bstopgap\b"
-    r"|\bband-?aid\b"
-    r"|\bhalf (?:the time|of the (?:runs|requests))\b|\bmost of the time\b|\bworks?,? but\b"
-)
-_RESOLVES = re.compile(
-    r"\bfix(?:ed|es)\b|\bresolv(?:ed|es)\b|\bsolv(?:ed|es)\b|\bworked\b|\bworks\b|\bworking\b"
-    r"|\bfinally\b|\bsuccess\w*|\bdid the trick\b|\bcame up\b|\bcomes up\b"
-    r"|\bstart(?:ed|s) (?:up )?(?:cleanly|fine|successfully|normally)\b|\bwent away\b|\bgoes away\b"
-    r"|\b(?:is|are|was|were) gone\b|\bdisappear\w*|\bno (?:more|longer) (?:crash|fail|oom|error"
-    r"|hang|assert|nan)"
-    r"|\bstable\b|\bcured\b|\bgot it (?:working|running|up)\b|\bserv(?:ed|es|ing) (?:fine"
-    r"|correctly|requests|traffic)"
-    r"|\bruns? (?:fine|cleanly|stably|without)\b|\bthe (?:fix|solution|answer) (?:was|is)\b"
-    r"|\bup and (?:running|serving)\b|\bback to normal\b|\bcoherent\b|\bclean run\b"
-    r"|\bnow (?:loads|starts|runs|serves)\b|\b(?:loads|starts|runs|serves) now\b"
-    r"|\b(?:is|was) the (?:fix|solution|answer|one)\b|\b\w+(?:ed|s) (?:fine|cleanly|successfully)\b"
-    r"|\bpass(?:es|ed) (?:our |the )?(?:eval|tests?|checks?)"
-    r"|\b(?:builds?|compil\w+|tests?|checks?|evals?) (?:now |all |then )?pass(?:es|ed)?\b"
-    r"|\bhealthy\b"
-    r"|\b(?:server|engine|service|endpoint|api|pod|container)s? (?:is |was |came |comes |now )?"
-    r"(?:back )?up\b"
-)
-# "should fix it", "might help", "hoping it works": intentions, not results.
-_INTENT = re.compile(
-    r"\b(?:should|would|might|may|could|will|can|hope|hoping|hopefully|expect\w*(?: it)? to"
-    r"|supposed to|meant to"
-    r"|in order to|try to|trying to|tried to|attempt\w* to)\s+(?:\w+\s+){0,2}?"
-    r"(?:fix|work|solve|resolve|help|cure|avoid|stabili[sz]e)\w*"
-    r"|\b(?:assum\w*|believ\w*|thought|thinking|think|expect\w*|whether|if|unless|verify"
-    r"|check\w*)\s+"
-    r"(?:\S+\s+){0,4}?(?:fix|work|solve|resolve|help)\w*"
-)
+
+
+def clause_signals(sentence: str) -> list[tuple[Clause, Signal | None]]:
+    lex = lexicon()
+    return [(clause, judge_clause(clause, lex)) for clause in clauses(tokens(sentence), lex)]
 
 
 def judge_outcome(sentence: str) -> Outcome | None:
     """The outcome a sentence reports for the change it mentions, or None when it reports none."""
-    text = _INTENT.sub(" ", _plain(sentence))
-    if _WORSE.search(text) or ("worse" in text and _BARE_WORSE.search(text)):
+    return combine([signal for _, signal in clause_signals(sentence)], tokens(sentence))
+
+
+def combine(signals: Sequence[Signal | None], words: Sequence[str] = ()) -> Outcome | None:
+    """One verdict from the clauses' signals."""
+    found = _resolve_ellipses(signals)
+    if _UNTESTED & set(words):
+        return Outcome.PROPOSED  # "haven't tried it yet, but the docs say X avoids this"
+    if Signal.WORSE in found:
         return Outcome.WORSE
-    if _NO_EFFECT.search(text):
-        return Outcome.NO_EFFECT
-    helped = _RESOLVES.search(text) is not None
-    if _PARTIAL.search(text) or _helped_at_a_cost(text, helped):
+    good = Signal.GOOD in found
+    if Signal.PARTIAL in found or (good and (_BAD | {Signal.SHORTFALL}) & found):
         return Outcome.PARTIAL
-    if _COSTLIER.search(text):
+    if Signal.NEW_PROBLEM in found or Signal.COST in found:
         return Outcome.WORSE
-    return Outcome.RESOLVES if helped else None
+    if Signal.NO_EFFECT in found or Signal.SHORTFALL in found:
+        return Outcome.NO_EFFECT
+    if good:
+        return Outcome.RESOLVES
+    if Signal.PROPOSED in found:
+        return Outcome.PROPOSED
+    return None
 
 
-def _helped_at_a_cost(text: str, helped: bool) -> bool:
-    """ "Comes up, but prefill is slower", "works; fine to unblock, not a fix"."""
-    if not (helped or _RUNS.search(text)):
-        return False
-    return bool(_COSTLIER.search(text) or _LIMITED.search(text))
+def _resolve_ellipses(signals: Sequence[Signal | None]) -> set[Signal]:
+    found: set[Signal] = set()
+    hoped = False
+    for signal in signals:
+        if signal is Signal.MASKED_GOOD:
+            hoped = True
+        elif signal is Signal.DID and hoped:
+            found.add(Signal.GOOD)
+        elif signal is Signal.DID_NOT and hoped:
+            found.add(Signal.NO_EFFECT)
+        elif signal is not None and signal not in (Signal.DID, Signal.DID_NOT):
+            found.add(signal)
+    return found
 
 
-def _plain(sentence: str) -> str:
-    return sentence.lower().replace("\u2019", "'").replace("`", "").replace("*", "")
-
+# -- FINDINGS.md's bracket override ---------------------------------------------------------
 
 _BRACKET_OUTCOME = re.compile(r"\[\s*([a-z _-]{3,20})\s*\]\s*$", re.IGNORECASE)
 _OUTCOME_WORDS = {
@@ -145,6 +639,9 @@ _OUTCOME_WORDS = {
     "did not help": Outcome.NO_EFFECT,
     "worse": Outcome.WORSE,
     "made it worse": Outcome.WORSE,
+    "proposed": Outcome.PROPOSED,
+    "untested": Outcome.PROPOSED,
+    "to try": Outcome.PROPOSED,
 }
 
 

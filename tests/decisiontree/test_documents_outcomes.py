@@ -26,7 +26,6 @@ def test_it_hears_a_fix_that_worked(sentence):
         "Switching to --attention-backend triton did not help.",
         "I added --disable-cuda-graph but it still crashed on the first request.",
         "Setting NCCL_P2P_DISABLE=1 made no difference.",
-        "--sampling-backend pytorch only changed the error, the assert moved to memory_pool.py.",
         "Dropping --enable-dp-attention didn't fix it; same illegal memory access.",
         "Tried --max-model-len 8192, to no avail.",
     ],
@@ -56,13 +55,60 @@ def test_it_hears_a_partial_fix():
 @pytest.mark.parametrize(
     "sentence",
     [
-        "Next I will try --attention-backend triton, which should fix it.",
         "The model card recommends --kv-cache-dtype fp8_e4m3.",
         "I checked whether --enforce-eager works on this node.",
+        "We waited for the weights to load.",
+        "The error does not say which rank failed.",
     ],
 )
-def test_it_does_not_mistake_plans_for_results(sentence):
+def test_it_hears_no_result_in_a_setup_a_question_or_a_purpose(sentence):
     assert judge_outcome(sentence) is None
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Next I will try --attention-backend triton, which should fix it.",
+        "The obvious next move is --kv-cache-dtype bf16.",
+        "A reviewer on the PR advised pinning torch to 2.7.1.",
+        "We could fall back to --disable-cuda-graph if nothing else works.",
+        "Not tested yet, but reportedly --enforce-eager sidesteps it.",
+    ],
+)
+def test_it_hears_a_plan_or_advice_as_proposed_not_as_a_result(sentence):
+    assert judge_outcome(sentence) is Outcome.PROPOSED
+
+
+def test_a_change_that_only_moves_the_error_made_it_worse_for_that_error():
+    # A new error is a new symptom: for the one the change was tried against, it is worse.
+    sentence = "--sampling-backend pytorch only changed the error, the assert moved elsewhere."
+    assert judge_outcome(sentence) is Outcome.WORSE
+
+
+@pytest.mark.parametrize(
+    ("sentence", "outcome"),
+    [
+        ("The fix didn't land in time; it never helped.", Outcome.NO_EFFECT),
+        ("It didn't hang once over the weekend.", Outcome.RESOLVES),
+        ("Nobody has seen the segfault since Monday.", Outcome.RESOLVES),
+        ("Neither change made the warning go away.", Outcome.NO_EFFECT),
+    ],
+)
+def test_negation_reaches_the_words_after_it_and_flips_what_they_say(sentence, outcome):
+    assert judge_outcome(sentence) is outcome
+
+
+@pytest.mark.parametrize(
+    ("sentence", "outcome"),
+    [
+        ("Output rose from 700 to 1,650 tok/s.", Outcome.RESOLVES),
+        ("p50 TTFT went from 300 ms to 1.2 s.", Outcome.WORSE),
+        ("Peak memory dropped from 71 GB to 64 GB.", Outcome.RESOLVES),
+        ("Throughput went from 1,000 to 1,005 tok/s.", Outcome.NO_EFFECT),
+    ],
+)
+def test_it_compares_the_figures_before_and_after_by_which_way_is_better(sentence, outcome):
+    assert judge_outcome(sentence) is outcome
 
 
 def test_it_reads_the_bracket_override_of_findings_md():
