@@ -75,6 +75,7 @@ class Lexicon:
     persistence: frozenset[str]
     same: frozenset[str]
     same_nouns: frozenset[str]
+    of_failure_only: frozenset[str]
     novelty: frozenset[str]
     better: frozenset[str]
     worse: frozenset[str]
@@ -150,6 +151,7 @@ def lexicon() -> Lexicon:
         | _plain(persistence["idioms"]),
         same=frozenset(persistence["same"]),
         same_nouns=frozenset(persistence["same_nouns"]),
+        of_failure_only=frozenset(persistence["of_failure_only"]),
         novelty=frozenset(data["novelty"]["words"]) | {"moved", "changed"},
         better=frozenset(data["better"]["words"]),
         worse=frozenset(data["worse"]["words"]),
@@ -349,7 +351,7 @@ def _result(reading: _Reading, clause: Clause) -> Signal | None:
 def _unchanged(reading: _Reading) -> bool:
     """ "unchanged", "same result", "nothing changed", "stayed at 310 tok/s"."""
     lex, words = reading.lex, reading.words
-    alone = lex.persistence - lex.same - {"still", "again", "stays", "stayed"}
+    alone = lex.persistence - lex.same - lex.of_failure_only
     if reading.has(alone):
         return True
     if any(words[i + 1 : i + 2] and words[i + 1] in lex.same_nouns for i in reading.live(lex.same)):
@@ -544,7 +546,8 @@ def _higher_is_better(
 
 def _proposes(reading: _Reading) -> bool:
     lex, words = reading.lex, reading.words
-    if _any_in(words, lex.proposal_cues):
+    cues = lex.proposal_cues - ({"next"} if _past_tense(words) else set())
+    if _any_in(words, cues):
         return True
     for i, word in enumerate(words):
         ahead = words[i + 1 : i + 4]
@@ -556,6 +559,13 @@ def _proposes(reading: _Reading) -> bool:
         ):
             return True
     return False
+
+
+_PAST = frozenset({"was", "were", "did", "had", "went", "got", "came", "ran", "took", "made"})
+
+
+def _past_tense(words: Sequence[str]) -> bool:
+    return any(w in _PAST or (w.endswith("ed") and len(w) > 4) for w in words)
 
 
 # -- the sentence -------------------------------------------------------------------------
@@ -591,8 +601,8 @@ def combine(signals: Sequence[Signal | None], words: Sequence[str] = ()) -> Outc
     found = _resolve_ellipses(signals)
     if _UNTESTED & set(words):
         return Outcome.PROPOSED  # "haven't tried it yet, but the docs say X avoids this"
-    if Signal.WORSE in found:
-        return Outcome.WORSE
+    if Signal.WORSE in found or Signal.NEW_PROBLEM in found:
+        return Outcome.WORSE  # a new failure after a change is worse for the one it was tried on
     good = Signal.GOOD in found
     if Signal.PARTIAL in found or (good and (_BAD | {Signal.SHORTFALL}) & found):
         return Outcome.PARTIAL
