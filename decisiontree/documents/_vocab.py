@@ -5,6 +5,7 @@ Extraction only needs these calls; tests may pass anything shaped like this.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -21,6 +22,8 @@ class FlagSpecLike(Protocol):
     def name(self) -> str: ...
     @property
     def type(self) -> str: ...
+    @property
+    def choices(self) -> tuple[str, ...]: ...
 
 
 class LaunchLike(Protocol):
@@ -117,3 +120,18 @@ BOOLEAN_TYPES = frozenset({"bool", "boolean", "store_true", "store_false", "flag
 def takes_value(spec: FlagSpecLike | None) -> bool:
     """Unknown types take a value: wrongly eating a word is rarer than dropping a value."""
     return spec is None or spec.type.lower() not in BOOLEAN_TYPES
+
+
+_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:e-?\d+)?$")
+
+
+def fits(spec: FlagSpecLike | None, value: str) -> bool:
+    """Could `value` be this flag's value? Numbers for numeric flags, one of the choices
+    when the flag has choices: "whatever --attention-backend says" sets nothing."""
+    if spec is None:
+        return True
+    bare = value.strip("`'\".,;:)(").lower()
+    if spec.type.lower() in ("int", "float") and not _NUMBER.match(bare):
+        return False
+    choices = getattr(spec, "choices", ()) or ()
+    return not choices or bare in {c.lower() for c in choices}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from decisiontree.documents._vocab import VocabularyLike, takes_value
+from decisiontree.documents._vocab import VocabularyLike, fits, takes_value
 from decisiontree.records import Change, ChangeAction
 
 FLAG_TOKEN = re.compile(r"(?<![\w-])--([A-Za-z0-9][A-Za-z0-9_.-]{0,60})(?:=([^\s`'\",;)]{0,200}))?")
@@ -44,6 +44,12 @@ _PIN_WORDS = re.compile(
     re.IGNORECASE,
 )
 _PATCH = re.compile(r"\bpatch(?:ed|ing|es)?\b", re.IGNORECASE)
+# "The patch made it worse" refers to a patch told before; reverting it is a change of its own.
+_PATCH_REFERENCE = re.compile(
+    r"^(?!.*\b(?:revert\w*|undo\w*|undid|roll\w* back)\b)(?!.*\.(?:py|cuh?|cpp|h)\b)"
+    r".*\b(?:the|this|that|our|my) patch\b",
+    re.IGNORECASE,
+)
 _PY_PATH = re.compile(r"[\w./-]{1,200}\.(?:py|cuh?|cpp|h)\b")
 
 # Words that follow a boolean-looking flag in prose and are not its value.
@@ -105,8 +111,6 @@ _NOT_VALUES = frozenset(
         "just",
         "gave",
         "got",
-        "(which).",
-        "(and",
         "(",
         "-",
         "--",
@@ -125,7 +129,7 @@ def changes_in(
     found = [*_flag_changes(text, vocabulary, framework), *_env_changes(text), *_pin_changes(text)]
     found.sort(key=lambda item: item[0])
     changes = _last_value_per_flag(_without_loose_pins([change for _, change in found]))
-    if not changes and _PATCH.search(text):
+    if not changes and _PATCH.search(text) and not _PATCH_REFERENCE.search(text):
         path = _PY_PATH.search(text)
         changes.append(
             Change(ChangeAction.PATCH, path.group(0) if path else "patch", text.strip()[:300])
@@ -159,7 +163,8 @@ def _flag_changes(
 def _value_after(
     text: str, end: int, vocabulary: VocabularyLike, raw: str, framework: str | None
 ) -> str | None:
-    if not takes_value(vocabulary.flag(raw, framework)):
+    spec = vocabulary.flag(raw, framework)
+    if not takes_value(spec):
         return None
     tail = text[end : end + 240]
     from_to = _FROM_TO.match(tail)
@@ -168,7 +173,7 @@ def _value_after(
     token = _NEXT_TOKEN.match(tail)
     if token is None or token.group(1).lower().rstrip(".,;:") in _NOT_VALUES:
         return None
-    return token.group(1)
+    return token.group(1) if fits(spec, token.group(1)) else None
 
 
 def _clean(value: str | None) -> str | None:
@@ -253,6 +258,9 @@ _ACTION_VERBS = frozenset(
         "raise", "reboot", "rebuild", "recompile", "reduce", "reinstall", "remove", "rename",
         "replace", "reset", "restart", "revert", "roll", "run", "set", "switch", "turn", "unset",
         "update", "upgrade", "use", "wipe",
+        # changes to code or data flow
+        "gather", "cast", "skip", "cap", "limit", "split", "shard", "offload", "quantize",
+        "cache", "reorder", "batch", "fuse", "pad", "allocate", "free", "keep", "convert",
         # past tenses that do not end in -ed
         "built", "rebuilt", "ran", "reran", "put", "took", "made", "swapped", "threw", "wrote",
     }
@@ -299,3 +307,58 @@ def _is_action(clause: str) -> bool:
         or any(v.rstrip("e") == stem for v in _ACTION_VERBS)
         or (verb.endswith(("ed", "ing")) and len(verb) > 4)
     )
+
+
+# -- summaries of our own ---------------------------------------------------------------------
+
+_NUMBER_VALUE = re.compile(r"^-?\d+(?:\.\d+)?$")
+_REVERT = re.compile(r"\b(?:revert\w*|undo\w*|undid|roll\w* back|git checkout)\b", re.IGNORECASE)
+_GERUND = re.compile(r"^(\w+?)(?:ing|ed)\b")
+
+
+def summarize(changes: tuple[Change, ...], before: dict[str, str | None] | None = None) -> str:
+    """A short imperative of our own for a set of changes: "Lower `--x` to 0.88; add `--y`"."""
+    parts = [_summary_of(change, before or {}) for change in changes]
+    text = "; ".join(part for part in parts if part)
+    return text[:1].upper() + text[1:]
+
+
+def _summary_of(change: Change, before: dict[str, str | None]) -> str:
+    if change.action is ChangeAction.SET_FLAG:
+        was = before.get(change.name)
+        return _flag_summary(change, None if was == change.value else was)
+    if change.action is ChangeAction.REMOVE_FLAG:
+        return f"remove `--{change.name}`"
+    if change.action is ChangeAction.SET_ENV:
+        return f"set `{change.name}={change.value or ''}`"
+    if change.action is ChangeAction.PIN_VERSION:
+        return f"pin {change.name} to {change.value}" if change.value else f"pin {change.name}"
+    if change.action is ChangeAction.PATCH:
+        if _REVERT.search(change.value or ""):
+            return "revert the patch" + (f" to `{change.name}`" if change.name != "patch" else "")
+        return f"patch `{change.name}`" if change.name != "patch" else "patch the code"
+    return _imperative(change.value or change.name)
+
+
+def _flag_summary(change: Change, was: str | None) -> str:
+    flag = f"`--{change.name}`"
+    if change.value is None:
+        return f"add {flag}"
+    if was and _NUMBER_VALUE.match(was) and _NUMBER_VALUE.match(change.value):
+        verb = "lower" if float(change.value) < float(was) else "raise"
+        return f"{verb} {flag} from {was} to {change.value}"
+    if was and was != change.value:
+        return f"switch {flag} from {was} to {change.value}"
+    return f"set {flag} to {change.value}"
+
+
+def _imperative(words: str) -> str:
+    """ "running one image tag on both nodes" -> "run one image tag on both nodes"."""
+    words = words.strip().rstrip(".")
+    match = _GERUND.match(words)
+    if match and match.group(0).lower() not in _ACTION_VERBS:
+        stem = match.group(1)
+        for verb in sorted(_ACTION_VERBS, key=len):
+            if verb.rstrip("e") == stem.rstrip("e") or verb == stem[:-1]:
+                return verb + words[match.end() :]
+    return words

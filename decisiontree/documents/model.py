@@ -29,9 +29,20 @@ class GpuMention:
 
 @dataclass(frozen=True)
 class ExtractedFix:
+    """An attempt: the passage it came from (`text`), the structured change and its outcome.
+
+    `summary` is ours, written from the changes ("Lower `--mem-fraction-static` to 0.88");
+    empty when the change is only words.
+    """
+
     text: str
     changes: tuple[Change, ...]
     outcome: Outcome
+    summary: str = ""
+
+    @property
+    def passage(self) -> str:
+        return self.text
 
 
 @dataclass(frozen=True)

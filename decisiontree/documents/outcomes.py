@@ -87,6 +87,7 @@ class Lexicon:
     negation_scope: int
     contrast: frozenset[str]
     hypothetical: frozenset[str]
+    thoughts: frozenset[str]
     modals: frozenset[str]
     proposal_cues: frozenset[str]
     advice: frozenset[str]
@@ -164,6 +165,7 @@ def lexicon() -> Lexicon:
         contrast=frozenset(data["contrast"]["words"]),
         hypothetical=frozenset(data["hypothetical"]["words"])
         | _plain(data["hypothetical"]["counterfactual"]),
+        thoughts=frozenset(data["hypothetical"]["thoughts"]),
         modals=frozenset(proposal["modals"]) | {"let_me", "let's", "lets_try"},
         proposal_cues=frozenset(proposal["cues"])
         | _plain(p for p in proposal["phrases"] if p not in ("let me", "let's", "lets try")),
@@ -197,7 +199,7 @@ _BREAKS = frozenset({";", ":", ",", ".", "!", "?", "\u2014", "\u2013", "-", "(",
 
 # Names are not verdict words: code spans, flags, paths, NAME=value, file and package names.
 _NAMES = re.compile(
-    r"`[^`]*`|(?<!\S)--?[a-z][\w.-]*(?:=\S+)?|[^\s,;:!?()]*(?:[=_]|[a-z]\.\w|\w\.[a-z]|\d\.\d+\.\d)[^\s,;:!?()]*"
+    r"`[^`]*`|\w+\(\)|(?<!\S)--?[a-z][\w.-]*(?:=\S+)?|[^\s,;:!?()]*(?:[=_]|[a-z]\.\w|\w\.[a-z]|\d\.\d+\.\d)[^\s,;:!?()]*"
     r"|(?<![\w/])(?!(?:tok|tokens?|req|it)/s\b)[\w.~-]*/[\w./~-]*",
     re.IGNORECASE,
 )

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from decisiontree.documents import derive, facts, samples
+from decisiontree.documents import derive, episodes, facts, samples
 from decisiontree.documents._vocab import VocabularyLike
-from decisiontree.documents.changes import changes_in, describe_changes, worded_change
+from decisiontree.documents.changes import changes_in, describe_changes, summarize, worded_change
 from decisiontree.documents.model import ExtractedFinding, ExtractedFix
-from decisiontree.documents.outcomes import judge_outcome
+from decisiontree.documents.outcomes import judge_outcome, lexicon, tokens
 from decisiontree.documents.structure import fence_text, fences_in, heading, lines_of, prose_mask
 from decisiontree.records import Change, ChangeAction, Outcome
 
@@ -50,7 +50,7 @@ _CHANGE_VERB = re.compile(
     r"\b(?:switch\w*|tr(?:y|ied|ying)|set|setting|add\w*|lower\w*|rais\w*|increas\w*|decreas\w*"
     r"|reduc\w*|bump\w*|chang\w*|replac\w*|pass\w*|drop\w*|remov\w*|enabl\w*|disabl\w*"
     r"|relaunch\w*|restart\w*|overrid\w*|forc\w*|pinn?\w*|upgrad\w*|downgrad\w*|install\w*"
-    r"|export\w*"
+    r"|export\w*|patch\w*|revert\w*"
     r"|went with|moved to|swapp\w*|gave it|appl(?:y|ied))\b",
     re.IGNORECASE,
 )
@@ -66,6 +66,7 @@ class _Document:
     narrative: list[str]  # lines of prose with samples and launch commands blanked out
     head: str  # the text entity scans look at
     setup_end: int  # first line of the first launch or error: above it, prose sets the scene
+    sample_lines: tuple[tuple[int, str], ...] = ()  # (line, sample) in document order
 
 
 def parse_writeup(
@@ -75,7 +76,10 @@ def parse_writeup(
     doc = _cut(text, vocabulary)
     problems: list[str] = []
     finding = _finding(doc, vocabulary, problems)
-    return finding.title, (finding,), tuple(problems)
+    told = _episodes(doc, finding, vocabulary)
+    if len(told) < 2:
+        return finding.title, (_with_summaries(finding),), tuple(problems)
+    return finding.title, tuple(_episode_finding(finding, e) for e in told), tuple(problems)
 
 
 def _cut(text: str, vocabulary: VocabularyLike) -> _Document:
@@ -99,7 +103,18 @@ def _cut(text: str, vocabulary: VocabularyLike) -> _Document:
     head = _EMPHASIS.sub("", text[:_ENTITY_SCAN_CHARS])
     starts = [f.open for f in error_fences]
     starts += [s.start for s in spans] + [launch.start for launch in launches if not launch.inline]
-    return _Document(lines, kept, launches, narrative, head, min(starts, default=0))
+    placed = [(f.open, fence_text(lines, f)) for f in error_fences]
+    placed += [(s.start, _unindent(lines[s.start : s.end])) for s in spans]
+    shown = {sample for _, sample in placed}
+    placed += [(_line_of(lines, sample), sample) for sample in kept if sample not in shown]
+    return _Document(
+        lines, kept, launches, narrative, head, min(starts, default=0), tuple(sorted(placed))
+    )
+
+
+def _line_of(lines: list[str], sample: str) -> int:
+    first = sample.strip().split("\n", 1)[0][:80]
+    return next((i for i, line in enumerate(lines) if first and first in line), 0)
 
 
 def _unindent(block: list[str]) -> str:
@@ -650,3 +665,191 @@ def _note_gaps(doc: _Document, fixes: tuple[ExtractedFix, ...], problems: list[s
         problems.append("no launch command found; flags come from the prose")
     if not fixes:
         problems.append("no fix with a stated outcome found")
+
+
+# -- episodes ------------------------------------------------------------------------------
+
+
+def _with_summaries(finding: ExtractedFinding) -> ExtractedFinding:
+    before = dict(finding.flags)
+    fixes = tuple(
+        fix if fix.summary else replace(fix, summary=summarize(fix.changes, before))
+        for fix in finding.fixes
+    )
+    return replace(finding, fixes=fixes)
+
+
+def _episodes(
+    doc: _Document, finding: ExtractedFinding, vocabulary: VocabularyLike
+) -> list[episodes.Episode]:
+    """The symptoms of the story, each with the attempts made against it."""
+    sentences = _sentences(doc.narrative)
+    events = [
+        episodes.Event((line, -1), episodes.symptom_of(sample), sample=sample)
+        for line, sample in _adjacent_samples_joined(doc.sample_lines)
+    ]
+    events += _sentence_events(doc, sentences, vocabulary, finding.framework)
+    baseline = _baseline(doc, events, sentences, vocabulary, finding.framework)
+    told = episodes.walk(events, baseline)
+    return [e for e in told if e.fixes or e.samples]
+
+
+def _adjacent_samples_joined(placed: tuple[tuple[int, str], ...]) -> list[tuple[int, str]]:
+    """Error lines printed together ("Assertion ... failed." then "RuntimeError: ...") are
+    one failure, however the sample finder cut them."""
+    joined: list[tuple[int, str]] = []
+    for line, sample in placed:
+        if joined:
+            last_line, last = joined[-1]
+            if line - (last_line + last.count("\n")) <= 2:
+                joined[-1] = (last_line, f"{last}\n{sample}")
+                continue
+        joined.append((line, sample))
+    return joined
+
+
+def _baseline(
+    doc: _Document,
+    events: list[episodes.Event],
+    sentences: list[_Sentence],
+    vocabulary: VocabularyLike,
+    framework: str | None,
+) -> dict[str, str | None]:
+    """The launch before any attempt: the first launch command; without one, the flags the
+    prose states outside attempts, and the "from" side of "from 0.95 to 0.88"."""
+    if doc.launches:
+        return {k: v for k, v in doc.launches[0].flags.items() if k not in _NON_FLAGS}
+    flags: dict[str, str | None] = {}
+    attempted = {event.text for event in events if event.fixes}
+    for sentence in sentences:
+        if sentence.text in attempted:
+            for name, was in _from_values(sentence.text, vocabulary, framework):
+                flags.setdefault(name, was)
+            continue
+        for name, said in vocabulary.flags_in_text(sentence.text, framework):
+            if name not in _NON_FLAGS:
+                flags.setdefault(name, said)
+    return flags
+
+
+_FROM_VALUE = re.compile(r"--([\w-]+)\s+from\s+`?([\w.:-]+)`?\s+to\s")
+
+
+def _from_values(
+    text: str, vocabulary: VocabularyLike, framework: str | None
+) -> list[tuple[str, str]]:
+    found = []
+    for match in _FROM_VALUE.finditer(text):
+        name = vocabulary.canonical_flag(match.group(1), framework)
+        if name:
+            found.append((name, match.group(2)))
+    return found
+
+
+def _sentence_events(
+    doc: _Document, sentences: list[_Sentence], vocabulary: VocabularyLike, framework: str | None
+) -> list[episodes.Event]:
+    baseline = dict(doc.launches[0].flags) if doc.launches else {}
+    found: list[episodes.Event] = []
+    for k, sentence in enumerate(sentences):
+        at = (sentence.line, k)
+        symptom = episodes.symptom_of(sentence.text)
+        attempts = _attempts(sentences, k, vocabulary, framework, baseline, doc.setup_end)
+        verdict = None if attempts else judge_outcome(sentence.text)
+        if symptom and symptom.classes == {"slow"} and (attempts or verdict):
+            symptom = None  # "loads, but decode is 40% slower": the cost of a fix, not a symptom
+        if symptom or attempts or verdict:
+            found.append(episodes.Event(at, symptom, None, attempts, verdict, sentence.text))
+    return found
+
+
+def _attempts(
+    sentences: list[_Sentence],
+    k: int,
+    vocabulary: VocabularyLike,
+    framework: str | None,
+    launched: dict[str, str],
+    setup_end: int,
+) -> tuple[ExtractedFix | episodes.PendingFix, ...]:
+    """The changes a sentence makes, each with its outcome (pending when none is said)."""
+    sentence = sentences[k]
+    if _is_description(sentence.text) and judge_outcome(sentence.text) is not Outcome.PROPOSED:
+        return ()
+    groups = _alternatives(sentence.text, vocabulary, framework)
+    groups = [g for g in (_real_changes(g, launched) for g in groups) if g]
+    if not groups:
+        return tuple(_worded_fix(sentence)) or _worded_attempt(sentence)
+    outcome = judge_outcome(sentence.text)
+    if sentence.line >= setup_end and outcome is None:
+        outcome = _borrowed_verdict(sentences, k, vocabulary, framework, None)
+    if outcome is None:
+        if not _starts_experiment(sentence.text) or _only_considered(sentence.text):
+            return ()
+        return tuple(episodes.PendingFix(sentence.text, g) for g in groups)
+    return tuple(ExtractedFix(sentence.text, g, outcome) for g in groups)
+
+
+def _only_considered(text: str) -> bool:
+    """ "Downgrading Transformers was considered": a thought, not an attempt."""
+    return any(word in lexicon().thoughts for word in tokens(text))
+
+
+def _alternatives(
+    text: str, vocabulary: VocabularyLike, framework: str | None
+) -> list[tuple[Change, ...]]:
+    """ "--x auto (or bf16), or --y trtllm": two alternative changes, not one."""
+    pieces = [changes_in(piece, vocabulary, framework) for piece in _OR.split(text)]
+    pieces = [piece for piece in pieces if piece]
+    if len(pieces) > 1:
+        return pieces
+    whole = changes_in(text, vocabulary, framework)
+    return [whole] if whole else []
+
+
+_OR = re.compile(r",?\s+or\s+(?:to\s+)?(?=\S)|;\s+")
+
+
+def _worded_attempt(sentence: _Sentence) -> tuple[ExtractedFix, ...]:
+    """ "Option B: gather the active entries and cast only those; that gave 29% more.": an
+    action told in words, with the verdict the same sentence gives it."""
+    outcome = judge_outcome(sentence.text)
+    if outcome is None:
+        return ()
+    head, _, rest = sentence.text.partition(":")
+    clause = rest if rest and len(head) < 40 else sentence.text
+    change = worded_change(clause, opens_fix_section=True)
+    if change is None:
+        return ()
+    return (ExtractedFix(sentence.text, (change,), outcome),)
+
+
+def _episode_finding(base: ExtractedFinding, episode: episodes.Episode) -> ExtractedFinding:
+    fixes = episodes.deduplicated(episode.fixes)
+    samples_ = tuple(dict.fromkeys(episode.samples or episode.mentions[:1]))
+    kind = episodes.kind_of(episode.symptom)
+    flags = {k: v for k, v in episode.flags.items() if k not in _NON_FLAGS}
+    return replace(
+        base,
+        title=_episode_title(episode, base.title),
+        kind=kind,
+        status=derive.infer_status(fixes, kind),
+        flags=tuple(flags.items()),
+        samples=samples_,
+        fixes=fixes,
+        conditions=derive.derived_conditions(
+            gpus=base.gpus,
+            model_arch=base.model_arch,
+            framework=base.framework,
+            flags=flags,
+            fixes=fixes,
+        ),
+        works_command=None,
+    )
+
+
+def _episode_title(episode: episodes.Episode, document_title: str) -> str:
+    text = (episode.samples or episode.mentions or [""])[0]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    telling = [line for line in lines if episodes.symptom_of(line)] or lines
+    headline = _plain(telling[-1] if episode.samples else text)[:120]
+    return f"{headline} — {document_title}"[:300] if headline else document_title

@@ -1,0 +1,251 @@
+"""A write-up is a story of episodes: a symptom, the attempts made against it, the next symptom.
+
+The walk reads events in document order - error blocks, sentences that name a failure,
+attempts (a change and, when the text gives one, its outcome), verdicts - and keeps a
+stack of open symptoms:
+
+- an attempt belongs to the symptom its own sentence names, else to the open symptom on top;
+- an attempt that resolves its symptom closes it, and the one below is open again
+  ("that cured the OOM; then, for the decode crash, ...");
+- a different failure right after attempts without a verdict makes them `worse` for their
+  symptom, and the new failure starts the next episode with the launch then in force.
+
+Symptoms are told apart by failure class (out of memory, device-side assert, NaN, hang,
+slow, build error, exception type) and by the identifiers they name (`set_kv_buffer`,
+`memory_pool.py`), so the same crash told twice - as a log block and in a sentence - is one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from decisiontree.documents.changes import summarize
+from decisiontree.documents.model import ExtractedFix
+from decisiontree.records import Change, ChangeAction, Outcome
+
+# Failure classes; a mention with none of them ("it died") is not a symptom of its own.
+_CLASSES = (
+    ("oom", re.compile(r"out[ -]of[ -]memory|\bOOM|OutOfMemory|ALLOC_FAILED", re.I)),
+    ("device_assert", re.compile(r"device[- ]side assert", re.I)),
+    ("nan", re.compile(r"\bNaNs?\b|\bInf\b|inf, nan|probability tensor", re.I)),
+    ("hang", re.compile(r"\b(?:hangs?|hung|hanging|deadlock\w*|stuck|watchdog|timed out)\b", re.I)),
+    (
+        "slow",
+        re.compile(
+            r"\bslow(?:er|ly|down)?\b|bottleneck|\d+(?:\.\d+)?\s?% of (?:the )?(?:\w+ )?time"
+            r"|\bthroughput (?:is|was) (?:low|poor|bad)\b",
+            re.I,
+        ),
+    ),
+    ("build", re.compile(r"static_assert|\bnvcc\b|ninja|build (?:failed|stop)|no kernel image", re.I)),  # noqa: E501
+    ("illegal_access", re.compile(r"illegal memory access", re.I)),
+    ("unrecognized", re.compile(r"unrecognized arguments|no such option|unknown argument", re.I)),
+)  # fmt: skip
+_EXCEPTION = re.compile(r"\b((?:[A-Z][a-z]+)+(?:Error|Exception))\b")
+_GENERIC_EXCEPTIONS = frozenset({"RuntimeError", "Exception", "CudaError", "AcceleratorError"})
+_IDENTIFIER = re.compile(
+    r"(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+){2,}|[\w-]+\.(?:py|cuh?|cpp|h))(?![\w-])"
+)
+_COMMON_IDENTIFIERS = frozenset({"kv_cache_dtype", "mem_fraction_static"})
+
+
+@dataclass(frozen=True)
+class Symptom:
+    """What tells one failure from another."""
+
+    classes: frozenset[str]
+    identifiers: frozenset[str]
+
+    def same_as(self, other: Symptom) -> bool:
+        if self.identifiers & other.identifiers:
+            return True
+        both_named = bool(self.identifiers and other.identifiers)
+        shared = self.classes & other.classes
+        if any(not c.startswith("exc:") for c in shared):
+            return not both_named or bool(shared - {"slow"})
+        return bool(shared) and not both_named
+
+
+def symptom_of(text: str) -> Symptom | None:
+    classes = {name for name, pattern in _CLASSES if pattern.search(text)}
+    classes |= {
+        f"exc:{m.group(1)}"
+        for m in _EXCEPTION.finditer(text)
+        if m.group(1) not in _GENERIC_EXCEPTIONS
+    }
+    if "device_assert" in classes:
+        classes.discard("exc:AssertionError")  # the CUDA assert, not a Python assert
+    if not classes:
+        return None
+    names = {m.group(1) for m in _IDENTIFIER.finditer(text)} - _COMMON_IDENTIFIERS
+    return Symptom(frozenset(classes), frozenset(names))
+
+
+def kind_of(symptom: Symptom) -> str:
+    for name, kind in (("oom", "oom"), ("hang", "hang"), ("slow", "slow")):
+        if name in symptom.classes and len(symptom.classes - {"slow"}) <= 1:
+            return kind
+    return "crash"
+
+
+# -- events -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Event:
+    """One step of the story, at a place in the document (line, then order within it)."""
+
+    at: tuple[int, int]
+    symptom: Symptom | None = None  # a failure shown or named here
+    sample: str | None = None  # an error block shown here
+    fixes: tuple[ExtractedFix | PendingFix, ...] = ()  # attempts made here
+    verdict: Outcome | None = None  # an outcome said without a change
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class PendingFix:
+    """An attempt whose outcome the text has not said (yet)."""
+
+    text: str
+    changes: tuple[Change, ...]
+    summary: str = ""
+
+
+@dataclass
+class Episode:
+    symptom: Symptom
+    samples: list[str] = field(default_factory=list)
+    mentions: list[str] = field(default_factory=list)
+    fixes: list[ExtractedFix] = field(default_factory=list)
+    flags: dict[str, str | None] = field(default_factory=dict)
+    first_line: int = 0
+
+
+@dataclass
+class _Walk:
+    episodes: list[Episode]
+    in_force: dict[str, str | None]
+    open: list[int] = field(default_factory=list)  # episode indexes, top last
+    pending: list[tuple[int, PendingFix]] = field(default_factory=list)
+    early: list[ExtractedFix | PendingFix] = field(default_factory=list)  # before any symptom
+
+    @property
+    def current(self) -> int | None:
+        return self.open[-1] if self.open else None
+
+
+def walk(events: Iterable[Event], baseline: dict[str, str | None]) -> list[Episode]:
+    state = _Walk([], dict(baseline))
+    for event in sorted(events, key=lambda e: e.at):
+        _step(state, event)
+    _settle_pending(state, None)
+    if state.early:
+        if not state.episodes:
+            state.episodes.append(Episode(Symptom(frozenset({"unnamed"}), frozenset())))
+        first = state.episodes[0]
+        first.fixes[:0] = [f for f in state.early if isinstance(f, ExtractedFix)]
+    return state.episodes
+
+
+def _step(state: _Walk, event: Event) -> None:
+    known = len(state.episodes)
+    named = _episode_for(state, event.symptom, event.at[0]) if event.symptom else None
+    if event.sample is not None and named is not None:
+        state.episodes[named].samples.append(event.sample)
+    elif event.symptom is not None and named is not None:
+        state.episodes[named].mentions.append(event.text)
+    # A failure shown, first named, or named as the result of pending attempts is what
+    # happens now; naming a known one again in passing ("not the assert any more") is not.
+    happens = event.sample is not None or named == known or bool(state.pending)
+    if named is not None and named != state.current and not event.fixes and happens:
+        _new_failure(state, named)
+    if event.fixes:
+        target = named if named is not None else state.current
+        for fix in event.fixes:
+            _attempt(state, target, fix)
+    elif event.verdict is not None and state.pending:
+        _settle_pending(state, event.verdict)
+
+
+def _episode_for(state: _Walk, symptom: Symptom | None, line: int) -> int | None:
+    if symptom is None:
+        return None
+    for index, episode in enumerate(state.episodes):
+        if episode.symptom.same_as(symptom):
+            merged = Symptom(
+                episode.symptom.classes | symptom.classes,
+                episode.symptom.identifiers | symptom.identifiers,
+            )
+            episode.symptom = merged
+            return index
+    state.episodes.append(Episode(symptom, flags=dict(state.in_force), first_line=line))
+    return len(state.episodes) - 1
+
+
+def _new_failure(state: _Walk, index: int) -> None:
+    """A failure shown after attempts with no verdict yet: they made it worse for theirs."""
+    if state.pending and state.pending[-1][0] != index:
+        _settle_pending(state, Outcome.WORSE)
+        state.episodes[index].flags = dict(state.in_force)
+    if index in state.open:
+        state.open.remove(index)
+    state.open.append(index)
+
+
+def _attempt(state: _Walk, target: int | None, fix: ExtractedFix | PendingFix) -> None:
+    if target is None:  # a summary above the error ("`--x 64` fixed it"): the first symptom's
+        state.early.append(fix)
+        return
+    if not fix.summary:
+        fix = replace(fix, summary=summarize(fix.changes, state.in_force))
+    if isinstance(fix, PendingFix):
+        state.pending.append((target, fix))
+        _apply(state.in_force, fix.changes)
+        return
+    overlapping = [p for _, p in state.pending if set(p.changes) & set(fix.changes)]
+    if overlapping:  # "relaunched with X ..." then "so X did not change ...": one verdict
+        _settle_pending(state, fix.outcome)
+    state.episodes[target].fixes.append(fix)
+    if fix.outcome.tried:
+        _apply(state.in_force, fix.changes)
+    if fix.outcome is Outcome.RESOLVES and target in state.open and len(state.open) > 1:
+        state.open.remove(target)  # cured: the symptom below is the open one again
+
+
+def _settle_pending(state: _Walk, outcome: Outcome | None) -> None:
+    for target, fix in state.pending:
+        if outcome is not None:
+            done = ExtractedFix(fix.text, fix.changes, outcome, summary=fix.summary)
+            state.episodes[target].fixes.append(done)
+    state.pending = []
+
+
+def _apply(flags: dict[str, str | None], changes: Sequence[Change]) -> None:
+    for change in changes:
+        if change.action is ChangeAction.SET_FLAG:
+            flags[change.name] = change.value if change.value is not None else "true"
+        elif change.action is ChangeAction.REMOVE_FLAG:
+            flags.pop(change.name, None)
+
+
+def deduplicated(fixes: Sequence[ExtractedFix]) -> tuple[ExtractedFix, ...]:
+    """One fix per change set on a symptom: a later, more certain verdict wins."""
+    by_changes: dict[frozenset[Change], ExtractedFix] = {}
+    for fix in fixes:
+        key = frozenset(fix.changes)
+        held = by_changes.get(key)
+        if held is None or _certainty(fix.outcome) >= _certainty(held.outcome):
+            by_changes.pop(key, None)
+            by_changes[key] = fix
+    return tuple(by_changes.values())
+
+
+def _certainty(outcome: Outcome) -> int:
+    return 0 if outcome is Outcome.PROPOSED else 1
+
+
+def with_summary(fix: ExtractedFix, summary: str) -> ExtractedFix:
+    return replace(fix, summary=summary)
