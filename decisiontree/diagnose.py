@@ -49,7 +49,8 @@ class State(StrEnum):
 
 
 CONDITION_FACTOR = {State.MET: 1.25, State.UNKNOWN: 1.0, State.CONTRADICTED: 0.2}
-REPORTED = {Outcome.RESOLVES: 1.0, Outcome.PARTIAL: 0.5}
+# A proposal has no evidence yet: it ranks below anything reported to help (above nothing).
+REPORTED = {Outcome.RESOLVES: 1.0, Outcome.PARTIAL: 0.5, Outcome.PROPOSED: 0.2}
 VALIDATED_SAME_ARCH = 1.0  # per passed run on the user's architecture (at most 3 count)
 VALIDATED_ANY_ARCH = 0.5  # per passed run when the user's architecture is unknown
 VALIDATED_OTHER_ARCH = 0.25  # per passed run on another architecture
@@ -349,7 +350,7 @@ def _condition_detail(condition: Condition, state: State, context: Context) -> s
 
 
 def _unhelpful_reason(fix: FixRecord, arch: str | None, finding: FindingRecord) -> str:
-    if not fix.outcome.helps:
+    if not fix.outcome.helps and fix.outcome.tried:
         label = "made it worse" if fix.outcome is Outcome.WORSE else "did not help"
         return f"{label} in finding {finding.id} ({finding.title})"
     failed = _runs(fix.evidence.validated_failed, arch)

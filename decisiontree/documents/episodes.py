@@ -188,8 +188,13 @@ def _episode_for(state: _Walk, symptom: Symptom | None, line: int) -> int | None
 def _new_failure(state: _Walk, index: int) -> None:
     """A failure shown after attempts with no verdict yet: they made it worse for theirs."""
     if state.pending and state.pending[-1][0] != index:
+        brought = [fix for _, fix in state.pending]
         _settle_pending(state, Outcome.WORSE)
         state.episodes[index].flags = dict(state.in_force)
+        # The change that brought this failure is known not to help against it either.
+        for fix in brought:
+            done = ExtractedFix(fix.text, fix.changes, Outcome.WORSE, summary=fix.summary)
+            state.episodes[index].fixes.append(done)
     if index in state.open:
         state.open.remove(index)
     state.open.append(index)

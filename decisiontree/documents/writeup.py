@@ -78,7 +78,10 @@ def parse_writeup(
     finding = _finding(doc, vocabulary, problems)
     told = _episodes(doc, finding, vocabulary)
     if len(told) < 2:
-        return finding.title, (_with_summaries(finding),), tuple(problems)
+        finding = _with_summaries(finding)
+        if told:
+            finding = replace(finding, extra={**dict(finding.extra), **_symptom_extra(told[0])})
+        return finding.title, (finding,), tuple(problems)
     return finding.title, tuple(_episode_finding(finding, e) for e in told), tuple(problems)
 
 
@@ -844,7 +847,16 @@ def _episode_finding(base: ExtractedFinding, episode: episodes.Episode) -> Extra
             fixes=fixes,
         ),
         works_command=None,
+        extra=_symptom_extra(episode),
     )
+
+
+def _symptom_extra(episode: episodes.Episode) -> dict[str, str]:
+    """What tells this symptom from others, for joining the same symptom of other documents."""
+    return {
+        "symptom": " ".join(sorted(episode.symptom.classes)),
+        "symptom_names": " ".join(sorted(episode.symptom.identifiers)),
+    }
 
 
 def _episode_title(episode: episodes.Episode, document_title: str) -> str:

@@ -177,6 +177,9 @@ class ErrorSample(models.Model):
     """A verbatim error text (traceback, log lines) reported for a finding."""
 
     finding = models.ForeignKey(Finding, on_delete=models.CASCADE, related_name="samples")
+    source = models.ForeignKey(
+        SourceDocument, null=True, blank=True, on_delete=models.SET_NULL, related_name="samples"
+    )
     signature = models.ForeignKey(
         ErrorSignature, null=True, blank=True, on_delete=models.SET_NULL, related_name="samples"
     )
@@ -197,9 +200,19 @@ class Fix(models.Model):
         PARTIAL = "partial"
         NO_EFFECT = "no_effect", "no effect"
         WORSE = "worse"
+        PROPOSED = "proposed", "proposed, not confirmed"
 
     finding = models.ForeignKey(Finding, on_delete=models.CASCADE, related_name="fixes")
     summary = models.TextField()
+    passage = models.TextField(blank=True, help_text="The words of the source it was read from")
+    source = models.ForeignKey(
+        SourceDocument,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="fixes",
+        help_text="The document that reported this attempt",
+    )
     changes = models.JSONField(
         default=list, blank=True, help_text='[{"action": "set_flag", "name": "…", "value": "…"}]'
     )

@@ -24,8 +24,12 @@ from decisiontree.documents import (
     extract_document,
 )
 from kb.models import Finding, SourceDocument
+from kb.services.records import (
+    remembered_lookups,
+    store_extracted_finding,
+    withdraw_contributions,
+)
 from kb.search import refresh_afterwards
-from kb.services.records import remembered_lookups, store_extracted_finding
 
 INGESTIBLE_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".log", ""}
 
@@ -37,6 +41,7 @@ class DocumentOutcome:
     findings_created: int = 0
     findings_updated: int = 0
     findings_removed: int = 0
+    findings_joined: int = 0  # episodes that joined the finding of the same symptom
     reason: str = ""
 
 
@@ -96,6 +101,9 @@ def ingest_bytes(data: bytes, path: str, *, publish: bool = False) -> DocumentOu
         return DocumentOutcome(path, "failed", reason=str(exc))
     if not extracted.findings:
         return DocumentOutcome(path, "failed", reason="no finding could be extracted")
+    if not holds_an_incident(extracted):
+        reason = "holds no incident: no error, no flag, no GPU, no model"
+        return DocumentOutcome(path, "skipped", reason=reason)
     return store_document(extracted, text, path, content_hash, publish=publish)
 
 
@@ -114,6 +122,8 @@ def store_document(
     document.content = text
     document.content_hash = content_hash
     document.save()
+    if action == "updated":
+        withdraw_contributions(document)
 
     outcome = DocumentOutcome(path, action)
     # FINDINGS.md entries are reviewed as written; extracted write-ups wait for a reviewer.
@@ -128,6 +138,9 @@ def store_document(
             publish=publish_now,
             new_document=action == "created",
         )
+        if change == "joined":
+            outcome.findings_joined += 1
+            continue
         kept.add(stored.pk)
         if change == "created":
             outcome.findings_created += 1
@@ -136,6 +149,17 @@ def store_document(
     if action == "updated":
         outcome.findings_removed = retire_removed_entries(document, kept)
     return outcome
+
+
+def holds_an_incident(extracted: ExtractedDocument) -> bool:
+    """A write-up worth a draft names at least an error, a flag, a GPU or a model."""
+    if extracted.format != SourceDocument.Format.WRITEUP:
+        return True
+    return any(f.samples or f.flags or f.gpus or f.model for f in extracted.findings)
+
+
+def drafts_waiting() -> int:
+    return Finding.objects.filter(status=Finding.Status.DRAFT).count()
 
 
 def retire_removed_entries(document: SourceDocument, kept: set[int]) -> int:

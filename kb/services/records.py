@@ -9,11 +9,13 @@ from dataclasses import asdict
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from simple_history.utils import bulk_create_with_history
 
 from decisiontree.documents import ExtractedFinding, ExtractedFix, GpuMention
 from decisiontree.fingerprint import Signature
-from decisiontree.samples import signatures_of_sample, stored_form
+from decisiontree.match import MatchLevel, Query, SignatureIndex
+from decisiontree.samples import from_stored, signatures_of_sample, stored_form
 from decisiontree.server_env import runnable_changes
 from kb.models import (
     ErrorSample,
@@ -48,6 +50,12 @@ def store_extracted_finding(
     finding = (
         None if new_document else Finding.objects.filter(origin=document, origin_key=key).first()
     )
+    if finding is None and document.format == SourceDocument.Format.WRITEUP:
+        same = same_symptom(extracted, document)
+        if same is not None and same.status == Finding.Status.DRAFT:
+            return join_finding(same, extracted, document), "joined"
+        if same is not None:  # published: a reviewer decides; the draft says what it repeats
+            extracted = _noting(extracted, looks_like=same.pk)
     change = "created" if finding is None else "unchanged"
     finding = finding or Finding(origin=document, origin_key=key)
     values = finding_values(extracted, problems)
@@ -152,10 +160,11 @@ def link_records(finding: Finding, extracted: ExtractedFinding, *, new: bool) ->
     changed = link_gpus(finding, extracted.gpus, new=new)
     changed |= link_libraries(finding, extracted.versions, new=new)
     changed |= link_flags(finding, extracted.framework, extracted.flags, new=new)
-    changed |= link_samples(finding, extracted.samples, new=new)
+    document = finding.origin
+    changed |= link_samples(finding, extracted.samples, new=new, source=document)
     if new:
-        return create_fixes(finding, extracted.fixes) or changed
-    return link_fixes(finding, extracted.fixes) or changed
+        return create_fixes(finding, extracted.fixes, source=document) or changed
+    return link_fixes(finding, extracted.fixes, source=document) or changed
 
 
 def link_gpus(finding: Finding, gpus: tuple[GpuMention, ...], *, new: bool) -> bool:
@@ -230,24 +239,44 @@ def known_flags(framework: str) -> dict[str, int]:
     return flags
 
 
-def link_samples(finding: Finding, samples: tuple[str, ...], *, new: bool) -> bool:
-    """Store the samples with their signatures, parsed once here and not at every rebuild."""
-    current = [] if new else list(finding.samples.order_by("pk").values_list("text", flat=True))
+def link_samples(
+    finding: Finding,
+    samples: tuple[str, ...],
+    *,
+    new: bool,
+    source: SourceDocument | None = None,
+) -> bool:
+    """Store the samples with their signatures, parsed once here and not at every rebuild.
+    Samples other documents brought to this finding stay."""
+    own = finding.samples.filter(Q(source=source) | Q(source__isnull=True))
+    current = [] if new else list(own.order_by("pk").values_list("text", flat=True))
     if current == list(samples):
         return False
     if not new:
-        finding.samples.all().delete()
-    signature_ids: list[int] = []
+        own.delete()
+    add_samples(finding, samples, source)
+    signature_ids = list(
+        dict.fromkeys(
+            finding.samples.exclude(signature=None)
+            .order_by("pk")
+            .values_list("signature_id", flat=True)
+        )
+    )
+    replace_links(finding, "signatures", signature_ids, new=new)
+    return True
+
+
+def add_samples(finding: Finding, samples: Iterable[str], source: SourceDocument | None) -> None:
     for text in samples:
         found = signatures_of_sample(text)
         signature_id = error_signature(found[0]) if not isinstance(found, str) else None
         ErrorSample.objects.create(
-            finding=finding, text=text, signature_id=signature_id, parsed=stored_form(found)
+            finding=finding,
+            text=text,
+            signature_id=signature_id,
+            parsed=stored_form(found),
+            source=source,
         )
-        if signature_id is not None and signature_id not in signature_ids:
-            signature_ids.append(signature_id)
-    replace_links(finding, "signatures", signature_ids, new=new)
-    return True
 
 
 def error_signature(signature: Signature) -> int:
@@ -267,10 +296,16 @@ def error_signature(signature: Signature) -> int:
     )
 
 
-def create_fixes(finding: Finding, fixes: tuple[ExtractedFix, ...]) -> bool:
+def create_fixes(
+    finding: Finding,
+    fixes: tuple[ExtractedFix, ...],
+    *,
+    source: SourceDocument | None = None,
+    start: int = 0,
+) -> bool:
     """The fixes of a new finding, and their first history rows, in two queries."""
     rows = [
-        Fix(finding=finding, summary=extracted.text, position=position, **fix_values(extracted))
+        Fix(finding=finding, position=start + position, source=source, **fix_values(extracted))
         for position, extracted in enumerate(fixes)
     ]
     bulk_create_with_history(rows, Fix)
@@ -278,22 +313,29 @@ def create_fixes(finding: Finding, fixes: tuple[ExtractedFix, ...]) -> bool:
 
 
 def fix_values(extracted: ExtractedFix) -> dict[str, Any]:
-    # An environment variable that is no vetted serving knob is kept as text only.
+    """Our own summary of the change; the words it was read from stay beside it. An
+    environment variable that is no vetted serving knob is kept as text only."""
     return {
+        "summary": extracted.summary or extracted.text,
+        "passage": extracted.text,
         "changes": [change_dict(c) for c in runnable_changes(extracted.changes)],
         "outcome": str(extracted.outcome),
     }
 
 
-def link_fixes(finding: Finding, fixes: tuple[ExtractedFix, ...]) -> bool:
-    """Update fixes in place (matched by their text) so each keeps its history."""
-    existing = {fix.summary: fix for fix in finding.fixes.all()}
+def link_fixes(
+    finding: Finding, fixes: tuple[ExtractedFix, ...], *, source: SourceDocument | None = None
+) -> bool:
+    """Update this document's fixes in place (matched by passage and summary) so each keeps
+    its history; fixes other documents brought stay."""
+    own = finding.fixes.filter(Q(source=source) | Q(source__isnull=True))
+    existing = {(fix.passage, fix.summary): fix for fix in own}
     changed = False
     for position, extracted in enumerate(fixes):
-        values = {**fix_values(extracted), "position": position}
-        fix = existing.pop(extracted.text, None)
+        values = {**fix_values(extracted), "position": position, "source": source}
+        fix = existing.pop((extracted.text, values["summary"]), None)
         if fix is None:
-            Fix.objects.create(finding=finding, summary=extracted.text, **values)
+            Fix.objects.create(finding=finding, **values)
             changed = True
         elif any(getattr(fix, k) != v for k, v in values.items()):
             for name, value in values.items():
@@ -308,3 +350,87 @@ def link_fixes(finding: Finding, fixes: tuple[ExtractedFix, ...]) -> bool:
 
 def change_dict(change: Any) -> dict[str, Any]:
     return {"action": str(change.action), "name": change.name, "value": change.value}
+
+
+# -- one finding per symptom, across documents -------------------------------------------------
+
+
+def same_symptom(extracted: ExtractedFinding, document: SourceDocument) -> Finding | None:
+    """An existing finding (draft or published) of the same symptom, from another document.
+
+    The matcher decides first: a sample of the episode that is a *known* match of a stored
+    sample. A symptom told only in words has no sample the matcher can pin; then the same
+    failure class and named code, on the same model, is the same symptom.
+    """
+    others = Finding.objects.exclude(status=Finding.Status.RETIRED).exclude(origin=document)
+    index = SignatureIndex()
+    rows = ErrorSample.objects.filter(finding__in=others).values_list("finding_id", "parsed")
+    for finding_id, parsed in rows.iterator(chunk_size=2000):
+        signatures = from_stored(parsed)
+        for signature in signatures if isinstance(signatures, tuple) else ():
+            index.add(finding_id, signature)
+    queries = [
+        Query.of(signature) for sample in extracted.samples for signature in _signatures(sample)
+    ]
+    best = index.lookup(queries, limit=1) if queries and len(index) else ()
+    if best and best[0].level is MatchLevel.KNOWN:
+        return others.filter(pk=best[0].finding_id).first()
+    return _same_told_symptom(extracted, others)
+
+
+def _signatures(sample: str) -> tuple[Signature, ...]:
+    found = signatures_of_sample(sample)
+    return found if isinstance(found, tuple) else ()
+
+
+def _same_told_symptom(extracted: ExtractedFinding, others: Any) -> Finding | None:
+    classes = set(extracted.extra.get("symptom", "").split())
+    names = set(extracted.extra.get("symptom_names", "").split())
+    if not classes or not extracted.model:
+        return None
+    for finding in others.select_related("model").order_by("pk"):
+        if not _same_model(extracted.model, finding.model.name if finding.model else ""):
+            continue
+        their_classes = set(str(finding.extra.get("symptom", "")).split())
+        their_names = set(str(finding.extra.get("symptom_names", "")).split())
+        if names & their_names or (
+            classes & their_classes - {"slow"} and not (names and their_names)
+        ):
+            return finding
+    return None
+
+
+def _same_model(ours: str, theirs: str) -> bool:
+    """ "GLM-5" and "zai-org/GLM-5-NVFP4" name one model; a release and its quantization."""
+    a, b = ours.lower().rsplit("/", 1)[-1], theirs.lower().rsplit("/", 1)[-1]
+    return bool(a and b) and (a == b or a.startswith(b + "-") or b.startswith(a + "-"))
+
+
+def join_finding(
+    finding: Finding, extracted: ExtractedFinding, document: SourceDocument
+) -> Finding:
+    """The episode joins the finding of its symptom: another source, samples, attempts."""
+    finding.sources.add(document)
+    known = set(finding.samples.values_list("text", flat=True))
+    add_samples(finding, [s for s in extracted.samples if s not in known], document)
+    start = finding.fixes.count()
+    create_fixes(finding, extracted.fixes, source=document, start=start)
+    signature_ids = finding.samples.exclude(signature=None).values_list("signature_id", flat=True)
+    finding.signatures.add(*set(signature_ids))
+    finding.save(update_fields=["updated_at"])
+    return finding
+
+
+def withdraw_contributions(document: SourceDocument) -> None:
+    """Before a changed document is stored again: what it added to other findings goes."""
+    elsewhere = Finding.objects.filter(sources=document).exclude(origin=document)
+    Fix.objects.filter(source=document, finding__in=elsewhere).delete()
+    ErrorSample.objects.filter(source=document, finding__in=elsewhere).delete()
+    for finding in elsewhere:
+        finding.sources.remove(document)
+
+
+def _noting(extracted: ExtractedFinding, *, looks_like: int) -> ExtractedFinding:
+    from dataclasses import replace
+
+    return replace(extracted, extra={**dict(extracted.extra), "looks_like": str(looks_like)})

@@ -534,7 +534,11 @@ def _finish(vrun: ValidationRun, verdict: Verdict, runlog: RunLog) -> None:
 def feed_back(fix: Fix, status: str) -> None:
     """A finished run changes the evidence diagnosis reads; a failed `resolves` fix
     goes back to a reviewer."""
-    if status == Status.FAILED and fix.outcome == Fix.Outcome.RESOLVES:
+    if fix.outcome == Fix.Outcome.PROPOSED and status in (Status.PASSED, Status.FAILED):
+        # A proposal validated on a host is evidence now: it helped there, or it did not.
+        fix.outcome = Fix.Outcome.RESOLVES if status == Status.PASSED else Fix.Outcome.NO_EFFECT
+        fix.save(update_fields=["outcome", "updated_at"])  # moves the revision too
+    elif status == Status.FAILED and fix.outcome == Fix.Outcome.RESOLVES:
         fix.needs_review = True
         fix.save(update_fields=["needs_review", "updated_at"])  # moves the revision too
     elif status in (Status.PASSED, Status.FAILED):

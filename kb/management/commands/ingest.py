@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from kb.services.ingest import ingest_paths
+from kb.services.ingest import drafts_waiting, ingest_paths
 
 
 class Command(BaseCommand):
@@ -33,6 +33,8 @@ class Command(BaseCommand):
             for action in ("created", "updated", "skipped", "failed")
         )
         self.stdout.write(f"documents: {totals}")
+        waiting = drafts_waiting()
+        self.stdout.write(f"{waiting} draft{'s' if waiting != 1 else ''} wait at /review/")
         if report.failed and len(report.failed) == len(report.documents):
             raise CommandError("no document could be ingested")
 
@@ -43,6 +45,8 @@ def describe(doc: Any) -> str:
     if doc.action == "skipped":
         return f"skipped  {doc.path} ({doc.reason})"
     parts = [f"{doc.findings_created} findings created", f"{doc.findings_updated} updated"]
+    if doc.findings_joined:
+        parts.append(f"{doc.findings_joined} joined the finding of the same symptom")
     if doc.findings_removed:
         parts.append(f"{doc.findings_removed} retired")
     return f"{doc.action:<8} {doc.path}: {', '.join(parts)}"

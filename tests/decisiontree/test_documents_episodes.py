@@ -1,0 +1,103 @@
+"""A write-up is read as episodes: each attempt on the symptom it was tried against.
+
+The fixtures in tests/fixtures/incidents are our own retelling of five real incident
+write-ups (GLM-5-NVFP4 on RTX PRO 6000 Blackwell, SGLang): same facts, our words.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from decisiontree.documents import extract_document
+from decisiontree.records import Outcome
+
+INCIDENTS = Path(__file__).resolve().parents[1] / "fixtures" / "incidents"
+
+
+def episodes(name):
+    document = extract_document((INCIDENTS / name).read_text(), name)
+    return {finding.extra.get("symptom", ""): finding for finding in document.findings}
+
+
+def attempts(finding):
+    return {
+        " ".join(sorted(c.describe() for c in fix.changes)): fix.outcome for fix in finding.fixes
+    }
+
+
+def test_the_oom_cure_stays_on_the_oom_and_the_decode_crash_keeps_what_did_not_help():
+    told = episodes("glm5-blackwell-fp8-kv-assert.txt")
+    assert attempts(told["oom"]) == {"--mem-fraction-static 0.88": Outcome.RESOLVES}
+    assert told["oom"].kind == "oom"
+    decode = attempts(told["device_assert"])
+    assert decode["--attention-backend triton"] is Outcome.WORSE  # it brought a new error
+    assert decode["--sampling-backend pytorch"] is Outcome.WORSE
+    assert "--mem-fraction-static 0.88" not in decode
+
+
+def test_the_assertion_under_triton_gets_the_proposals_and_not_the_memory_fix():
+    told = episodes("glm5-blackwell-fp8-kv-assert.txt")
+    (assertion,) = [f for key, f in told.items() if "exc:AssertionError" in key]
+    found = attempts(assertion)
+    assert found["--kv-cache-dtype auto"] is Outcome.PROPOSED
+    assert found["--dsa-decode-backend trtllm --dsa-prefill-backend trtllm"] is Outcome.PROPOSED
+    assert not any("mem-fraction-static" in key for key in found)
+    assert dict(assertion.flags)["attention-backend"] == "triton"  # the launch in force
+    assert any("nsa_kv_cache_store_fp8" in sample for sample in assertion.samples)
+
+
+def test_the_second_telling_has_the_same_two_crashes_and_proposals():
+    told = episodes("glm5-blackwell-nsa-pivot.txt")
+    decode = next(f for key, f in told.items() if "device_assert" in key)
+    assert set(attempts(decode).values()) == {Outcome.WORSE}
+    assertion = next(f for key, f in told.items() if "exc:AssertionError" in key)
+    found = attempts(assertion)
+    assert found["--kv-cache-dtype auto"] is Outcome.PROPOSED
+    assert found["--dsa-decode-backend trtllm"] is Outcome.PROPOSED
+
+
+def test_triton_did_not_change_the_nsa_backends_and_the_oom_was_cured():
+    told = episodes("glm5-blackwell-backend-override.txt")
+    assert attempts(told["oom"]) == {"--mem-fraction-static 0.88": Outcome.RESOLVES}
+    decode = next(f for key, f in told.items() if "device_assert" in key)
+    assert attempts(decode)["--attention-backend triton"] is Outcome.NO_EFFECT
+
+
+def test_slow_decode_a_patch_that_made_it_worse_its_revert_and_the_proposals():
+    told = episodes("glm5-blackwell-slow-decode-fp8-cast.txt")
+    slow = told["slow"]
+    assert slow.kind == "slow"
+    found = {fix.summary: fix.outcome for fix in slow.fixes}
+    assert found["Patch `flashinfer_mla_backend.py`"] is Outcome.WORSE
+    assert found["Gather the active KV entries first and cast only those"] is Outcome.PARTIAL
+    assert found["Set `--attention-backend` to trtllm_mla"] is Outcome.PROPOSED
+    assert found["Set `--attention-backend` to cutlass_mla"] is Outcome.PROPOSED
+    build = next(f for key, f in told.items() if "build" in key)
+    assert [(f.summary, f.outcome) for f in build.fixes] == [
+        ("Patch `flashinfer_mla_backend.py`", Outcome.WORSE),  # the change that brought it
+        ("Revert the patch", Outcome.RESOLVES),
+    ]
+    # nvcc's "file(line): error:" shape is not a log-line shape yet; the Ninja line is.
+    assert build.samples == ("RuntimeError: Ninja build failed",)
+
+
+def test_the_nan_assert_persists_through_a_dropped_flag_and_another_gemm_backend():
+    (finding,) = extract_document(
+        (INCIDENTS / "glm5-blackwell-nan-auto-fp8.txt").read_text()
+    ).findings
+    found = attempts(finding)
+    assert found["--fp8-gemm-backend cutlass"] is Outcome.NO_EFFECT
+    assert found["--disable-cuda-graph remove --kv-cache-dtype"] is Outcome.NO_EFFECT
+    proposal = "--dsa-decode-backend trtllm --dsa-prefill-backend trtllm --kv-cache-dtype auto"
+    assert found[proposal] is Outcome.PROPOSED
+
+
+@pytest.mark.parametrize(
+    ("summary", "passage_word"),
+    [("Lower `--mem-fraction-static` from 0.95 to 0.88", "lowering")],
+)
+def test_a_fix_has_a_summary_of_our_own_and_keeps_the_passage(summary, passage_word):
+    oom = episodes("glm5-blackwell-fp8-kv-assert.txt")["oom"]
+    (fix,) = oom.fixes
+    assert fix.summary == summary
+    assert passage_word in fix.passage
