@@ -24,12 +24,12 @@ from decisiontree.documents import (
     extract_document,
 )
 from kb.models import Finding, SourceDocument
+from kb.search import refresh_afterwards
 from kb.services.records import (
     remembered_lookups,
     store_extracted_finding,
     withdraw_contributions,
 )
-from kb.search import refresh_afterwards
 
 INGESTIBLE_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".log", ""}
 
