@@ -419,7 +419,11 @@ def _masked_by_purpose(reading: _Reading, i: int) -> bool:
 
 def _removal(reading: _Reading) -> Signal | None:
     """ "the crash is gone", "stopped crashing"; "didn't make the NaNs go away"."""
-    hits = reading.live(reading.lex.removal)
+    hits = [
+        i
+        for i in reading.live(reading.lex.removal)
+        if reading.words[i] != "away" or reading.words[i - 1] in ("go", "goes", "went", "gone")
+    ]
     about = reading.lex.problem | {"it", "they", "this", "that"}
     if not hits or not _any_in(reading.words, about):
         return None
@@ -595,7 +599,15 @@ def clause_signals(sentence: str) -> list[tuple[Clause, Signal | None]]:
 
 def judge_outcome(sentence: str) -> Outcome | None:
     """The outcome a sentence reports for the change it mentions, or None when it reports none."""
-    return combine([signal for _, signal in clause_signals(sentence)], tokens(sentence))
+    judged = clause_signals(sentence)
+    signals = [signal for _, signal in judged]
+    # "Works, but <anything>": what follows a success after "but" is a caveat.
+    after_good = False
+    for clause, signal in judged:
+        if clause.contrast and after_good and signal in (None, Signal.GOOD):
+            signals.append(Signal.SHORTFALL)
+        after_good = after_good or signal is Signal.GOOD
+    return combine(signals, tokens(sentence))
 
 
 def combine(signals: Sequence[Signal | None], words: Sequence[str] = ()) -> Outcome | None:
