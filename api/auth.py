@@ -1,4 +1,5 @@
-"""`Authorization: Token …` with scopes, anonymous read where allowed, throttles per token."""
+"""`Authorization: Token …` with scopes, anonymous diagnose and search where allowed, and
+throttles counted in the shared cache (Redis in production), per token or per client."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ if TYPE_CHECKING:  # rest_framework.views imports this module through its settin
     from rest_framework.views import APIView
 
 from api.models import ApiToken, Scope, hash_token
+from kb.clients import client_address
 
 # last_used_at is a hint for admins, not an audit log: write it at most this often.
 LAST_USED_RESOLUTION_S = 60
@@ -57,15 +59,31 @@ def note_use(token: ApiToken) -> None:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
 
 
-def scopes_of(request: Request) -> frozenset[str]:
+def scopes_of(request: Request, view: APIView | None = None) -> frozenset[str]:
+    """The scopes of the request's token. Without a token, `read` only for what a view
+    lists in `anonymous_actions` (diagnose and search), and only when
+    FIXGRAPH_ALLOW_ANONYMOUS_API is on: drafts, hosts, runs and votes stay closed."""
     token = request.auth
     if isinstance(token, ApiToken):
         return frozenset(token.scopes or ())
-    if getattr(settings, "FIXGRAPH_ALLOW_ANONYMOUS_API", False) and isinstance(
-        request.user, AnonymousUser | type(None)
+    if (
+        getattr(settings, "FIXGRAPH_ALLOW_ANONYMOUS_API", False)
+        and isinstance(request.user, AnonymousUser | type(None))
+        and view is not None
+        and action_of(request, view) in getattr(view, "anonymous_actions", ())
     ):
         return frozenset({Scope.READ})
     return frozenset()
+
+
+def may_publish(request: Request) -> bool:
+    """Whether this caller may make knowledge count: a token with the `publish` scope."""
+    return Scope.PUBLISH in scopes_of(request)
+
+
+def action_of(request: Request, view: APIView) -> str:
+    """A viewset's action (`list`), else the HTTP method in lower case (`post`)."""
+    return getattr(view, "action", None) or (request.method or "").lower()
 
 
 class HasScope(permissions.BasePermission):
@@ -75,7 +93,7 @@ class HasScope(permissions.BasePermission):
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         needed = required_scope(request, view)
-        granted = scopes_of(request)
+        granted = scopes_of(request, view)
         if needed in granted:
             return True
         if request.auth is None and not granted:
@@ -94,22 +112,92 @@ def required_scope(request: Request, view: APIView) -> str:
     return scopes.get("unsafe", Scope.WRITE)
 
 
-class TokenRateThrottle(throttling.SimpleRateThrottle):
-    """Each token gets its own budget; anonymous callers share one per address."""
+class SharedCacheThrottle(throttling.SimpleRateThrottle):
+    """A request budget counted in the default cache, which every web worker shares
+    (Redis where CACHE_URL/REDIS_URL is set), by one atomic increment per request.
+
+    DRF's own throttles keep a list of timestamps that each worker reads and writes
+    back, so two workers both let the same request through; an `incr` cannot. The
+    budget is per fixed window (`rate`'s period): at most `num_requests` in each.
+    Subclasses say whose budget a request spends (`get_cache_key`) and its `scope`.
+    """
+
+    cache_format = "throttle:%(scope)s:%(ident)s"
+    window_end = 0.0
 
     def get_rate(self) -> str | None:
         rates: dict[str, str | None] = settings.REST_FRAMEWORK.get("DEFAULT_THROTTLE_RATES", {})
-        self.scope = "token"
-        return rates.get("token")
+        return rates.get(self.scope)
+
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        if self.rate is None or self.num_requests is None or self.duration is None:
+            return True
+        self.key = self.get_cache_key(request, view)
+        if self.key is None:
+            return True
+        window = int(self.timer() // self.duration)
+        self.window_end = (window + 1) * self.duration
+        return count_in_window(self.cache, f"{self.key}:{window}", self.duration) <= (
+            self.num_requests
+        )
+
+    def wait(self) -> float | None:
+        return max(self.window_end - self.timer(), 0.0)
+
+    def ident(self, request: Request) -> str:
+        """The caller: its token, else its logged-in user, else its address."""
+        if isinstance(request.auth, ApiToken):
+            return f"token-{request.auth.pk}"
+        if request.user is not None and request.user.is_authenticated:
+            return f"user-{request.user.pk}"
+        return f"addr-{client_address(request)}"
+
+
+def count_in_window(cache: Any, key: str, duration: int) -> int:
+    """One more request in this window's counter; the count so far (this one included)."""
+    cache.add(key, 0, duration + 1)
+    try:
+        return int(cache.incr(key))
+    except ValueError:  # the key expired between add and incr: a new window
+        cache.set(key, 1, duration + 1)
+        return 1
+
+
+class TokenRateThrottle(SharedCacheThrottle):
+    """Each token gets its own budget (FIXGRAPH_API_RATE_TOKEN)."""
+
+    scope = "token"
 
     def get_cache_key(self, request: Request, view: APIView) -> str | None:
         if isinstance(request.auth, ApiToken):
-            return f"throttle_token_{request.auth.pk}"
+            return self.cache_format % {"scope": self.scope, "ident": self.ident(request)}
         return None
 
 
-class AnonymousRateThrottle(throttling.AnonRateThrottle):
+class AnonymousRateThrottle(SharedCacheThrottle):
+    """Callers without a token: one budget per client address (FIXGRAPH_API_RATE_ANON)."""
+
+    scope = "anon"
+
     def get_cache_key(self, request: Request, view: APIView) -> str | None:
         if isinstance(request.auth, ApiToken):
             return None
-        return super().get_cache_key(request, view)
+        return self.cache_format % {"scope": self.scope, "ident": self.ident(request)}
+
+
+class ScopedRateThrottle(SharedCacheThrottle):
+    """A budget per caller for views that name a `throttle_scope` (e.g. "diagnose"), at
+    the rate DEFAULT_THROTTLE_RATES gives that scope; none for other views."""
+
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        self.scope = getattr(view, "throttle_scope", "") or ""
+        if not self.scope:
+            return True
+        self.rate = self.get_rate()
+        if self.rate is None:
+            return True
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+        return super().allow_request(request, view)
+
+    def get_cache_key(self, request: Request, view: APIView) -> str | None:
+        return self.cache_format % {"scope": self.scope, "ident": self.ident(request)}

@@ -15,7 +15,8 @@ VISIBLE_CHARS = 8
 
 class Scope(models.TextChoices):
     READ = "read", "read: diagnose, search, list"
-    WRITE = "write", "write: create and edit findings"
+    WRITE = "write", "write: create and edit findings (new ones as drafts)"
+    PUBLISH = "publish", "publish: publish findings, add fixes to published ones"
     VALIDATE = "validate", "validate: queue runs on GPU hosts"
 
 

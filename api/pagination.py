@@ -17,7 +17,7 @@ from typing import Any
 from django.core.exceptions import ValidationError as FieldValueError
 from django.db.models import Q, QuerySet
 from rest_framework import exceptions
-from rest_framework.pagination import BasePagination
+from rest_framework.pagination import BasePagination, LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
@@ -64,6 +64,16 @@ def query_reading(result: SearchResult | None) -> dict[str, Any] | None:
         ],
         "ignored": list(reading.ignored),
     }
+
+
+class BoundedPagination(LimitOffsetPagination):
+    """Limit/offset pages with both numbers bounded: `?limit=99999999999999999999` gives
+    `max_limit` rows, an offset past the end an empty page (never a database error)."""
+
+    max_limit = 200
+
+    def get_offset(self, request: Request) -> int:
+        return min(super().get_offset(request), getattr(self, "count", 0))
 
 
 class FindingCursorPagination(BasePagination):

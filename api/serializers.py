@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ from kb.models import (
 from kb.search import snippet_for
 
 MAX_ANSWERS = 20
+MAX_FEEDBACK_CONTEXT_BYTES = 10_000
 
 
 def paste_limit() -> int:
@@ -73,6 +75,14 @@ class FeedbackSerializer(serializers.Serializer):
     def validate_fix_id(self, value: int) -> int:
         if not Fix.objects.filter(pk=value).exists():
             raise serializers.ValidationError("No fix has this id.")
+        return value
+
+    def validate_context(self, value: dict[str, Any]) -> dict[str, Any]:
+        # Stored on every vote: a bot's context, not a place to park megabytes.
+        if len(json.dumps(value, default=str)) > MAX_FEEDBACK_CONTEXT_BYTES:
+            raise serializers.ValidationError(
+                f"The context is over {MAX_FEEDBACK_CONTEXT_BYTES:,} bytes of JSON."
+            )
         return value
 
 

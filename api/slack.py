@@ -113,7 +113,7 @@ def signature_problem(request: HttpRequest, now: float | None = None) -> str | N
         return "Slack is not configured on this server (SLACK_SIGNING_SECRET is unset)."
     timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
     signature = request.headers.get("X-Slack-Signature", "")
-    if not timestamp.isdigit() or not signature:
+    if not (timestamp.isascii() and timestamp.isdigit()) or not (signature and signature.isascii()):
         return "The request is not signed by Slack."
     if abs((now or time.time()) - int(timestamp)) > MAX_SIGNATURE_AGE_S:
         return "The request's timestamp is too old (or in the future)."

@@ -15,13 +15,14 @@ from drf_spectacular.utils import (
 )
 from rest_framework import mixins, renderers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from api import serializers as s
+from api.auth import may_publish
 from api.errors import Conflict, InputRefused
 from api.examples import diagnose_example
 from api.filters import FindingFilterBackend, may_read_unpublished
@@ -95,6 +96,7 @@ class DiagnoseView(APIView):
     """A pasted error in, ranked fixes out."""
 
     required_scopes = {"unsafe": Scope.READ}
+    anonymous_actions = frozenset({"post"})  # with FIXGRAPH_ALLOW_ANONYMOUS_API
     renderer_classes = [renderers.JSONRenderer, SlackBlocksRenderer]
 
     @extend_schema(
@@ -177,10 +179,24 @@ class FindingViewSet(
 
     serializer_class = s.FindingSerializer
     required_scopes = {"safe": Scope.READ, "unsafe": Scope.WRITE}
+    anonymous_actions = frozenset({"list", "retrieve"})  # with FIXGRAPH_ALLOW_ANONYMOUS_API
     filter_backends = [FindingFilterBackend]  # the list's; kb.filtersets.FindingFilterSet
     filterset_class = FindingFilterSet
     pagination_class = FindingCursorPagination
     search_result: SearchResult | None = None
+
+    def perform_create(self, serializer: BaseSerializer[Any]) -> None:
+        """Without the `publish` scope a new finding is a draft, for a reviewer."""
+        status_asked = serializer.validated_data.get("status", Finding.Status.DRAFT)
+        if status_asked != Finding.Status.DRAFT and not may_publish(self.request):
+            raise PermissionDenied(f"A {status_asked} finding needs the `publish` scope.")
+        serializer.save(status=status_asked)
+
+    def perform_update(self, serializer: BaseSerializer[Any]) -> None:
+        status_asked = serializer.validated_data.get("status", serializer.instance.status)
+        if status_asked != serializer.instance.status and not may_publish(self.request):
+            raise PermissionDenied("Changing a finding's status needs the `publish` scope.")
+        serializer.save()
 
     def get_queryset(self) -> QuerySet[Finding]:
         base = Finding.objects.select_related("model", "framework").prefetch_related(
@@ -209,6 +225,9 @@ class FindingViewSet(
         finding = self.get_object()
         if request.method == "GET":
             return Response(s.FixSerializer(finding.fixes.all(), many=True).data)
+        if finding.status == Finding.Status.PUBLISHED and not may_publish(request):
+            # A published finding's fixes can run on GPU hosts: a reviewer adds them.
+            raise PermissionDenied("Adding a fix to a published finding needs the `publish` scope.")
         serializer = s.FixSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         serializer.save(finding=finding)

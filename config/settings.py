@@ -199,25 +199,49 @@ CELERY_BEAT_SCHEDULE = {
     "revalidate-fixes": {"task": "kb.revalidate_fixes", "schedule": 7 * 24 * 3600.0},
 }
 
+# --- Caches, clients, throttles ------------------------------------------------
+# Throttles and the login lockout count in this cache, so every web worker must share
+# it: Redis in production. Without one (`make run`, one process) memory will do.
+CACHE_URL = os.environ.get("CACHE_URL") or os.environ.get("REDIS_URL") or ""
+if CACHE_URL:
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# How many proxies of ours stand in front of the server. 0: X-Forwarded-For is ignored
+# (anyone can send it); N: the address the outermost proxy saw counts (kb/clients.py).
+FIXGRAPH_NUM_PROXIES = envint("FIXGRAPH_NUM_PROXIES", 0)
+
 # --- REST API ---------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "api.schema.FixGraphAutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.BoundedPagination",
     "PAGE_SIZE": 25,
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "api.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["api.auth.HasScope"],
-    "DEFAULT_THROTTLE_CLASSES": ["api.auth.TokenRateThrottle", "api.auth.AnonymousRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "api.auth.TokenRateThrottle",
+        "api.auth.AnonymousRateThrottle",
+        "api.auth.ScopedRateThrottle",
+    ],
     "DEFAULT_THROTTLE_RATES": {
         "token": os.environ.get("FIXGRAPH_API_RATE_TOKEN", "600/min"),
         "anon": os.environ.get("FIXGRAPH_API_RATE_ANON", "60/min"),
     },
+    "NUM_PROXIES": FIXGRAPH_NUM_PROXIES,
+    "DEFAULT_PARSER_CLASSES": [
+        "api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "EXCEPTION_HANDLER": "api.errors.api_exception_handler",
 }
-# Off by default: with it on, callers without a token may diagnose and search (scope `read`).
+# Off by default: with it on, callers without a token may diagnose and search (nothing else).
 FIXGRAPH_ALLOW_ANONYMOUS_API = envbool("FIXGRAPH_ALLOW_ANONYMOUS_API", "False")
 SLACK_SIGNING_SECRET = envsecret("SLACK_SIGNING_SECRET")
 # Signs outgoing webhooks (HMAC-SHA256); unsigned when unset.

@@ -15,6 +15,15 @@ from django.conf import settings
 from tests.services import in_ci
 
 
+@pytest.fixture(autouse=True)
+def fresh_cache() -> None:
+    """Throttles and lockouts count in the cache (Redis under `make test`): every test
+    starts with none of another test's requests counted."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     engine = settings.DATABASES["default"]["ENGINE"]
     # tests/search/test_on_sqlite.py runs the search tests on SQLite on purpose.

@@ -49,6 +49,12 @@ def writer(make_token: TokenFactory) -> APIClient:
 
 
 @pytest.fixture
+def publisher(make_token: TokenFactory) -> APIClient:
+    """A reviewer's bot: may publish findings and add fixes to published ones."""
+    return client_with(make_token("read", "write", "publish"))
+
+
+@pytest.fixture
 def validator(make_token: TokenFactory) -> APIClient:
     return client_with(make_token("read", "validate"))
 

@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from kb.models import Finding
-from tests.api.conftest import assert_error
+from tests.api.conftest import assert_error, client_with
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +69,9 @@ def test_an_unknown_finding_is_a_json_404(reader: APIClient) -> None:
     assert_error(reader.get(f"{FINDINGS}999999/"), 404, "not_found")
 
 
-def test_it_creates_and_edits_a_finding_with_history(writer: APIClient, user) -> None:
+def test_it_creates_and_edits_a_finding_with_history(make_token, user) -> None:
+    # Publishing needs the `publish` scope (a `write` token's findings are drafts).
+    writer = client_with(make_token("read", "write", "publish"))
     created = writer.post(
         FINDINGS,
         {
@@ -88,8 +90,8 @@ def test_it_creates_and_edits_a_finding_with_history(writer: APIClient, user) ->
     assert {row["history_user"] for row in history} == {user.username}
 
 
-def test_it_adds_a_fix_to_a_finding(writer: APIClient, dsa_finding: Finding) -> None:
-    response = writer.post(
+def test_it_adds_a_fix_to_a_finding(publisher: APIClient, dsa_finding: Finding) -> None:
+    response = publisher.post(
         f"{FINDINGS}{dsa_finding.pk}/fixes/",
         {
             "summary": "Use the trtllm decode backend",
@@ -119,8 +121,10 @@ def test_it_explains_a_bad_finding(writer: APIClient, body: dict, field: str) ->
     assert field in error["fields"] and error["message"].startswith(field)
 
 
-def test_it_refuses_a_fix_with_an_unknown_action(writer: APIClient, dsa_finding: Finding) -> None:
-    response = writer.post(
+def test_it_refuses_a_fix_with_an_unknown_action(
+    publisher: APIClient, dsa_finding: Finding
+) -> None:
+    response = publisher.post(
         f"{FINDINGS}{dsa_finding.pk}/fixes/",
         {
             "summary": "x",

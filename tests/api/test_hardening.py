@@ -25,9 +25,9 @@ RUNS = "/api/v1/validation-runs/"
     ],
 )
 def test_a_fix_cannot_set_a_variable_that_runs_code_on_a_host(
-    writer: APIClient, dsa_finding: Finding, name: str, value: str
+    publisher: APIClient, dsa_finding: Finding, name: str, value: str
 ) -> None:
-    response = writer.post(
+    response = publisher.post(
         f"{FINDINGS}{dsa_finding.pk}/fixes/",
         {
             "summary": "x",
@@ -69,3 +69,81 @@ def test_the_run_request_shows_the_command_that_will_run(
         "--port '<free port>' --kv-cache-dtype bf16\n"
         "# after exporting box's own environment: PATH"
     )
+
+
+# ---------------------------------------------------------------- bad input gets a 4xx
+
+
+@pytest.mark.parametrize("param", ["q", "gpu", "arch", "model", "framework", "flag"])
+def test_a_nul_in_a_search_filter_is_a_clear_400(reader: APIClient, param: str) -> None:
+    response = reader.get(FINDINGS, {param: "sm\x00120"})
+    assert response.status_code == 400, response.content[:300]
+
+
+def test_a_limit_beyond_any_integer_gives_a_bounded_page(
+    reader: APIClient, dsa_finding: Finding
+) -> None:
+    response = reader.get(FINDINGS, {"limit": "99999999999999999999"})
+    assert response.status_code == 200
+    assert "limit=200" in (response.json()["next"] or "limit=200")
+    offset = reader.get(FINDINGS, {"offset": "99999999999999999999"})
+    assert offset.status_code == 200 and offset.json()["results"] == []
+
+
+def test_an_answer_to_a_question_never_asked_is_a_400(reader: APIClient) -> None:
+    response = reader.post(
+        "/api/v1/diagnose/",
+        {"traceback": "AssertionError: boom", "answers": {"gpu.colour": "green"}},
+        format="json",
+    )
+    assert "answers" in assert_error(response, 400, "invalid")["fields"]
+
+
+def test_json_nested_a_hundred_thousand_deep_is_a_400(reader: APIClient) -> None:
+    body = "[" * 100_000 + "]" * 100_000
+    response = reader.post("/api/v1/diagnose/", body, content_type="application/json")
+    assert "nested too deeply" in assert_error(response, 400, "parse_error")["message"]
+
+
+def test_feedback_context_is_bounded(reader: APIClient, dsa_finding: Finding) -> None:
+    fix = dsa_finding.fixes.first()
+    response = reader.post(
+        "/api/v1/feedback/",
+        {"fix_id": fix.pk, "helped": True, "context": {"blob": "x" * 20_000}},
+        format="json",
+    )
+    assert "context" in assert_error(response, 400, "invalid")["fields"]
+
+
+def test_a_non_ascii_slack_signature_is_refused_not_a_crash(settings) -> None:
+    settings.SLACK_SIGNING_SECRET = "s3cret"
+    import time
+
+    response = APIClient().post(
+        "/api/v1/slack/commands/",
+        "text=boom",
+        content_type="application/x-www-form-urlencoded",
+        HTTP_X_SLACK_REQUEST_TIMESTAMP=str(int(time.time())),
+        HTTP_X_SLACK_SIGNATURE="v0=\u00e9\u00e9\u00e9",
+    )
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "bad_signature"
+
+
+# ---------------------------------------------------------------- what `write` may change
+
+
+def test_a_write_token_creates_drafts_and_cannot_publish(
+    writer: APIClient, publisher: APIClient, dsa_finding: Finding
+) -> None:
+    created = writer.post(FINDINGS, {"title": "Fresh finding"}, format="json")
+    assert created.status_code == 201 and created.json()["status"] == "draft"
+    url = f"{FINDINGS}{created.json()['id']}/"
+    assert_error(writer.patch(url, {"status": "published"}, format="json"), 403)
+    assert_error(writer.post(FINDINGS, {"title": "y", "status": "published"}, format="json"), 403)
+    assert Finding.objects.get(pk=created.json()["id"]).status == "draft"
+    fixes = f"{FINDINGS}{dsa_finding.pk}/fixes/"
+    body = {"summary": "x", "outcome": "resolves", "changes": []}
+    assert_error(writer.post(fixes, body, format="json"), 403)
+    assert publisher.patch(url, {"status": "published"}, format="json").status_code == 200
+    assert publisher.post(fixes, body, format="json").status_code == 201

@@ -1,4 +1,4 @@
-"""python manage.py issue_token USERNAME --scopes read,write,validate [--expires-in-days N]"""
+"""python manage.py issue_token USER --scopes read,write,publish,validate [--expires-in-days N]"""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
-        parser.add_argument("--scopes", default="read", help="Comma-separated: read,write,validate")
+        parser.add_argument(
+            "--scopes", default="read", help="Comma-separated: read,write,publish,validate"
+        )
         parser.add_argument("--expires-in-days", type=int, default=None)
         parser.add_argument("--name", default="", help="What will use it, e.g. slack-bot")
 
