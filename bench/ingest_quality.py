@@ -1,10 +1,18 @@
-"""Extraction quality on labelled write-ups: precision and recall per field.
+"""Extraction quality on labelled write-ups: precision and recall per field, and episodes.
 
     python bench/ingest_quality.py [DIR ...]     # default: bench/corpus/writeups
+    python bench/ingest_quality.py --episodes    # episode measures only
+    python bench/ingest_quality.py --outcomes    # the outcome judge on verdict sentences
 
 Each `<name>.labels.json` beside a write-up lists what a careful human found in
 it (format: bench/corpus/README.md). A FINDINGS.md file counts as one document:
 the union of its entries is compared with its labels.
+
+Episodes: `<name>.episodes.json` says which symptoms a document tells and which
+symptom each attempt was tried against. The episode table reads the write-ups and
+the seed incidents (`../shared/seeds`, labels in bench/corpus/seeds) and reports, per
+document and overall, the labelled attempts found, found with the right outcome,
+found on the finding of the right symptom, and the precision of the extracted fixes.
 """
 
 from __future__ import annotations
@@ -179,15 +187,175 @@ def error_types(samples: Iterable[str]) -> set[str]:
     return types
 
 
-def documents(directories: list[Path]) -> Iterable[tuple[Path, dict]]:
+def documents(
+    directories: list[Path], suffixes: tuple[str, ...] = (".labels.json", ".expected.json")
+) -> Iterable[tuple[Path, dict]]:
     for directory in directories:
         for label_file in sorted(directory.glob("*.json")):
-            stem = label_file.name.removesuffix(".labels.json").removesuffix(".expected.json")
-            if stem == label_file.name.removesuffix(".json"):
+            suffix = next((s for s in suffixes if label_file.name.endswith(s)), None)
+            if suffix is None:
                 continue
-            texts = [p for p in directory.glob(stem + ".*") if p.suffix in (".md", ".txt", ".log")]
-            if texts:
-                yield texts[0], json.loads(label_file.read_text())
+            text = _text_beside(directory, label_file.name.removesuffix(suffix))
+            if text is not None:
+                yield text, json.loads(label_file.read_text())
+
+
+def _text_beside(directory: Path, stem: str) -> Path | None:
+    texts = [p for p in directory.glob(stem + ".*") if p.suffix in (".md", ".txt", ".log")]
+    return texts[0] if texts else None
+
+
+# -- episodes: each attempt on the finding of the symptom it was tried against --------------
+
+WRITEUPS = ROOT / "bench" / "corpus" / "writeups"
+SEED_LABELS = ROOT / "bench" / "corpus" / "seeds"
+SEEDS = ROOT.parent / "shared" / "seeds"  # the user's own incidents; never in the repo
+
+
+@dataclass
+class EpisodeScore:
+    """Counts for one document, or summed over several."""
+
+    attempts: int = 0  # labelled attempts
+    found: int = 0  # extracted anywhere in the document
+    outcome: int = 0  # ... with the labelled outcome
+    symptom: int = 0  # ... on a finding of the labelled symptom
+    all_right: int = 0  # ... with the labelled outcome on a finding of the labelled symptom
+    extracted: int = 0  # distinct (change, outcome) pairs extracted
+    precise: int = 0  # ... of which the labels hold
+    placements: int = 0  # (finding, fix) pairs whose change is a labelled one
+    placed_right: int = 0  # ... on a finding of a symptom the labels put that change on
+    misses: list[str] = field(default_factory=list)
+
+    def __iadd__(self, other: EpisodeScore) -> EpisodeScore:
+        for name in self.__dataclass_fields__:
+            if name != "misses":
+                setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.misses += other.misses
+        return self
+
+
+def symptom_of_finding(text: str, symptoms: dict[str, dict]) -> str | None:
+    """The labelled symptom whose markers the finding's error text and headline hold most."""
+    best, best_hits = None, 0
+    for name, symptom in symptoms.items():
+        hits = sum(bool(re.search(m, text, re.IGNORECASE)) for m in symptom["markers"])
+        if hits > best_hits:
+            best, best_hits = name, hits
+    return best
+
+
+def finding_text(finding, document_title: str) -> str:
+    """Samples and headline; an episode's title ends with the document's, which is not its own."""
+    headline = finding.title.removesuffix(f" — {document_title}")
+    return "\n".join((headline, *finding.samples))
+
+
+def _aligned(key: str, wanted: set[str]) -> str:
+    from rapidfuzz import fuzz, utils
+
+    structured = key.startswith(("--", "remove --")) or re.fullmatch(r"\w+=\S*", key)
+    if key in wanted or structured:
+        return key
+    close = [
+        w for w in wanted if fuzz.token_set_ratio(w, key, processor=utils.default_process) >= 85
+    ]
+    return close[0] if close else key
+
+
+def score_episodes(document: ExtractedDocument, labels: dict, name: str) -> EpisodeScore:
+    framework = next((f.framework for f in document.findings if f.framework), None)
+    wanted = [
+        (_change_key(a["change"], framework), a["outcome"], a["symptom"])
+        for a in labels["attempts"]
+    ]
+    keys = {key for key, _, _ in wanted}
+    got = []  # (key, outcome, symptom of the finding it sits on)
+    for finding in document.findings:
+        on = symptom_of_finding(finding_text(finding, document.title), labels["symptoms"])
+        for fix in finding.fixes:
+            key = " ".join(sorted(change.describe() for change in fix.changes))
+            got.append((_aligned(key, keys), fix.outcome.value, on))
+    score = EpisodeScore(attempts=len(wanted))
+    for key, outcome, symptom in wanted:
+        same = [g for g in got if g[0] == key]
+        score.found += bool(same)
+        score.outcome += any(g[1] == outcome for g in same)
+        score.symptom += any(g[2] == symptom for g in same)
+        right = any(g[1:] == (outcome, symptom) for g in same)
+        score.all_right += right
+        if not right:
+            seen = ", ".join(f"{o} on {s}" for _, o, s in same) or "not found"
+            score.misses.append(f"{name}: {key} wants {outcome} on {symptom}; got {seen}")
+    pairs = {(key, outcome) for key, outcome, _ in got}
+    score.extracted, score.precise = len(pairs), len(pairs & {(k, o) for k, o, _ in wanted})
+    score.misses += [
+        f"{name}: extra {k} ({o})"
+        for k, o in sorted(pairs)
+        if (
+            k,
+            o,
+        )
+        not in {(w[0], w[1]) for w in wanted}
+    ]
+    placed = [(key, symptom) for key, _, symptom in got if key in keys]
+    score.placements = len(placed)
+    score.placed_right = sum((k, s) in {(w[0], w[2]) for w in wanted} for k, s in placed)
+    return score
+
+
+def episode_documents(directories: list[Path]) -> Iterable[tuple[str, Path, dict]]:
+    """(group, text, episode labels): the write-ups, then the seeds when they are here."""
+    for path, labels in documents(directories or [WRITEUPS], (".episodes.json",)):
+        yield "write-ups", path, labels
+    if not SEEDS.is_dir():
+        print(f"seeds: {SEEDS} is absent; the seed rows are left out\n")
+        return
+    for label_file in sorted(SEED_LABELS.glob("*.episodes.json")):
+        text = _text_beside(SEEDS, label_file.name.removesuffix(".episodes.json"))
+        if text is None:
+            print(f"seeds: no {label_file.name.removesuffix('.episodes.json')}.* in {SEEDS}")
+            continue
+        yield "seeds", text, json.loads(label_file.read_text())
+
+
+def _ratio(part: int, whole: int) -> str:
+    return f"{part / whole:7.2f}" if whole else "    n/a"
+
+
+def episode_table(argv: list[str]) -> int:
+    header = (
+        f"{'document':<40} {'tried':>5} {'found':>7} {'outcome':>7} {'symptom':>7} "
+        f"{'all':>7} {'fixprec':>7} {'placed':>7}"
+    )
+    print("episodes: labelled attempts found / with the right outcome / on the right symptom /")
+    print(
+        "both; precision of extracted (change, outcome); extracted placements on a right symptom\n"
+    )
+    print(header)
+    totals: dict[str, EpisodeScore] = {}
+    for group, path, labels in episode_documents([Path(a) for a in argv]):
+        document = extract_document(path.read_text(errors="replace"), path.name)
+        score = score_episodes(document, labels, path.stem)
+        _episode_row(path.stem[:40], score)
+        totals.setdefault(group, EpisodeScore())
+        totals[group] += score
+    every = EpisodeScore()
+    for group, score in totals.items():
+        _episode_row(f"== {group}", score)
+        every += score
+    _episode_row("== all", every)
+    if "-v" in sys.argv or "--verbose" in sys.argv:
+        print("\n".join(f"  {line}" for line in every.misses))
+    return 0
+
+
+def _episode_row(name: str, s: EpisodeScore) -> None:
+    print(
+        f"{name:<40} {s.attempts:5} {_ratio(s.found, s.attempts)} {_ratio(s.outcome, s.attempts)} "
+        f"{_ratio(s.symptom, s.attempts)} {_ratio(s.all_right, s.attempts)} "
+        f"{_ratio(s.precise, s.extracted)} {_ratio(s.placed_right, s.placements)}"
+    )
 
 
 OUTCOMES = ROOT / "bench" / "corpus" / "outcomes"
@@ -225,6 +393,8 @@ def score_judge(path: Path) -> None:
 def main(argv: list[str]) -> int:
     if "--outcomes" in sys.argv:
         return outcome_judge()
+    if "--episodes" in sys.argv:
+        return episode_table(argv)
     directories = [Path(arg) for arg in argv] or [ROOT / "bench" / "corpus" / "writeups"]
     tallies = {name: Tally() for name in FIELDS}
     count = 0
@@ -251,7 +421,8 @@ def main(argv: list[str]) -> int:
         for name in FIELDS:
             for line in tallies[name].misses:
                 print(f"  [{name}] {line}")
-    return 0
+    print()
+    return episode_table(argv)
 
 
 if __name__ == "__main__":

@@ -161,12 +161,41 @@ def check_labels(path: Path) -> list[str]:
     return check_label_entries(labels, path.name)
 
 
+EPISODE_OUTCOMES = OUTCOMES | {"proposed"}
+
+
+def check_episodes(path: Path, fixes: list[dict[str, Any]] | None = None) -> list[str]:
+    """Symptoms with markers; every attempt on one of them; the attempts are the labelled fixes."""
+    episodes = json.loads(path.read_text(encoding="utf-8"))
+    symptoms, attempts = episodes.get("symptoms") or {}, episodes.get("attempts") or []
+    problems = [
+        f"{path.name}: symptom {name!r} needs markers"
+        for name, symptom in symptoms.items()
+        if not symptom.get("markers")
+    ]
+    for attempt in attempts:
+        if attempt.get("symptom") not in symptoms or not attempt.get("change"):
+            problems.append(f"{path.name}: attempt {attempt!r} is on no labelled symptom")
+        if attempt.get("outcome") not in EPISODE_OUTCOMES:
+            problems.append(f"{path.name}: unknown outcome in {attempt!r}")
+    told = sorted((a.get("change"), a.get("outcome")) for a in attempts)
+    if fixes is not None and told != sorted((f["change"], f["outcome"]) for f in fixes):
+        problems.append(f"{path.name}: attempts differ from the fixes of the labels")
+    return problems
+
+
 def check_writeups(root: Path) -> list[str]:
     docs = [p for p in sorted(root.iterdir()) if p.suffix in (".md", ".txt")]
     problems = []
     for doc in docs:
         labels = doc.with_name(f"{doc.stem}.labels.json")
         problems += check_labels(labels) if labels.is_file() else [f"{doc.name}: no labels"]
+        episodes = doc.with_name(f"{doc.stem}.episodes.json")
+        if not episodes.is_file():
+            problems.append(f"{doc.name}: no episode labels")
+        elif labels.is_file():
+            fixes = json.loads(labels.read_text(encoding="utf-8"))["fixes"]
+            problems += check_episodes(episodes, fixes)
     for labels in root.glob("*.labels.json"):
         stem = labels.name.removesuffix(".labels.json")
         if not any(d.stem == stem for d in docs):
@@ -178,6 +207,8 @@ def check_writeups(root: Path) -> list[str]:
 
 def main() -> int:
     problems = check_reports(HERE / "reports") + check_writeups(HERE / "writeups")
+    for seed in sorted((HERE / "seeds").glob("*.episodes.json")):
+        problems += check_episodes(seed)
     for problem in problems:
         print(problem)
     print("ok" if not problems else f"{len(problems)} problem(s)")

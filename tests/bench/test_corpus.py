@@ -84,3 +84,23 @@ def test_it_flags_a_write_up_without_labels(checker: ModuleType, tmp_path: Path)
     writeups = Path(shutil.copytree(CORPUS / "writeups", tmp_path / "writeups"))
     (writeups / "new-incident.md").write_text("# something broke\n")
     assert "new-incident.md: no labels" in checker.check_writeups(writeups)
+
+
+def test_it_flags_an_attempt_on_a_symptom_the_episode_labels_do_not_name(
+    checker: ModuleType, tmp_path: Path
+) -> None:
+    writeups = Path(shutil.copytree(CORPUS / "writeups", tmp_path / "writeups"))
+    path = writeups / "mixtral-a100-40gb.episodes.json"
+    episodes = json.loads(path.read_text())
+    episodes["attempts"][0]["symptom"] = "no-such-symptom"
+    del episodes["attempts"][1]
+    path.write_text(json.dumps(episodes))
+    problems = checker.check_writeups(writeups)
+    assert any("is on no labelled symptom" in p for p in problems)
+    assert "mixtral-a100-40gb.episodes.json: attempts differ from the fixes of the labels" in problems
+
+
+def test_the_seed_episode_labels_are_well_formed(checker: ModuleType) -> None:
+    seeds = sorted((CORPUS / "seeds").glob("*.episodes.json"))
+    assert len(seeds) == 5
+    assert [p for seed in seeds for p in checker.check_episodes(seed)] == []
