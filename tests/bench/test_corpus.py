@@ -97,7 +97,9 @@ def test_it_flags_an_attempt_on_a_symptom_the_episode_labels_do_not_name(
     path.write_text(json.dumps(episodes))
     problems = checker.check_writeups(writeups)
     assert any("is on no labelled symptom" in p for p in problems)
-    assert "mixtral-a100-40gb.episodes.json: attempts differ from the fixes of the labels" in problems
+    assert (
+        "mixtral-a100-40gb.episodes.json: attempts differ from the fixes of the labels" in problems
+    )
 
 
 def test_the_seed_episode_labels_are_well_formed(checker: ModuleType) -> None:
