@@ -162,6 +162,9 @@ LOGIN_URL = "/admin/login/"
 # Pasted text larger than this is refused before parsing.
 FIXGRAPH_MAX_PASTE_BYTES = envint("FIXGRAPH_MAX_PASTE_BYTES", 2_000_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = FIXGRAPH_MAX_PASTE_BYTES + 1_000_000
+# Where the team edits its knowledge files, for "Edit" links: {path} and {line} of the entry,
+# e.g. https://git.example.com/team/kb/-/edit/main/{path}#L{line}. Empty: no such links.
+FIXGRAPH_SOURCE_EDIT_URL = os.environ.get("FIXGRAPH_SOURCE_EDIT_URL", "")
 
 # --- Celery -----------------------------------------------------------------
 # Without a server: kombu's filesystem transport, which works across processes.

@@ -10,6 +10,11 @@ urlpatterns = [
     path("diagnose/<str:slug>/", views.diagnosis_detail, name="diagnosis"),
     path("diagnose/<str:slug>/delete/", views.diagnosis_delete, name="diagnosis-delete"),
     path("findings/<int:pk>/", views.finding_detail, name="finding-detail"),
+    path(
+        "findings/<int:pk>/fixes/<int:fix_pk>/validate/",
+        views.validate_fix,
+        name="validate-fix",
+    ),
     path("runbook/", views.runbook, name="runbook"),
     path("runbook.md", views.runbook_markdown, name="runbook-markdown"),
     path("review/", views.review_queue, name="review-queue"),

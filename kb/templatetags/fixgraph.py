@@ -7,15 +7,17 @@ and work without JavaScript. Every piece of text is escaped before it goes in.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from html import escape
+from html import escape, unescape
 from typing import Any
 
 import markdown as markdown_lib
 import nh3
 from django import template
 from django.utils.safestring import SafeString, mark_safe
+
+from kb.services import occurrences
 
 register = template.Library()
 
@@ -54,6 +56,45 @@ def render_markdown(text: str | None) -> SafeString:
     return mark_safe(nh3.clean(html))  # noqa: S308 - nh3 removed scripts, handlers, styles
 
 
+INLINE_TAGS = {"code", "em", "strong", "del"}  # no links: a title is often inside one
+
+
+@register.filter
+def inline_markdown(text: str | None) -> SafeString:
+    """One line of Markdown (a title, a cause, a step) as inline HTML: `code` becomes code,
+    never raw backticks; block syntax and links are left as plain text."""
+    html = markdown_lib.markdown(" ".join((text or "").split()))
+    html = re.sub(r"^<p>|</p>$", "", html.strip())
+    return mark_safe(nh3.clean(html, tags=INLINE_TAGS, attributes={}))  # noqa: S308 - nh3 kept inline tags only
+
+
+@register.filter
+def plain_markdown(text: str | None) -> str:
+    """The text a line of Markdown reads as, for <title> and attributes: no backticks."""
+    return unescape(nh3.clean(str(inline_markdown(text)), tags=set()))
+
+
+@register.filter
+def change_label(change: dict[str, Any], summary: str = "") -> str:
+    """A change as a chip reads: `--flag value`, `remove --flag`, `NAME=value`, or the
+    change in words. "" when the chip would only repeat the fix's summary."""
+    action, name = change.get("action"), str(change.get("name") or "")
+    value = "" if change.get("value") is None else str(change["value"])
+    if action == "set_flag":
+        return f"--{name} {value}".strip()
+    if action == "remove_flag":
+        return f"remove --{name}"
+    if action == "set_env":
+        return f"{name}={value}"
+    # A patch or a version pin: its words often already name it ("patch the …").
+    label = value if name.lower() in value.lower() else f"{name} {value}".strip()
+    return "" if same_words(label, summary) else label
+
+
+def same_words(a: str, b: str) -> bool:
+    return " ".join(a.lower().split()) == " ".join(b.lower().split())
+
+
 # A word longer than this may break anywhere (a long model path on a phone); shorter
 # ones, flags included, never break inside.
 UNBREAKABLE_CHARS = 32
@@ -82,6 +123,19 @@ def command(text: str | None) -> SafeString:
             html.append(f'<span class="{css}">{escape(joined)}</span>')
         i += 1
     return mark_safe("".join(html))  # noqa: S308 - every piece went through escape()
+
+
+@register.simple_tag
+def finding_figures(items: Iterable[Any]) -> dict[int, occurrences.ListFigures]:
+    """Times seen, last seen and fix feedback of the listed findings (or of search results
+    holding one in `.finding`), in two queries: `{% finding_figures results as figures %}`."""
+    return occurrences.list_figures(getattr(item, "finding", item).pk for item in items)
+
+
+@register.inclusion_tag("kb/_figures_line.html")
+def figures_line(figures: dict[int, occurrences.ListFigures], finding: Any) -> dict[str, Any]:
+    """“Seen 3 times, last 2 days ago · 4 fixed it · 1 did not help” for one finding."""
+    return {"figures": figures.get(finding.pk) or occurrences.ListFigures()}
 
 
 @register.filter

@@ -1,7 +1,7 @@
 """Page views, by page. Thin: they call kb.services and render templates."""
 
 from kb.views.diagnose import diagnose_page, diagnosis_delete, diagnosis_detail, fix_feedback
-from kb.views.findings import finding_detail
+from kb.views.findings import finding_detail, validate_fix
 from kb.views.review import review_finding, review_queue
 from kb.views.runbook import runbook, runbook_markdown
 from kb.views.search import finding_list
@@ -17,4 +17,5 @@ __all__ = [
     "review_queue",
     "runbook",
     "runbook_markdown",
+    "validate_fix",
 ]

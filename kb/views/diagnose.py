@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from decisiontree.traceback import InputRejected
 from kb.forms import DiagnoseForm, FeedbackForm, answers_from, paste_too_large_message
 from kb.models import StoredDiagnosis
-from kb.services import stored_diagnoses
+from kb.services import occurrences, stored_diagnoses
 from kb.services.diagnosis import record_feedback
 
 BODY_SLACK_BYTES = 100_000  # room for the launch command and form fields beside the paste
@@ -122,6 +122,7 @@ def diagnosis_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "diagnosis": record.answer,
         "answers": record.answers,
         "may_delete": stored_diagnoses.may_delete(record, request.user),
+        "seen": occurrences.of_fingerprint(record.fingerprint) if record.fingerprint else None,
     }
     response = render(request, "kb/diagnosis_detail.html", context)
     # A paste can hold host names and paths: keep it out of shared caches and indexes.

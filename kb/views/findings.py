@@ -1,26 +1,43 @@
-"""A finding's page: the write-up, where it happened, its fixes, runs and edit history."""
+"""A finding's page: the write-up, where it happened, how often it is met, its fixes with
+what users said of them, runs and edit history; reviewers queue a validation run."""
 
 from __future__ import annotations
 
+import re
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
 
-from kb.models import Finding, Fix, ValidationRun
+from kb.models import Finding, Fix, Host, ValidationRun
+from kb.services import occurrences, sources, validation
 from kb.services.history import finding_edits
 
 HISTORY_LIMIT = 50
+VALIDATE_PERMISSION = "kb.add_validationrun"
 
 
 def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
     finding = get_object_or_404(visible_findings(request), pk=pk)
+    fixes = list(finding.fixes.all())
     runs = ValidationRun.objects.filter(fix__finding=finding).select_related("host", "fix")
+    may_validate = request.user.has_perm(VALIDATE_PERMISSION)
     context = {
         "finding": finding,
+        "fixes": fixes,
+        "feedback": occurrences.feedback_counts(fix.pk for fix in fixes),
+        "occurrences": occurrences.of_finding(finding),
+        "fingerprints": occurrences.fingerprints_of(finding),
+        "write_up": write_up(finding),
+        "excerpts": [sources.excerpt(doc, finding) for doc in finding.sources.all()],
         "gpus": finding.findinggpu_set.select_related("hardware"),
         "runs": runs,
         "history": finding_edits(finding, limit=HISTORY_LIMIT),
         "conditions": finding.conditions or [],
+        "hosts": list(Host.objects.order_by("name")) if may_validate else [],
     }
     return render(request, "kb/finding_detail.html", context)
 
@@ -36,3 +53,36 @@ def visible_findings(request: HttpRequest) -> QuerySet[Finding]:
     if request.user.has_perm("kb.change_finding"):
         return findings
     return findings.exclude(status=Finding.Status.DRAFT)
+
+
+def write_up(finding: Finding) -> str:
+    """The body, less a first paragraph that only repeats the summary shown above it."""
+    body = finding.body.strip()
+    first, *rest = re.split(r"\n\s*\n", body, maxsplit=1)
+    if finding.summary and words(first) == words(finding.summary):
+        return rest[0].strip() if rest else ""
+    return body
+
+
+def words(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+@require_POST
+@login_required(login_url="/accounts/login/")
+@permission_required(VALIDATE_PERMISSION, raise_exception=True)
+def validate_fix(request: HttpRequest, pk: int, fix_pk: int) -> HttpResponse:
+    """Queue a run of the fix on the chosen registered host (kb.services.validation)."""
+    fix = get_object_or_404(Fix.objects.select_related("finding"), pk=fix_pk, finding_id=pk)
+    host_id = str(request.POST.get("host", ""))
+    host = Host.objects.filter(pk=int(host_id)).first() if host_id.isdigit() else None
+    if host is None:
+        messages.error(request, "Choose a registered host to validate on.")
+    else:
+        try:
+            run = validation.start(fix, host, by=request.user)
+        except validation.ValidationRefused as refused:
+            messages.error(request, f"Not queued: {refused}")
+        else:
+            messages.success(request, f"Queued validation run {run.pk} of fix {fix.pk} on {host}.")
+    return redirect(f"/findings/{pk}/#fix-{fix.pk}")

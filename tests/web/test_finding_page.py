@@ -1,0 +1,138 @@
+"""A finding's page reads as written: code as code, nothing said twice, its own source entry;
+reviewers can queue a validation run of any fix from it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client, override_settings
+
+from kb.models import Finding, Host, ValidationRun
+from tests.web.conftest import decode_finding
+
+pytestmark = pytest.mark.django_db
+
+
+def text_of(response) -> str:  # type: ignore[no-untyped-def]
+    return response.content.decode()
+
+
+def finding_titled(start: str) -> Finding:
+    return Finding.objects.get(title__startswith=start)
+
+
+def test_it_renders_backticks_in_a_title_as_code(client: Client, starter_kb: None) -> None:
+    finding = finding_titled("Triton attention backend asserts")
+
+    page = text_of(client.get(f"/findings/{finding.pk}/"))
+
+    h1 = re.search(r"<h1>(.*?)</h1>", page, re.S)
+    assert h1 is not None
+    assert "<code>not self.nsa_kv_cache_store_fp8</code>" in h1.group(1)
+    assert "`" not in h1.group(1)
+    title = re.search(r"<title>(.*?)</title>", page, re.S)
+    assert title is not None
+    assert "`" not in title.group(1) and "<code>" not in title.group(1)
+    assert "not self.nsa_kv_cache_store_fp8" in title.group(1)
+
+
+def test_it_shows_a_patch_once_not_as_a_chip_repeating_its_words(
+    client: Client, starter_kb: None
+) -> None:
+    finding = finding_titled("Single-stream decode spends")
+
+    page = text_of(client.get(f"/findings/{finding.pk}/"))
+
+    fixes = page.split("<h2>Fixes</h2>", 1)[1].split("</ol>", 1)[0]
+    assert "patch the FlashInfer MLA backend" in fixes
+    assert not re.search(r"\b(\w+) \1\b", re.sub(r"<[^>]+>", " ", fixes).replace("  ", " "))
+    assert fixes.count("gather the KV entries") == 1
+
+
+def test_it_does_not_repeat_the_summary_as_the_write_up(client: Client, starter_kb: None) -> None:
+    finding = finding_titled("GLM-5-NVFP4 serves on 8x")
+    assert finding.body.startswith(finding.summary[:40])
+
+    page = text_of(client.get(f"/findings/{finding.pk}/"))
+
+    assert page.count("The flag set the later sessions served") == 2  # the lede and Sources
+    lede_and_writeup = page.split("<h2>Sources</h2>", 1)[0]
+    assert lede_and_writeup.count("The flag set the later sessions served") == 1
+
+
+def test_sources_show_the_entry_the_finding_came_from(client: Client, starter_kb: None) -> None:
+    finding = finding_titled("CUDA-graph capture runs out of memory")
+
+    page = text_of(client.get(f"/findings/{finding.pk}/"))
+
+    sources = page.split("<h2>Sources</h2>", 1)[1]
+    shown = re.search(r'<pre class="verbatim">(.*?)</pre>', sources, re.S)
+    assert shown is not None
+    assert shown.group(1).startswith("## CUDA-graph capture runs out of memory")
+    assert "# FixGraph starter knowledge base" not in shown.group(1)
+    assert "## FlashInfer MLA kernel" not in shown.group(1)  # the next entry is not shown
+    assert "knowledge/FINDINGS.md line 164" in sources
+
+
+@override_settings(FIXGRAPH_SOURCE_EDIT_URL="https://git.example.com/kb/edit/main/{path}#L{line}")
+def test_it_links_to_where_the_source_entry_is_edited(client: Client, starter_kb: None) -> None:
+    finding = finding_titled("CUDA-graph capture runs out of memory")
+
+    page = text_of(client.get(f"/findings/{finding.pk}/"))
+
+    assert 'href="https://git.example.com/kb/edit/main/knowledge/FINDINGS.md#L164"' in page
+
+
+def test_reviewers_validate_a_fix_on_a_registered_host(
+    client: Client, starter_kb: None, reviewer: User
+) -> None:
+    finding = decode_finding()
+    fix = finding.fixes.order_by("position", "id").first()
+    assert fix is not None
+    host = Host.objects.create(name="rtx-box-1", address="10.0.0.5", username="ci")
+    url = f"/findings/{finding.pk}/fixes/{fix.pk}/validate/"
+    assert "Validate on…" not in text_of(client.get(f"/findings/{finding.pk}/"))
+    assert client.post(url, {"host": host.pk}).status_code == 302  # to the login page
+    assert not ValidationRun.objects.exists()
+
+    client.force_login(reviewer)
+    page = text_of(client.get(f"/findings/{finding.pk}/"))
+    assert "Validate on…" in page
+    response = client.post(url, {"host": host.pk}, follow=True)
+
+    run = ValidationRun.objects.get()
+    assert (run.fix, run.host, run.status, run.created_by) == (fix, host, "queued", reviewer)
+    assert f"Queued validation run {run.pk} of fix {fix.pk} on rtx-box-1" in text_of(response)
+
+
+def test_a_user_without_permission_cannot_queue_a_run(client: Client, starter_kb: None) -> None:
+    finding = decode_finding()
+    fix = finding.fixes.first()
+    assert fix is not None
+    host = Host.objects.create(name="rtx-box-1", address="10.0.0.5", username="ci")
+    client.force_login(User.objects.create_user("visitor", password="pw-visitor-1"))
+
+    response = client.post(f"/findings/{finding.pk}/fixes/{fix.pk}/validate/", {"host": host.pk})
+
+    assert response.status_code == 403
+    assert not ValidationRun.objects.exists()
+
+
+def test_it_says_why_a_run_was_not_queued(client: Client, draft: Finding, reviewer: User) -> None:
+    fix = draft.fixes.get()
+    host = Host.objects.create(name="rtx-box-1", address="10.0.0.5", username="ci")
+    client.force_login(reviewer)
+
+    response = client.post(
+        f"/findings/{draft.pk}/fixes/{fix.pk}/validate/", {"host": host.pk}, follow=True
+    )
+
+    assert "Not queued: fix" in text_of(response)
+    assert "must publish it" in text_of(response)
+    assert not ValidationRun.objects.exists()
+    bad_host = client.post(
+        f"/findings/{draft.pk}/fixes/{fix.pk}/validate/", {"host": "x"}, follow=True
+    )
+    assert "Choose a registered host" in text_of(bad_host)

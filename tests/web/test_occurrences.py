@@ -1,0 +1,122 @@
+"""How often a finding is met, as an error tracker shows it, and what users said of its fixes."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from kb.models import ErrorSignature, Finding, FixFeedback, StoredDiagnosis
+from kb.services import occurrences
+from tests.web.conftest import RTX_LAUNCH, decode_finding, fixture_text
+
+pytestmark = pytest.mark.django_db
+
+
+def text_of(response) -> str:  # type: ignore[no-untyped-def]
+    return response.content.decode()
+
+
+def paste(client: Client, **data: str) -> StoredDiagnosis:
+    client.post("/diagnose/", {"text": fixture_text("decode_crash_rtx6000.txt"), **data})
+    newest = StoredDiagnosis.objects.order_by("-pk").first()
+    assert newest is not None
+    return newest
+
+
+def sidebar(page: str) -> str:
+    return page.split('<aside class="side-col"', 1)[1]
+
+
+def test_it_counts_each_paste_that_matched_the_finding(client: Client, starter_kb: None) -> None:
+    finding = decode_finding()
+    before = sidebar(text_of(client.get(f"/findings/{finding.pk}/")))
+    assert re.search(r'<strong class="big">0</strong>\s*times pasted', before)
+
+    paste(client, gpu="RTX PRO 6000", launch_command=RTX_LAUNCH)
+    paste(client)
+
+    after = sidebar(text_of(client.get(f"/findings/{finding.pk}/")))
+    assert re.search(r'<strong class="big">2</strong>\s*times pasted', after)
+    today = timezone.localdate().isoformat()
+    assert f">{today}</time>" in after.split("Last seen", 1)[1][:200]
+    assert "NVIDIA RTX PRO 6000 Blackwell Server Edition" in after  # the GPU distribution
+    assert "1 · 50 %" in after and "unknown" in after  # one paste named no GPU
+    spark = re.search(r'aria-label="Occurrences per week, the last 12 weeks: ([\d, ]+)"', after)
+    assert spark is not None
+    assert spark.group(1).endswith(", 2")  # both this week
+
+
+def test_it_does_not_count_an_answered_question_again(
+    client: Client, hopper_variant: Finding
+) -> None:
+    first = paste(client)
+    second = paste(client, answer="gpu.arch=sm_120", refines=first.slug)
+
+    assert second.refines == first
+    figures = occurrences.of_finding(decode_finding())
+    assert figures.times_seen == 1
+
+
+def test_it_lists_the_fingerprints_a_finding_is_known_by(client: Client, starter_kb: None) -> None:
+    record = paste(client)
+
+    rows = occurrences.fingerprints_of(decode_finding())
+
+    pasted = next(row for row in rows if row.fingerprint == record.fingerprint)
+    assert pasted.occurrences.times_seen == 1
+    page = text_of(client.get(f"/findings/{decode_finding().pk}/"))
+    assert f'title="{record.fingerprint}"' in page
+
+
+def test_first_seen_is_when_the_error_was_first_recorded(client: Client, starter_kb: None) -> None:
+    finding = Finding.objects.get(title__startswith="Triton attention backend asserts")
+    recorded = timezone.now() - timedelta(days=40)
+    ErrorSignature.objects.filter(findings=finding).update(first_seen=recorded)
+
+    figures = occurrences.of_finding(finding)
+
+    assert figures.times_seen == 0
+    assert figures.first_seen == recorded
+    page = sidebar(text_of(client.get(f"/findings/{finding.pk}/")))
+    assert recorded.date().isoformat() in page.split("First seen", 1)[1][:200]
+
+
+def test_it_shows_fix_ids_and_what_users_said_of_each_fix(client: Client, starter_kb: None) -> None:
+    finding = decode_finding()
+    fix = finding.fixes.order_by("position", "id").first()
+    assert fix is not None
+    client.post("/diagnose/feedback/", {"fix": fix.pk, "helped": "yes"})
+    client.post("/diagnose/feedback/", {"fix": fix.pk, "helped": "yes"})
+    client.post("/diagnose/feedback/", {"fix": fix.pk, "helped": "no"})
+
+    page = text_of(client.get(f"/findings/{finding.pk}/"))
+
+    item = page.split(f'id="fix-{fix.pk}"', 1)[1].split("</li>", 1)[0]
+    assert f"fix <code>{fix.pk}</code>" in item
+    assert "2 fixed it · 1 did not help" in item
+
+
+def test_list_figures_and_ordering_follow_pastes_and_feedback(
+    client: Client, starter_kb: None
+) -> None:
+    decode = decode_finding()
+    triton = Finding.objects.get(title__startswith="Triton attention backend asserts")
+    paste(client)
+    fix = triton.fixes.first()
+    assert fix is not None
+    FixFeedback.objects.create(fix=fix, helped=True)
+
+    figures = occurrences.list_figures([decode.pk, triton.pk])
+    by_last_seen = occurrences.with_figures(Finding.objects.all()).order_by(
+        "-last_seen", "-times_seen"
+    )
+    by_helped = occurrences.with_figures(Finding.objects.all()).order_by("-helped_count")
+
+    assert (figures[decode.pk].times_seen, figures[triton.pk].times_seen) == (1, 0)
+    assert figures[triton.pk].feedback.helped == 1
+    assert [f for f in by_last_seen if f.last_seen is not None] == [decode]
+    assert by_helped.first() == triton
