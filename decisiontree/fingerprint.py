@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 
+from decisiontree.terms import facets_of, unique_words
 from decisiontree.traceback import (
     Frame,
     ParsedTraceback,
@@ -29,10 +30,20 @@ from decisiontree.traceback import (
     kernel_assertion_of,
 )
 
+# Bumped on purpose, never derived from the code: reviewers' link/split decisions are
+# keyed by fingerprint, so a change that moves fingerprints must say so. Version 2
+# masks quoted single values ('llama4', "/models/x") in templates.
+FINGERPRINT_VERSION = 2
+# While a transition is open, every signature also carries its fingerprint under the
+# previous version, so decisions stored under it keep applying and can migrate.
+PREVIOUS_FINGERPRINT_VERSION: int | None = 1
+
 MAX_KEY_FRAMES = 2  # the innermost two survive truncated pastes and refactors of callers
 MAX_TEMPLATE_CHARS = 200
+MAX_MESSAGE_CHARS = 400
 MIN_SENTENCE_CHARS = 16  # "Not enough memory." is a template; "Error." is not
 MAX_TERMS = 300
+MAX_CONTEXT_TERMS = 600
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,15 @@ class Signature:
     fingerprint: str
     template_key: str
     terms: tuple[str, ...]
+    # The error's first line, normalised like the template but not cut at a sentence.
+    message: str = ""
+    # The fingerprint under PREVIOUS_FINGERPRINT_VERSION ("" outside a transition).
+    previous_fingerprint: str = ""
+    # Terms of the rest of the paste (start-up logs, config lines), on the first signature.
+    context_terms: tuple[str, ...] = ()
+    # What the paste says about the setup: "flag:enable-lora", "env:NCCL_DEBUG",
+    # "version:0.6.3.post1", "library:libcudart", "kernel:indexSelectLargeIndex".
+    facets: tuple[str, ...] = ()
 
 
 # --- normalising messages -------------------------------------------------------------
@@ -104,8 +124,21 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z<])")
 _LEADING_RANK = re.compile(r"^(?:<rank>\s*:?\s*)+")
 
 
+# A single quoted value ('llama4', "/models/x") is a parameter of the message, not its wording.
+_QUOTED_VALUE = re.compile(r"(['\"])[^'\"\s]{1,80}\1")
+
+
 def template_of(text: str) -> str:
     """Normalised first sentence: later sentences are advice that changes between releases."""
+    return mask_quoted(base_template(text))
+
+
+def mask_quoted(template: str) -> str:
+    return _QUOTED_VALUE.sub("<q>", template)
+
+
+def base_template(text: str) -> str:
+    """The template as version 1 read it: everything but the quoted-value mask."""
     normalised = _LEADING_RANK.sub("", normalise_message(text))
     for end in _SENTENCE_END.finditer(normalised):
         if end.start() >= MIN_SENTENCE_CHARS:
@@ -194,31 +227,6 @@ def _cpp_type(instance: str) -> str:
 
 # --- terms ----------------------------------------------------------------------------
 
-_URL = re.compile(r"https?://\S+")
-_HEXISH = re.compile(r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-f]*\d)[0-9a-f]{8,}(?:-[0-9a-f]{4,})*\b")
-_SIZE = re.compile(r"\b\d+(?:\.\d+)?\s?(?:[KMGTPkmgtp]i?B|bytes?)\b")
-_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_PART_SPLIT = re.compile(r"[-_\s]+")
-_RANKISH = re.compile(r"(?:tp|dp|pp|ep|rank|gpu|cuda|pid|tid|node)\d+")
-_STOPWORDS = frozenset(
-    {
-        "a", "an", "the", "of", "to", "in", "is", "are", "was", "were", "be", "been", "being",
-        "for", "and", "or", "at", "by", "on", "with", "this", "that", "it", "its", "as",
-        "from", "if", "but", "so", "than", "then", "there", "which", "can", "could", "may",
-        "might", "will", "would", "should", "has", "have", "had", "do", "does", "did", "into",
-        "some", "any", "your", "you", "we", "our", "please", "try", "see", "also", "more",
-        "other", "such", "per", "via", "when", "while", "where", "what", "who", "how", "all",
-        "each", "only", "just", "one", "two", "here", "these", "those", "self", "cls",
-        "return", "def", "lambda", "args", "kwargs", "raise", "gib", "mib", "kib", "gb", "mb", "kb",
-        "tb", "bytes", "ms", "https", "http", "www", "com", "org", "html", "py",
-    }
-)  # fmt: skip
-_BOILERPLATE = re.compile(
-    r"^(?:CUDA kernel errors might be asynchronously|For debugging consider passing"
-    r"|Compile with .TORCH_USE_CUDA_DSA|Exception raised from|frame #\d)"
-)
-
 
 def text_terms(text: str) -> tuple[str, ...]:
     """Tokens for term similarity, from free text or a one-line query."""
@@ -226,28 +234,14 @@ def text_terms(text: str) -> tuple[str, ...]:
 
 
 def _terms_of(texts: Iterable[str]) -> tuple[str, ...]:
-    text = "\n".join(texts)  # one pass of each pattern, not one per fragment
-    text = _SIZE.sub(" ", _HEXISH.sub(" ", _URL.sub(" ", text)))
-    # A path says little beyond its file name: "/root/.cache/.../mma.cuh" -> "mma.cuh".
-    text = _PATH.sub(lambda m: m.group().rsplit("/", 1)[-1], text)
-    seen = dict.fromkeys(term for token in _TOKEN.findall(text) for term in _expand(token))
-    return tuple(seen)[:MAX_TERMS]
+    # One pass of each pattern over the joined text, not one per fragment.
+    return unique_words(["\n".join(texts)])[:MAX_TERMS]
 
 
-@lru_cache(maxsize=16_384)
-def _expand(token: str) -> tuple[str, ...]:
-    """The identifier whole, then its parts: nsa_kv_cache_store_fp8 -> nsa, kv, cache ..."""
-    if not _is_term(token.lower()):
-        return ()
-    parts = _PART_SPLIT.split(_CAMEL.sub(" ", token).lower())
-    candidates = [token.lower(), *parts] if len(parts) > 1 else [token.lower()]
-    return tuple(term for term in candidates if _is_term(term))
-
-
-def _is_term(term: str) -> bool:
-    if len(term) < 2 or term.isdigit() or term in _STOPWORDS:
-        return False
-    return not _RANKISH.fullmatch(term)
+_BOILERPLATE = re.compile(
+    r"^(?:CUDA kernel errors might be asynchronously|For debugging consider passing"
+    r"|Compile with .TORCH_USE_CUDA_DSA|Exception raised from|frame #\d)"
+)
 
 
 def _frame_texts(frames: tuple[Frame, ...]) -> list[str]:
@@ -278,21 +272,49 @@ def _digest(*parts: str) -> str:
 
 
 def _signature(
-    exc_type: str, template: str, frames: tuple[Frame, ...], terms: tuple[str, ...]
+    exc_type: str,
+    base: str,
+    frames: tuple[Frame, ...],
+    terms: tuple[str, ...],
+    message: str = "",
 ) -> Signature:
+    """`base` is the version-1 template; the signature carries the current one.
+
+    `message` is the error's whole first line (the template keeps only its first
+    sentence); it is kept normalised for comparing messages word by word.
+    """
     key_frames = tuple(f"{f.module}:{f.function}" for f in frames)
     # Hash basenames, not full modules: a file moved between packages, or a path
     # abbreviated to ".../memory_pool.py" in a paste, is still the same place.
     hashed_frames = [f"{f.module.rsplit('/', 1)[-1]}:{f.function}" for f in frames]
-    lowered = template.lower()
+    template = mask_quoted(base)
     return Signature(
         exception_type=exc_type,
         template=template,
         key_frames=key_frames,
-        fingerprint=_digest("f", exc_type, lowered, *hashed_frames),
-        template_key=_digest("t", exc_type, lowered),
+        fingerprint=fingerprint_hash(FINGERPRINT_VERSION, exc_type, template, hashed_frames),
+        template_key=_digest("t", exc_type, template.lower()),
         terms=terms,
+        message=message_of(message) if message else template,
+        previous_fingerprint=(
+            fingerprint_hash(PREVIOUS_FINGERPRINT_VERSION, exc_type, base, hashed_frames)
+            if PREVIOUS_FINGERPRINT_VERSION
+            else ""
+        ),
     )
+
+
+def message_of(text: str) -> str:
+    """The first line of an error, normalised for comparing messages word by word."""
+    return mask_quoted(normalise_message(_first_line(text)))[:MAX_MESSAGE_CHARS]
+
+
+def fingerprint_hash(version: int, exc_type: str, template: str, frames: Iterable[str]) -> str:
+    """The fingerprint of one error under a given version's hashing."""
+    # Version 1 hashed with the tag "f"; later versions tag the hash with their number
+    # so that two versions can never produce the same fingerprint by accident.
+    tag = "f" if version == 1 else f"f{version}"
+    return _digest(tag, exc_type, template.lower(), *frames)
 
 
 def _with_assertion(template: str, parsed: ParsedTraceback) -> str:
@@ -315,13 +337,14 @@ def _exception_signature(exc: RaisedException, parsed: ParsedTraceback) -> Signa
     # A bare "AssertionError" is identified by the assert statement that raised it.
     text = _first_line(exc.message) or _innermost_code(exc.frames)
     exc_type = canonical_type(exc.type, exc.message)
-    template = _with_assertion(template_of(text), parsed)
+    template = _with_assertion(base_template(text), parsed)
+    named = [exc_type] if exc.type else []  # "IncompleteTraceback" is our word, not the paste's
     terms = _terms_of(
-        [exc_type, *_message_texts(exc.message), _innermost_code(exc.frames)]
+        [*named, *_message_texts(exc.message), _innermost_code(exc.frames)]
         + [f.code for f in key_frames_of(exc.frames)]
         + _frame_texts(exc.frames)
     )
-    return _signature(exc_type, template, key_frames_of(exc.frames), terms)
+    return _signature(exc_type, template, key_frames_of(exc.frames), terms, text)
 
 
 def _exception_score(exc: RaisedException, primary: RaisedException | None) -> int:
@@ -333,7 +356,9 @@ def _exception_score(exc: RaisedException, primary: RaisedException | None) -> i
 
 
 def _kernel_signature(assertion: str) -> Signature:
-    return _signature("CUDAAssertion", template_of(assertion), (), _terms_of([assertion]))
+    return _signature(
+        "CUDAAssertion", base_template(assertion), (), _terms_of([assertion]), assertion
+    )
 
 
 # Error lines outside Python tracebacks: (pattern, type, score, fixed template).
@@ -358,8 +383,8 @@ _TERMINATE = re.compile(r"terminate called after throwing an instance of (?P<ins
 def _line_signature(
     parsed: ParsedTraceback, exc_type: str, text: str, score: int, template: str = ""
 ) -> tuple[int, Signature]:
-    template = _with_assertion(template_of(template or text), parsed)
-    return score, _signature(exc_type, template, (), _terms_of([text]))
+    template = _with_assertion(base_template(template or text), parsed)
+    return score, _signature(exc_type, template, (), _terms_of([text]), text)
 
 
 def _classify_line(line: str) -> tuple[str, int, str]:
@@ -388,12 +413,20 @@ def _error_line_signatures(parsed: ParsedTraceback) -> list[tuple[int, Signature
     return _one_per_type(found)
 
 
+MAX_PLAIN_ERROR_LINES = 5  # plain error lines read per paste; the first few name the failure
+
+
 def _one_per_type(found: list[tuple[int, Signature]]) -> list[tuple[int, Signature]]:
-    # An OOM kill or an NCCL failure prints several lines about one event.
+    # An OOM kill or an NCCL failure prints several lines about one event; plain error
+    # lines of no known kind each say something of their own.
     seen: set[str] = set()
+    plain = 0
     kept: list[tuple[int, Signature]] = []
     for score, sig in found:
-        if sig.exception_type not in seen:
+        if sig.exception_type == "ErrorLog" and plain < MAX_PLAIN_ERROR_LINES:
+            plain += 1
+            kept.append((score, sig))
+        elif sig.exception_type not in seen:
             seen.add(sig.exception_type)
             kept.append((score, sig))
     return kept
@@ -422,7 +455,7 @@ def _ranked(parsed: ParsedTraceback) -> list[tuple[int, Callable[[], Signature]]
 
 
 def _warning_signature(warning: str) -> Signature:
-    return _signature("Warning", template_of(warning), (), _terms_of([warning]))
+    return _signature("Warning", base_template(warning), (), _terms_of([warning]), warning)
 
 
 def signatures_of(parsed: ParsedTraceback) -> tuple[Signature, ...]:
@@ -444,8 +477,26 @@ def signatures_of(parsed: ParsedTraceback) -> tuple[Signature, ...]:
     if not signatures:
         return ()
     merged = dict.fromkeys(term for sig in signatures for term in sig.terms)
-    signatures[0] = replace(signatures[0], terms=tuple(merged)[:MAX_TERMS])
+    context = "\n".join(parsed.context)
+    around = tuple(t for t in unique_words([context]) if t not in merged)
+    signatures[0] = replace(
+        signatures[0],
+        terms=tuple(merged)[:MAX_TERMS],
+        context_terms=around[:MAX_CONTEXT_TERMS],
+        facets=facet_strings(context),
+    )
     return tuple(signatures)
+
+
+def facet_strings(text: str) -> tuple[str, ...]:
+    facets = facets_of(text)
+    return (
+        tuple(f"flag:{f}" for f in facets.flags)
+        + tuple(f"env:{e}" for e in facets.env)
+        + tuple(f"version:{v}" for v in facets.versions)
+        + tuple(f"library:{lib}" for lib in facets.libraries)
+        + tuple(f"kernel:{k}" for k in facets.kernels)
+    )
 
 
 def signature_of(parsed: ParsedTraceback) -> Signature | None:

@@ -110,6 +110,12 @@ def _build(
         held[finding.id] = finding
         _add_finding(digraph, finding)
         skipped.extend(_index_samples(digraph, index, finding, cache))
+        index.add_text(
+            finding.id,
+            title=finding.title,
+            summary=finding.summary,
+            cause=" ".join([finding.cause, *(fix.summary for fix in finding.fixes)]),
+        )
     index.finish()
     return KnowledgeGraph(digraph, index, held, tuple(skipped))
 

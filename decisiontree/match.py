@@ -1,79 +1,51 @@
-"""Match the signatures of a paste against the signatures of known findings.
+"""Match a paste against known findings: confident layers first, then retrieval, then a verifier.
 
-Layers, cheapest first, each of which says why it matched:
+Layers, each of which says why it matched:
 
-1. a reviewer linked this exact fingerprint to a finding;
+1. a reviewer linked this exact fingerprint to a finding (under the current or,
+   during a fingerprint-version transition, the previous version);
 2. the same fingerprint (exception type, message template, key frames);
 3. the same message template (exception type and template, any frames);
-4. weighted term similarity: terms shared with a known sample, weighted by
-   how rare they are, so `nsa_kv_cache_store_fp8` outweighs `RuntimeError`.
+4. BM25F retrieval over every finding's samples, title, symptom and cause
+   (`decisiontree.retrieval`), which ranks when the layers above are silent.
 
-Every layer is scaled by how *specific* the evidence is, so a generic line
-such as "RuntimeError: CUDA error" never becomes a confident match, however
-exactly it repeats a known sample. Two thresholds split the score into
-known / similar / none, as error trackers do.
+Whatever the layer, a candidate's score is the probability a small verifier
+gives that the paste *is* that finding, from features any report has: how much
+of the paste's error the finding explains and the other way round, how rare the
+shared words are, whether the error messages agree word for word apart from
+numbers and names, whether the key frames agree, and how far ahead of the
+others the finding is. Its weights and the known/similar cut-offs are fitted on
+real reports with leave-one-bug-out cross-validation (`bench/fit_matcher.py`)
+and read from `decisiontree/data/matcher_tuning.json`.
 """
 
 from __future__ import annotations
 
 import math
-from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from itertools import repeat
+from functools import cache, lru_cache
 
-from rapidfuzz import fuzz
+from decisiontree.fingerprint import Signature, message_of, signatures_of
+from decisiontree.retrieval import Bm25fIndex, background_texts, query_weights
+from decisiontree.terms import words_of
+from decisiontree.traceback import InputRejected, parse
+from decisiontree.tuning import tuning
 
-from decisiontree.fingerprint import Signature, text_terms
+EXPLAINED_TERMS = 8  # shared terms returned with a candidate, most telling first
+SHARED_RARE_CAP = 4.0  # "four rare words in common" is as strong as this feature gets
+MESSAGE_RARE_CAP = 3.0  # likewise for the words two messages share
+MESSAGE_RARE_WORDS = 2.0  # a message must carry this many rare words' worth to contain another
 
-KNOWN_THRESHOLD = 0.6
-SIMILAR_THRESHOLD = 0.35
 
-# Pretend every index also holds this many ordinary tracebacks, in which the
-# words below are common. Without this prior a five-finding knowledge base
-# would call "cuda" rare just because few findings mention it.
-BACKGROUND_DOCS = 100
-BACKGROUND_DF = 60
-_COMMON_WORDS = """
-    error errors exception traceback runtimeerror valueerror assertionerror typeerror
-    keyerror indexerror attributeerror oserror ioerror notimplementederror
-    accelerator acceleratorerror cudaerror cudaassertion python file line call most recent
-    last the of in to is a an and or for on at by with from not none self return
-    true false assert failed failure triggered raise raised torch cuda cudnn nccl
-    device devices side kernel kernels gpu gpus memory out run runner runtime
-    launch launched blocking debugging compile compiled consider passing
-    asynchronously reported stacktrace api call calls might be incorrect
-    enable enabled disable process processes worker workers main init model
-    models forward module modules nn functional tensor tensors size shape
-    dtype data value values num num_tokens batch utils util core engine
-    server manager managers scheduler srt entrypoints layers layer site packages
-    dist lib usr local home python3 py event loop handle received child
-    exit exited code signal killed abort aborted sigquit sigabrt
-    device-side assertion illegal access encountered tried allocate allocated reserved
-    unallocated total capacity free including non-pytorch pytorch gi gib mi mib use
-    expected got but found instead has have this that which was were please try
-    workerproc enginecore engine_core proc procs start started startup initialization
-    initialize initializing see root cause above below details info warn warning
-    nccl_debug distbackenderror processgroupnccl c10d
-"""
-COMMON_TERMS = frozenset(_COMMON_WORDS.split())
+def known_threshold() -> float:
+    return float(tuning()["verifier"]["known"])
 
-# The rarest query terms open their posting lists until this many postings
-# are read; the best partial scores are then scored in full. Keeps a lookup
-# flat at 100k findings, where common words have postings of tens of thousands.
-SEED_TERMS = 12
-POSTINGS_BUDGET = 4_000
-FULL_SCORE_LIMIT = 64
-PARTIAL_CUTOFF = 0.25
-EXPLAINED = 16  # candidates per query that are returned with their shared terms
 
-# Shared evidence worth two specific terms counts in full; less is scaled down.
-SPECIFIC_TERMS_FOR_CONFIDENCE = 2.0
-
-FINGERPRINT_FLOOR = 0.97
-TEMPLATE_FLOOR = 0.88
+def similar_threshold() -> float:
+    return float(tuning()["verifier"]["similar"])
 
 
 class MatchLevel(StrEnum):
@@ -83,9 +55,9 @@ class MatchLevel(StrEnum):
 
 
 def level_of(score: float) -> MatchLevel:
-    if score >= KNOWN_THRESHOLD:
+    if score >= known_threshold():
         return MatchLevel.KNOWN
-    if score >= SIMILAR_THRESHOLD:
+    if score >= similar_threshold():
         return MatchLevel.SIMILAR
     return MatchLevel.NONE
 
@@ -98,6 +70,10 @@ class Query:
     fingerprint: str | None = None
     template_key: str | None = None
     template: str = ""
+    previous_fingerprint: str | None = None
+    context_terms: tuple[str, ...] = ()
+    key_frames: tuple[str, ...] = ()
+    message: str = ""
 
     @classmethod
     def of(cls, signature: Signature) -> Query:
@@ -106,6 +82,10 @@ class Query:
             fingerprint=signature.fingerprint,
             template_key=signature.template_key,
             template=signature.template,
+            previous_fingerprint=signature.previous_fingerprint or None,
+            context_terms=signature.context_terms,
+            key_frames=signature.key_frames,
+            message=signature.message,
         )
 
 
@@ -114,10 +94,13 @@ class Candidate:
     """One known finding that the paste resembles, and why."""
 
     finding_id: int
-    score: float
+    score: float  # the verifier's probability that the paste is this finding
     layer: str  # "linked" | "fingerprint" | "template" | "terms"
     matched_terms: tuple[str, ...]  # the most telling shared terms, heaviest first
     known_fingerprint: str | None  # the fingerprint of the known sample it resembles
+    # Set when a reviewer's decision matched through the previous fingerprint version:
+    # the fingerprint it was stored under, so the caller can store it anew.
+    migrated_from: str | None = None
 
     @property
     def level(self) -> MatchLevel:
@@ -142,26 +125,66 @@ class _Entry:
     fingerprint: str
     template_key: str
     template: str
-    term_ids: array[int]
+    key_frames: tuple[str, ...]
+    message: str
+
+
+@dataclass(frozen=True)
+class Features:
+    """What the verifier weighs for one (paste, finding) pair; all in 0..1."""
+
+    bm25_norm: float  # retrieval score over the most the paste's words could score
+    bm25_rel: float  # retrieval score over the best finding's
+    query_cover: float  # share of the paste's error information the finding holds
+    finding_cover: float  # share of the finding's error information the paste holds
+    unusual_query_cover: float  # query_cover over the terms ordinary output lacks
+    unusual_finding_cover: float  # finding_cover over the terms ordinary output lacks
+    shared_rare: float  # shared information, in rare words (capped)
+    ordinary: float  # how well ordinary output (the background) explains the paste instead
+    message: float  # best weighted Dice of the two error messages' specific words
+    containment: float  # best share of the smaller message found in the other, weighted
+    message_rare: float  # what those shared message words are worth, in rare words (capped)
+    ordinary_message: float  # most a paste message shares with an ordinary one (rare words, capped)
+    message_excess: float  # most a finding shares with a paste message beyond the ordinary
+    frames: float  # share of key frames in common
+    same_fingerprint: float
+    same_template: float
+
+    @property
+    def containment_excess(self) -> float:
+        """How much more of a message the finding contains than ordinary output explains."""
+        return max(0.0, self.containment - self.ordinary_message)
+
+    def vector(self, names: Sequence[str]) -> tuple[float, ...]:
+        """A constant 1 (the bias), then the named measures."""
+        return (1.0, *(float(getattr(self, name)) for name in names))
+
+
+def verify(features: Features) -> float:
+    """The fitted probability that the paste is this finding."""
+    verifier = tuning()["verifier"]
+    vector = features.vector(verifier["features"])
+    z = sum(w * x for w, x in zip(verifier["weights"], vector, strict=True))
+    return 1 / (1 + math.exp(-max(-30.0, min(30.0, z))))
 
 
 class SignatureIndex:
-    """Inverted index over the signatures of all known samples."""
+    """The known findings: their signatures (identity layers) and a BM25F index of their words."""
 
     def __init__(self) -> None:
+        params = tuning()["bm25f"]
+        self._context_weight: float = params["context_weight"]
+        self._budget: int = params["postings_budget"]
+        self._retrieve: int = params["retrieve"]
         self._entries: list[_Entry] = []
-        self._term_ids: dict[str, int] = {}
-        self._terms: list[str] = []
-        # term id -> entry numbers; packed arrays, not lists of int objects: at 100k
-        # findings the postings are most of the index's memory.
-        self._postings: list[array[int]] = []
+        self._by_finding: dict[int, list[int]] = defaultdict(list)
         self._by_fingerprint: dict[str, set[int]] = defaultdict(set)
         self._by_template: dict[str, set[int]] = defaultdict(set)
         self._linked: dict[str, set[int]] = defaultdict(set)
         self._split: dict[str, set[int]] = defaultdict(set)
-        self._weights: list[float] = []  # term id -> weight, refreshed by finish()
-        self._entry_weights: list[float] = []  # entry number -> summed term weight
-        self._stale = False
+        self._error_terms: dict[int, set[str]] = defaultdict(set)
+        self._own_lines: dict[int, tuple[str, ...]] = {}  # title and symptom, as messages
+        self.retrieval = Bm25fIndex()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -169,20 +192,42 @@ class SignatureIndex:
     # --- building -------------------------------------------------------
 
     def add(self, finding_id: int, signature: Signature) -> None:
-        if finding_id in self._split.get(signature.fingerprint, ()):
+        """Index one signature of one of the finding's samples."""
+        banned = self._split.get(signature.fingerprint, set())
+        if signature.previous_fingerprint:
+            banned = banned | self._split.get(signature.previous_fingerprint, set())
+        if finding_id in banned:
             return  # a reviewer said this error is not this finding
         number = len(self._entries)
-        ids = array("i", sorted({self._term_id(term) for term in signature.terms}))
         self._entries.append(
             _Entry(
-                finding_id, signature.fingerprint, signature.template_key, signature.template, ids
+                finding_id,
+                signature.fingerprint,
+                signature.template_key,
+                signature.template,
+                signature.key_frames,
+                signature.message or signature.template,
             )
         )
-        for term_id in ids:
-            self._postings[term_id].append(number)
+        self._by_finding[finding_id].append(number)
         self._by_fingerprint[signature.fingerprint].add(number)
         self._by_template[signature.template_key].add(number)
-        self._stale = True
+        self._error_terms[finding_id].update(signature.terms)
+        self.retrieval.add(finding_id, "errors", signature.terms)
+        if signature.context_terms:
+            self.retrieval.add(finding_id, "text", signature.context_terms)
+
+    def add_text(self, finding_id: int, *, title: str, summary: str, cause: str) -> None:
+        """Index the finding's own words: its title, symptom and cause (and fixes)."""
+        for field, text in (("title", title), ("summary", summary), ("cause", cause)):
+            if text.strip():
+                words = words_of(text)
+                self.retrieval.add(finding_id, field, words)
+                if field != "cause":
+                    self._error_terms[finding_id].update(words)
+        self._own_lines[finding_id] = tuple(
+            message_of(text) for text in (title, summary) if text.strip()
+        )
 
     def link(self, fingerprint: str, finding_id: int) -> None:
         self._linked[fingerprint].add(finding_id)
@@ -191,182 +236,293 @@ class SignatureIndex:
         """Stop `fingerprint` from matching `finding_id` (call before `add`)."""
         self._split[fingerprint].add(finding_id)
 
-    def finish(self) -> None:
-        """Compute term weights once all samples are in."""
-        self._weights = [
-            self._idf_weight(len(p), term)
-            for term, p in zip(self._terms, self._postings, strict=True)
-        ]
-        self._entry_weights = [sum(self._weights[i] for i in e.term_ids) for e in self._entries]
-        self._stale = False
+    def decided(self) -> frozenset[str]:
+        """Every fingerprint a reviewer's decision is stored under."""
+        return frozenset(self._linked) | frozenset(self._split)
 
-    def _term_id(self, term: str) -> int:
-        found = self._term_ids.get(term)
-        if found is not None:
-            return found
-        new_id = len(self._terms)
-        self._term_ids[term] = new_id
-        self._terms.append(term)
-        self._postings.append(array("i"))
-        return new_id
+    def finish(self) -> None:
+        """Compute term weights once all findings are in."""
+        self.retrieval.finish()
 
     # --- weights --------------------------------------------------------
 
-    def _idf_weight(self, df: int, term: str) -> float:
-        # Squared IDF: one rare identifier should outweigh a handful of common words.
-        background = BACKGROUND_DF if term in COMMON_TERMS else 0
-        docs = len(self._entries) + BACKGROUND_DOCS
-        idf = math.log(1 + docs / (df + background + 1))
-        return idf * idf
-
     def weight(self, term: str) -> float:
-        term_id = self._term_ids.get(term)
-        if term_id is not None and term_id < len(self._weights):
-            return self._weights[term_id]
-        return self._idf_weight(0, term)
-
-    def _specific_weight(self) -> float:
-        """The weight of a term seen in exactly one sample: the unit of confidence."""
-        return self._idf_weight(1, "")
+        return self.retrieval.idf(term)
 
     def specificity(self, terms: Iterable[str]) -> float:
-        """0..1: how much identifying information these terms carry."""
+        """0..1: how much identifying information these terms carry (in rare words)."""
         info = sum(self.weight(term) for term in set(terms))
-        return min(1.0, info / (SPECIFIC_TERMS_FOR_CONFIDENCE * self._specific_weight()))
+        return min(1.0, info / (2 * self.retrieval.max_idf()))
 
     # --- lookup ---------------------------------------------------------
 
     def lookup(self, queries: Sequence[Query], limit: int = 10) -> tuple[Candidate, ...]:
-        """Best candidate per finding over all queries, best first."""
-        if self._stale:
-            self.finish()
-        best: dict[int, Candidate] = {}
-        for query in queries:
-            for candidate in self._lookup_one(query):
-                held = best.get(candidate.finding_id)
-                best[candidate.finding_id] = candidate if held is None else _merge(held, candidate)
-        ranked = sorted(best.values(), key=lambda c: (-c.score, c.finding_id))
+        """Candidates for one paste (all its queries together), best first."""
+        if not queries:
+            return ()
+        paste = _Paste.of(queries, self)
+        found: dict[int, Candidate] = {}
+        for candidate in self._linked_candidates(paste):
+            found.setdefault(candidate.finding_id, candidate)
+        for finding_id, layer, features in self._assessed(paste):
+            if finding_id not in found:
+                found[finding_id] = Candidate(
+                    finding_id,
+                    round(verify(features), 4),
+                    layer,
+                    self._shared(paste, finding_id),
+                    self._known_fingerprint(finding_id),
+                )
+        ranked = sorted(found.values(), key=lambda c: (-c.score, c.finding_id))
         return tuple(ranked[:limit])
 
-    def _lookup_one(self, query: Query) -> list[Candidate]:
-        query_terms = {t: self.weight(t) for t in set(query.terms)}
-        candidates = self._by_terms(query, query_terms)
-        candidates.extend(self._by_identity(query, query_terms))
-        banned = self._split.get(query.fingerprint or "", set())
-        return [c for c in candidates if c.finding_id not in banned]
+    def assess(self, queries: Sequence[Query]) -> list[tuple[int, str, Features]]:
+        """(finding id, layer, verifier features) of every candidate, for benches and fits."""
+        return self._assessed(_Paste.of(queries, self)) if queries else []
 
-    def _by_identity(self, query: Query, query_terms: dict[str, float]) -> list[Candidate]:
-        """Layers 1-3: reviewer links, exact fingerprint, same template."""
-        found = [
-            Candidate(finding_id, 1.0, "linked", (), query.fingerprint)
-            for finding_id in sorted(self._linked.get(query.fingerprint or "", ()))
-        ]
-        same_print = self._by_fingerprint.get(query.fingerprint or "", set())
-        floor = FINGERPRINT_FLOOR * self.specificity(query_terms)
-        found += self._identity_hits("fingerprint", same_print, floor, query_terms)
-        same_template = self._by_template.get(query.template_key or "", set())
-        if same_template:
-            found += self._identity_hits(
-                "template",
-                same_template - same_print,
-                self._template_floor(query, same_template),
-                query_terms,
+    def _assessed(self, paste: _Paste) -> list[tuple[int, str, Features]]:
+        self.finish()
+        weights = query_weights(paste.error_terms, paste.context_terms, self._context_weight)
+        hits = self.retrieval.search(weights, self._retrieve, self._budget)
+        scores = {hit.doc: hit.score for hit in hits if hit.doc >= 0}
+        ordinary = max((hit.score for hit in hits if hit.doc < 0), default=0.0)
+        closest = next((hit.doc for hit in hits if hit.doc < 0), None)
+        paste.ordinary_terms = self.retrieval.terms_of(closest) if closest is not None else set()
+        same_print = {self._entries[n].finding_id for n in paste.entries(self._by_fingerprint)}
+        same_template = {self._entries[n].finding_id for n in paste.entries(self._by_template)}
+        ceiling = sum(self.weight(t) * w for t, w in weights.items()) or 1.0
+        best = max(scores.values(), default=0.0) or 1.0
+        banned = paste.banned(self._split)
+        assessed = []
+        for finding_id in dict.fromkeys([*scores, *sorted(same_print | same_template)]):
+            if finding_id in banned:
+                continue
+            features = self._features(
+                paste, finding_id, scores, (ceiling, best, ordinary), same_print
             )
-        return found
+            features = _with_template(features, finding_id in same_template)
+            if finding_id in same_print:
+                layer = "fingerprint"
+            elif finding_id in same_template:
+                layer = "template"
+            else:
+                layer = "terms"
+            assessed.append((finding_id, layer, features))
+        return assessed
 
-    def _template_floor(self, query: Query, entries: set[int]) -> float:
-        """A shared message counts by its own words, and less when many findings share it."""
-        # "CUDA out of memory. Tried to allocate <size>" names no bug; a message
-        # seen in three different findings cannot pick one of them.
-        findings = len({self._entries[n].finding_id for n in entries})
-        return TEMPLATE_FLOOR * self.specificity(text_terms(query.template)) / findings
-
-    def _identity_hits(
-        self, layer: str, entries: Iterable[int], score: float, query_terms: dict[str, float]
-    ) -> list[Candidate]:
-        hits = []
-        for number in sorted(entries):
-            entry = self._entries[number]
-            shared = self._shared_terms(entry, query_terms)
-            hits.append(
-                Candidate(entry.finding_id, round(score, 4), layer, shared, entry.fingerprint)
-            )
-        return hits
-
-    def _by_terms(self, query: Query, query_terms: dict[str, float]) -> list[Candidate]:
-        """Layer 4: IDF-weighted overlap with the samples that share rare terms."""
-        partial = self._seed_scores(query_terms)
-        # An entry sharing only a sliver of the rare terms the best one shares cannot win.
-        floor = max(partial.values(), default=0.0) * PARTIAL_CUTOFF
-        shortlist = sorted(
-            (n for n in partial if partial[n] >= floor), key=lambda n: (-partial[n], n)
-        )[:FULL_SCORE_LIMIT]
-        by_id = {self._term_ids[t]: w for t, w in query_terms.items() if t in self._term_ids}
-        query_weight = sum(query_terms.values())
-        scored = [(self._term_score(n, by_id, query_weight, query.template), n) for n in shortlist]
-        scored.sort(key=lambda pair: (-pair[0], pair[1]))
+    def _linked_candidates(self, paste: _Paste) -> list[Candidate]:
         found = []
-        for score, number in scored[:EXPLAINED]:
-            entry = self._entries[number]
-            shared = self._shared_terms(entry, query_terms)
-            found.append(Candidate(entry.finding_id, score, "terms", shared, entry.fingerprint))
+        for fingerprint, is_previous in paste.fingerprints:
+            for finding_id in sorted(self._linked.get(fingerprint, ())):
+                found.append(
+                    Candidate(
+                        finding_id,
+                        1.0,
+                        "linked",
+                        (),
+                        fingerprint,
+                        migrated_from=fingerprint if is_previous else None,
+                    )
+                )
         return found
 
-    def _seed_scores(self, query_terms: dict[str, float]) -> dict[int, float]:
-        """Partial scores from the heaviest query terms' posting lists only."""
-        heaviest = sorted(query_terms, key=lambda t: (-query_terms[t], t))[:SEED_TERMS]
-        partial: dict[int, float] = defaultdict(float)
-        budget = POSTINGS_BUDGET
-        for term in heaviest:
-            term_id = self._term_ids.get(term)
-            postings = self._postings[term_id] if term_id is not None else array("i")
-            if len(postings) > budget:
-                break  # the remaining terms are commoner still
-            budget -= len(postings)
-            for number in postings:
-                partial[number] += query_terms[term]
-        return partial
-
-    def _term_score(
-        self, number: int, query_ids: dict[int, float], query_weight: float, template: str
-    ) -> float:
-        entry = self._entries[number]
-        known_weight = self._entry_weights[number]
-        shared_weight = sum(map(query_ids.get, entry.term_ids, repeat(0.0)))
-        if shared_weight <= 0 or known_weight <= 0 or query_weight <= 0:
-            return 0.0
-        # Overlap forgives a short paste against a long sample; Dice keeps
-        # the score honest when both sides carry much the other lacks.
-        overlap = shared_weight / min(query_weight, known_weight)
-        dice = 2 * shared_weight / (query_weight + known_weight)
-        coverage = 0.7 * overlap + 0.3 * dice
-        coverage = max(coverage, 0.7 * coverage + 0.3 * _template_likeness(template, entry))
-        confidence = min(
-            1.0, shared_weight / (SPECIFIC_TERMS_FOR_CONFIDENCE * self._specific_weight())
+    def _features(
+        self,
+        paste: _Paste,
+        finding_id: int,
+        scores: dict[int, float],
+        scale: tuple[float, float, float],
+        same_print: set[int],
+    ) -> Features:
+        ceiling, best, ordinary = scale
+        score = scores.get(finding_id, 0.0)
+        terms = self.retrieval.terms_of(finding_id)
+        errors = self._error_terms.get(finding_id, set())
+        shared = paste.error_set & terms
+        shared_info = sum(paste.idf[t] for t in shared)
+        message, containment, message_info, excess = self._message_overlap(paste, finding_id)
+        finding_info = sum(self.weight(t) for t in errors) or 1.0
+        finding_shared = sum(self.weight(t) for t in errors if t in paste.all_terms)
+        # The same two covers over what is *not* ordinary: the terms the closest background
+        # document lacks. An exact repeat of a generic line has nothing left to cover.
+        unusual = paste.error_set - paste.ordinary_terms
+        unusual_info = sum(paste.idf[t] for t in unusual)
+        unusual_shared = sum(paste.idf[t] for t in unusual & terms)
+        specific = [t for t in errors if t not in paste.ordinary_terms]
+        specific_info = sum(self.weight(t) for t in specific)
+        specific_shared = sum(self.weight(t) for t in specific if t in paste.all_terms)
+        return Features(
+            unusual_query_cover=unusual_shared / unusual_info if unusual_info else 0.0,
+            unusual_finding_cover=specific_shared / specific_info if specific_info else 0.0,
+            bm25_norm=min(1.0, score / ceiling),
+            bm25_rel=score / best,
+            query_cover=shared_info / (paste.error_info or 1.0),
+            finding_cover=finding_shared / finding_info,
+            shared_rare=min(SHARED_RARE_CAP, shared_info / self.retrieval.max_idf())
+            / SHARED_RARE_CAP,
+            ordinary=ordinary / (ordinary + score) if ordinary + score > 0 else 1.0,
+            message=message,
+            containment=containment,
+            message_rare=min(MESSAGE_RARE_CAP, message_info / self.retrieval.max_idf())
+            / MESSAGE_RARE_CAP,
+            ordinary_message=min(
+                1.0,
+                max(sum(self.weight(t) for t in o) for o in paste.ordinary)
+                / (MESSAGE_RARE_CAP * self.retrieval.max_idf()),
+            ),
+            message_excess=excess,
+            frames=self._frame_overlap(paste, finding_id),
+            same_fingerprint=1.0 if finding_id in same_print else 0.0,
+            same_template=0.0,
         )
-        return round(coverage * confidence, 4)
 
-    def _shared_terms(self, entry: _Entry, query_terms: dict[str, float]) -> tuple[str, ...]:
-        shared = [self._terms[i] for i in entry.term_ids if self._terms[i] in query_terms]
+    def _message_overlap(self, paste: _Paste, finding_id: int) -> tuple[float, float, float, float]:
+        """Best (Dice, containment, shared weight) of the paste's and the finding's messages,
+        and the most information (in rare words, capped) that the finding's messages share
+        with one paste message beyond what the closest ordinary message shares with it."""
+        best = (0.0, 0.0, 0.0)
+        excess = 0.0
+        known_messages = [self._entries[n].message for n in self._by_finding.get(finding_id, ())]
+        known_messages += self._own_lines.get(finding_id, ())
+        known_words = [_template_words(message) for message in known_messages]
+        for words, ordinary in zip(paste.messages, paste.ordinary, strict=True):
+            for known in known_words:
+                best = max(best, self.compare(words, known))
+                # What the finding explains of this message that ordinary output does not.
+                excess = max(excess, sum(self.weight(t) for t in (words & known) - ordinary))
+        excess = min(MESSAGE_RARE_CAP, excess / self.retrieval.max_idf()) / MESSAGE_RARE_CAP
+        return (*best, excess)
+
+    def explained_by_ordinary(self, words: frozenset[str]) -> frozenset[str]:
+        """The words of a message that the closest ordinary (background) message shares."""
+        best: frozenset[str] = frozenset()
+        best_weight = 0.0
+        for ordinary in ordinary_messages():
+            shared = words & ordinary
+            weight = sum(self.weight(t) for t in shared)
+            if weight > best_weight:
+                best, best_weight = shared, weight
+        return best
+
+    def compare(self, a: frozenset[str], b: frozenset[str]) -> tuple[float, float, float]:
+        """(weighted Dice, weighted containment of the smaller, shared weight) of two messages.
+
+        Containment is scaled down when the smaller message carries less than two rare
+        words' worth of information: "CUDA error" inside any message proves nothing.
+        """
+        weight_a = sum(self.weight(t) for t in a)
+        weight_b = sum(self.weight(t) for t in b)
+        shared = sum(self.weight(t) for t in a & b)
+        if not weight_a or not weight_b:
+            return 0.0, 0.0, 0.0
+        smaller = min(weight_a, weight_b)
+        enough = min(1.0, smaller / (MESSAGE_RARE_WORDS * self.retrieval.max_idf()))
+        return 2 * shared / (weight_a + weight_b), shared / smaller * enough, shared
+
+    def _frame_overlap(self, paste: _Paste, finding_id: int) -> float:
+        if not paste.functions:
+            return 0.0
+        known = {
+            frame.rsplit(":", 1)[-1]
+            for number in self._by_finding.get(finding_id, ())
+            for frame in self._entries[number].key_frames
+        }
+        if not known:
+            return 0.0
+        return len(paste.functions & known) / min(len(paste.functions), len(known))
+
+    def _shared(self, paste: _Paste, finding_id: int) -> tuple[str, ...]:
+        shared = paste.all_terms & self.retrieval.terms_of(finding_id)
         # Equal weights: a whole identifier says more than one of its parts.
-        return tuple(sorted(shared, key=lambda t: (-query_terms[t], -len(t), t))[:8])
+        ordered = sorted(shared, key=lambda t: (-self.weight(t), -len(t), t))
+        return tuple(ordered[:EXPLAINED_TERMS])
+
+    def _known_fingerprint(self, finding_id: int) -> str | None:
+        numbers = self._by_finding.get(finding_id)
+        return self._entries[numbers[0]].fingerprint if numbers else None
+
+
+def _with_template(features: Features, same: bool) -> Features:
+    if not same:
+        return features
+    return Features(**{**features.__dict__, "same_template": 1.0})
+
+
+@cache
+def ordinary_messages() -> tuple[frozenset[str], ...]:
+    """The messages of the background's ordinary errors, as words."""
+    found: dict[frozenset[str], None] = {}
+    for text in background_texts():
+        try:
+            signatures = signatures_of(parse(text))
+        except InputRejected:
+            continue
+        for signature in signatures:
+            words = _template_words(signature.message or signature.template)
+            if words:
+                found[words] = None
+    return tuple(found)
+
+
+@lru_cache(maxsize=65_536)
+def _template_words(template: str) -> frozenset[str]:
+    """The specific parts of a template: its words, placeholders left out."""
+    return frozenset(words_of(template.replace("<", " <").replace(">", "> "))) - _PLACEHOLDERS
+
+
+_PLACEHOLDERS = frozenset(
+    {"url", "ts", "uuid", "ip", "path", "hex", "shape", "gpu", "size", "ver", "rank", "id",
+     "num", "q"}
+)  # fmt: skip
+
+
+@dataclass
+class _Paste:
+    """All queries of one paste, read once."""
+
+    error_terms: tuple[str, ...]
+    context_terms: tuple[str, ...]
+    error_set: set[str]
+    all_terms: set[str]
+    idf: dict[str, float]
+    error_info: float
+    fingerprints: list[tuple[str, bool]]  # (fingerprint, is the previous version's)
+    template_keys: set[str]
+    messages: list[frozenset[str]]
+    functions: set[str]
+    ordinary: list[frozenset[str]]  # per message: its words the closest ordinary message has
+    ordinary_terms: frozenset[str] | set[str] = frozenset()  # the closest background document's
+
+    @classmethod
+    def of(cls, queries: Sequence[Query], index: SignatureIndex) -> _Paste:
+        errors = tuple(dict.fromkeys(t for q in queries for t in q.terms))
+        context = tuple(dict.fromkeys(t for q in queries for t in q.context_terms))
+        all_terms = set(errors) | set(context)
+        idf = {t: index.weight(t) for t in all_terms}
+        fingerprints = [(q.fingerprint, False) for q in queries if q.fingerprint]
+        fingerprints += [(q.previous_fingerprint, True) for q in queries if q.previous_fingerprint]
+        messages = [_template_words(q.message or q.template) for q in queries]
+        messages = [m for m in messages if m] or [frozenset(errors)]  # free text: all of it
+        return cls(
+            error_terms=errors,
+            context_terms=context,
+            error_set=set(errors),
+            all_terms=all_terms,
+            idf=idf,
+            error_info=sum(idf[t] for t in errors),
+            fingerprints=fingerprints,
+            template_keys={q.template_key for q in queries if q.template_key},
+            messages=messages,
+            functions={f.rsplit(":", 1)[-1] for q in queries for f in q.key_frames},
+            ordinary=[index.explained_by_ordinary(m) for m in messages],
+        )
+
+    def entries(self, table: dict[str, set[int]]) -> set[int]:
+        keys = {fp for fp, _ in self.fingerprints} | self.template_keys
+        return {n for key in keys for n in table.get(key, ())}
+
+    def banned(self, split: dict[str, set[int]]) -> set[int]:
+        return {f for fp, _ in self.fingerprints for f in split.get(fp, ())}
 
 
 LAYER_PRECEDENCE = ("linked", "fingerprint", "template", "terms")
-
-
-def _merge(held: Candidate, other: Candidate) -> Candidate:
-    """One candidate per finding: the best score, explained by the strongest layer."""
-    top, low = (held, other) if held.score >= other.score else (other, held)
-    # An identity layer explains the match if it scored (nearly) as high.
-    stronger = LAYER_PRECEDENCE.index(low.layer) < LAYER_PRECEDENCE.index(top.layer)
-    layer = low.layer if stronger and low.score >= 0.9 * top.score else top.layer
-    terms = max(held.matched_terms, other.matched_terms, key=len)
-    return Candidate(top.finding_id, top.score, layer, terms, top.known_fingerprint)
-
-
-def _template_likeness(template: str, entry: _Entry) -> float:
-    """0..1 similarity of two message templates (can only raise a term score)."""
-    if not template or not entry.template:
-        return 0.0
-    return fuzz.token_set_ratio(template, entry.template) / 100.0

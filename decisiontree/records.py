@@ -113,7 +113,8 @@ class FindingRecord:
     """A published finding, as the graph sees it.
 
     `samples` are verbatim error texts (tracebacks, log lines) reported for
-    this finding; the graph parses and fingerprints them itself.
+    this finding; the graph parses and fingerprints them itself. `title`,
+    `summary` (the symptom in words) and `cause` are searched beside them.
     """
 
     id: int
@@ -127,3 +128,4 @@ class FindingRecord:
     # Fingerprints a reviewer attached to (or split from) this finding.
     linked_fingerprints: tuple[str, ...] = ()
     split_fingerprints: tuple[str, ...] = ()
+    summary: str = ""

@@ -1,9 +1,11 @@
 """Error samples, parsed once and stored: a cold graph build reads, not re-parses.
 
 Parsing and fingerprinting dominate building the graph. The knowledge base
-keeps each sample's signatures beside it, stamped with `SCHEME`, a digest of the
+keeps each sample's signatures beside it, stamped with `scheme()`, a digest of the
 parser's own source: when the parser changes, stale stored forms are ignored and
-the sample is parsed again.
+the sample is parsed again. The digest only says when to re-parse (a cache key);
+what a fingerprint *means* is `FINGERPRINT_VERSION`, bumped on purpose, and
+reviewers' decisions follow it (see kb/services/fingerprints.py).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from decisiontree import fingerprint, traceback
+from decisiontree import fingerprint, terms, traceback
 from decisiontree.fingerprint import Signature, signatures_of
 from decisiontree.traceback import InputRejected, parse
 
@@ -25,7 +27,7 @@ SampleSignatures = tuple[Signature, ...] | str
 def scheme() -> str:
     """A digest of the code that turns a sample into signatures."""
     digest = hashlib.sha256()
-    for module in (traceback, fingerprint):
+    for module in (traceback, terms, fingerprint):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -52,6 +54,10 @@ def stored_form(found: SampleSignatures) -> dict[str, Any]:
                 "fingerprint": s.fingerprint,
                 "template_key": s.template_key,
                 "terms": list(s.terms),
+                "message": s.message,
+                "previous_fingerprint": s.previous_fingerprint,
+                "context_terms": list(s.context_terms),
+                "facets": list(s.facets),
             }
             for s in found
         ],
@@ -72,6 +78,10 @@ def from_stored(stored: dict[str, Any]) -> SampleSignatures | None:
             fingerprint=s["fingerprint"],
             template_key=s["template_key"],
             terms=tuple(s["terms"]),
+            message=s.get("message", ""),
+            previous_fingerprint=s.get("previous_fingerprint", ""),
+            context_terms=tuple(s.get("context_terms", ())),
+            facets=tuple(s.get("facets", ())),
         )
         for s in stored.get("signatures", ())
     )

@@ -24,6 +24,12 @@ from dataclasses import dataclass, field, replace
 
 MAX_INPUT_CHARS = 2_000_000
 MAX_LINE_CHARS = 4_000  # longer lines are config dumps; cutting them keeps regexes linear
+MAX_RAW_LINE_CHARS = 64_000  # a progress bar's redraws, before "\r" picks the last one
+# The work budget: lines read of one paste. A 2 MB paste of short lines would otherwise
+# cost seconds of CPU in per-line work that finds nothing new after the first thousands.
+MAX_LINES = 20_000
+HEAD_LINES = 2_000
+TAIL_LINES = MAX_LINES - HEAD_LINES
 MAX_MESSAGE_LINES = 40
 MAX_NOISE_IN_FRAMES = 20  # foreign lines tolerated inside a traceback before giving up on it
 MAX_FRAMES = (
@@ -31,6 +37,8 @@ MAX_FRAMES = (
 )
 ERROR_SCAN_CHARS = 600  # error markers sit near the start of a line; don't scan whole dumps
 MAX_COLLECTED = 100  # cap on kept error lines / warnings / kernel assertions
+MAX_CONTEXT_LINES = 400  # distinct lines kept for retrieval: the end of a log tells most
+MAX_PLAIN_ERROR_CHARS = 600  # an unprefixed line longer than this is data, not an error line
 
 
 class InputRejected(ValueError):
@@ -65,6 +73,12 @@ class ParsedTraceback:
     warnings: tuple[str, ...]
     ranks: tuple[str, ...]
     truncated: bool
+    # The paste's distinct lines, prefixes stripped, the last MAX_CONTEXT_LINES of them:
+    # what surrounds the errors (start-up logs, config, frames) for retrieval.
+    context: tuple[str, ...] = ()
+    # True when nothing error-shaped was found and the error lines are a short paste's
+    # plain lines, read as the error because there was nothing else.
+    plain_fallback: bool = False
 
     @property
     def primary(self) -> RaisedException | None:
@@ -211,9 +225,24 @@ def _check_input(text: str) -> None:
         )
 
 
-def _physical_lines(text: str) -> list[str]:
+def _physical_lines(text: str) -> tuple[list[str], bool]:
+    """The lines a terminal showed, within the work budget.
+
+    Runs of blank lines count as one, and of a paste longer than MAX_LINES the
+    first HEAD_LINES and the last MAX_LINES - HEAD_LINES lines are read (errors
+    sit at the end of a log, the command and versions at its start).
+    """
     text = _ANSI.sub("", text).replace("\r\n", "\n")
-    return [_last_overwrite(raw)[:MAX_LINE_CHARS].rstrip() for raw in text.split("\n")]
+    raws = _BLANK_RUNS.sub("\n\n", text).split("\n")
+    cut = len(raws) > MAX_LINES
+    if cut:
+        omitted = len(raws) - MAX_LINES
+        raws = [*raws[:HEAD_LINES], f"[... {omitted} lines omitted ...]", *raws[-TAIL_LINES:]]
+    lines = [_last_overwrite(raw[:MAX_RAW_LINE_CHARS])[:MAX_LINE_CHARS].rstrip() for raw in raws]
+    return lines, cut
+
+
+_BLANK_RUNS = re.compile(r"\n(?:[ \t\r]*\n)+")
 
 
 def _last_overwrite(raw: str) -> str:
@@ -348,10 +377,10 @@ def _note_prefix(found: _Prefix, groups: dict[str, str | None]) -> None:
             found.proc = value.strip() if key == "proc" else found.proc
 
 
-def _logical_lines(text: str) -> list[_Line]:
+def _logical_lines(physical: list[str]) -> list[_Line]:
     lines: list[_Line] = []
     stream = ""
-    for index, raw in enumerate(_physical_lines(text)):
+    for index, raw in enumerate(physical):
         body, prefix = _strip_prefixes(raw)
         # Unprefixed lines continue the record of whoever printed last.
         if prefix.rank or prefix.proc:
@@ -470,7 +499,13 @@ def _is_error_line(line: _Line) -> bool:
     head = text[:ERROR_SCAN_CHARS]
     if _STRONG_ERROR.search(head) or _CUDA_ERROR.search(head):
         return True
-    return line.level in ("ERROR", "CRITICAL", "FATAL") and not text[:1].isspace()
+    if line.level in ("ERROR", "CRITICAL", "FATAL") and not text[:1].isspace():
+        return True
+    # An unprefixed line that says something failed: a daemon's answer, a C++ log line,
+    # an HTTP error body, a one-line issue title.
+    if line.level is not None or len(text) > MAX_PLAIN_ERROR_CHARS or _is_structural(text):
+        return False
+    return bool(_ERRORISH.search(text))
 
 
 # --- the per-stream state machine -----------------------------------------------------
@@ -694,31 +729,67 @@ MAX_SHORT_PASTE_LINES = 5
 
 
 def _short_paste_errors(lines: list[_Line]) -> list[tuple[int, str]]:
-    """For a paste of a few lines with no recognised error, its error-sounding lines."""
+    """For a paste of a few lines with no recognised error: its error-sounding lines, or else
+    its plain lines (no log prefix): a message copied alone, an issue title."""
     filled = [line for line in lines if line.text.strip()]
     if len(filled) > MAX_SHORT_PASTE_LINES:
         return []
-    return [(line.index, line.text.strip()) for line in filled if _ERRORISH.search(line.text)]
+    found = [(line.index, line.text.strip()) for line in filled if _ERRORISH.search(line.text)]
+    if found:
+        return found
+    return [(line.index, line.text.strip()) for line in filled if line.style == (False, None, None)]
+
+
+def _context_lines(lines: list[_Line]) -> tuple[str, ...]:
+    """The last MAX_CONTEXT_LINES distinct non-empty lines, in printed order."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    for line in reversed(lines):
+        text = line.text.strip()
+        if not text:
+            continue
+        key = _dedupe_key(text)
+        if key not in seen:
+            seen.add(key)
+            kept.append(text)
+            if len(kept) >= MAX_CONTEXT_LINES:
+                break
+    return tuple(reversed(kept))
 
 
 def parse(text: str) -> ParsedTraceback:
     """Parse a pasted log or traceback. Raises InputRejected for unusable input."""
     _check_input(text)
-    lines = _logical_lines(text)
-    sink = _Sink()
+    physical, cut = _physical_lines(text)
+    lines = _logical_lines(physical)
+    sink = _Sink(truncated=cut)
     streams: dict[str, _Stream] = {}
     for line in lines:
         streams.setdefault(line.stream, _Stream(sink)).feed(line)
     for stream in streams.values():
         stream.finish()
+    plain_fallback = False
     if not (sink.exceptions or sink.kernel_assertions or sink.error_lines or sink.warnings):
         sink.error_lines = _short_paste_errors(lines)
+        plain_fallback = not any(_ERRORISH.search(text) for _, text in sink.error_lines)
     ranks = {line.rank for line in lines if line.rank}
     return ParsedTraceback(
+        context=_context_lines(lines),
         exceptions=_unique_exceptions(sink.exceptions),
         kernel_assertions=_unique_texts(sink.kernel_assertions),
         error_lines=_unique_texts(sink.error_lines),
         warnings=_unique_texts(sink.warnings),
         ranks=tuple(sorted(ranks, key=_rank_order)),
         truncated=sink.truncated,
+        plain_fallback=plain_fallback and bool(sink.error_lines),
     )
+
+
+def holds_error(text: str) -> bool:
+    """Does `text` hold an error (rather than a command, a config or prose)?"""
+    try:
+        parsed = parse(text)
+    except InputRejected:
+        return False
+    found = parsed.exceptions or parsed.kernel_assertions or parsed.error_lines
+    return bool(found) and not parsed.plain_fallback

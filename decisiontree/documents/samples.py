@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from decisiontree.traceback import holds_error
+
 MAX_SAMPLES = 40
 MAX_SAMPLE_LINES = 400
 _MAX_LINE_SCAN = 4000  # classify only a line's head: a 1 MB line must not cost a regex pass each
@@ -103,19 +105,19 @@ def is_error_line(line: str) -> bool:
 def block_has_error(lines: list[str]) -> bool:
     """Does a fenced block hold an error (rather than a command or a config)?"""
     joined = "\n".join(lines[: MAX_SAMPLE_LINES * 4])
-    if (
-        not joined.strip()
-        or not any(word in joined for word in _ERROR_WORDS)
-        and 'File "' not in joined
-    ):
+    if not joined.strip():
         return False
+    if not any(word in joined for word in _ERROR_WORDS) and 'File "' not in joined:
+        # No traceback words: still an error if the paste parser reads one (a daemon's
+        # "Failed to ...", a C++ "Check failed", an HTTP error body).
+        return holds_error(joined)
     for line in lines[: MAX_SAMPLE_LINES * 4]:
         body = strip_log_prefix(line)
         if _TB_HEADER.search(body) or _FILE_LINE.match(body) or _EXCEPTION.match(body):
             return True
         if is_error_line(line):
             return True
-    return False
+    return holds_error(joined)
 
 
 def find_unfenced_samples(lines: list[str], prose: list[bool]) -> list[Span]:

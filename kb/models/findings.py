@@ -262,6 +262,9 @@ class SignatureDecision(models.Model):
         SPLIT = "split"
 
     fingerprint = models.CharField(max_length=64)
+    fingerprint_version = models.PositiveSmallIntegerField(
+        default=1, help_text="decisiontree.fingerprint.FINGERPRINT_VERSION it was computed under"
+    )
     finding = models.ForeignKey(Finding, on_delete=models.CASCADE, related_name="decisions")
     decision = models.CharField(max_length=10, choices=Decision.choices)
     decided_by = models.ForeignKey(

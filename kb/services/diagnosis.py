@@ -17,6 +17,7 @@ from django.db.models import Prefetch
 from decisiontree.context import Context, build_context
 from decisiontree.diagnose import Diagnosis
 from decisiontree.diagnose import diagnose as diagnose_with_graph
+from decisiontree.fingerprint import FINGERPRINT_VERSION
 from decisiontree.graph import KnowledgeGraph, build_graph
 from decisiontree.records import (
     Change,
@@ -38,6 +39,7 @@ from kb.models import (
     SignatureDecision,
     ValidationRun,
 )
+from kb.services.fingerprints import carry_decisions_forward
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,10 @@ def diagnose(
     )
     for key, value in (answers or {}).items():
         context = context.with_answer(key, value)
-    return diagnose_with_graph(text, context, knowledge_graph())
+    graph = knowledge_graph()
+    result = diagnose_with_graph(text, context, graph)
+    carry_decisions_forward(result.signature, graph.index.decided())
+    return result
 
 
 def finding_records() -> list[FindingRecord]:
@@ -128,6 +133,7 @@ def finding_record(
         title=finding.title,
         kind=finding.kind,
         cause=finding.cause,
+        summary=finding.summary,
         samples=tuple(sample.text for sample in finding.samples.all()),
         conditions=tuple(condition_of(c) for c in finding.conditions or ()),
         fixes=tuple(fix_record(fix, evidence.get(fix.pk)) for fix in finding.fixes.all()),
@@ -227,6 +233,7 @@ def decide_signature(
         fingerprint=fingerprint,
         finding=finding,
         defaults={
+            "fingerprint_version": FINGERPRINT_VERSION,
             "decision": SignatureDecision.Decision(decision),
             "decided_by": user if user is not None and user.is_authenticated else None,
         },

@@ -5,7 +5,14 @@ from __future__ import annotations
 import time
 
 from decisiontree.fingerprint import Signature
-from decisiontree.match import MatchLevel, Query, SignatureIndex, level_of
+from decisiontree.match import (
+    MatchLevel,
+    Query,
+    SignatureIndex,
+    known_threshold,
+    level_of,
+    similar_threshold,
+)
 
 GENERIC = ("runtimeerror", "cuda", "error", "device", "side", "assert", "triggered")
 
@@ -177,10 +184,13 @@ def test_it_explains_a_match_by_its_most_telling_terms() -> None:
     assert "nsa_kv_cache_store_fp8" in candidate.explain()
 
 
-def test_it_places_scores_between_the_two_thresholds_as_similar() -> None:
-    assert level_of(0.9) is MatchLevel.KNOWN
-    assert level_of(0.45) is MatchLevel.SIMILAR
-    assert level_of(0.1) is MatchLevel.NONE
+def test_it_places_scores_between_the_two_fitted_thresholds_as_similar() -> None:
+    known, similar = known_threshold(), similar_threshold()
+
+    assert 0 < similar < known < 1
+    assert level_of(known) is MatchLevel.KNOWN
+    assert level_of((known + similar) / 2) is MatchLevel.SIMILAR
+    assert level_of(similar - 0.01) is MatchLevel.NONE
 
 
 def test_it_finds_the_specific_sample_among_many_sharing_common_terms() -> None:

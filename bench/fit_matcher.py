@@ -1,0 +1,313 @@
+"""Fit the matcher's verifier and its known/similar cut-offs on real reports, with CV.
+
+Reads the shared real-reports set (../shared/corpus/real-reports; only bench/ reads
+it, and this script says so and stops when it is absent). For every pasted report,
+`SignatureIndex.assess` gives the candidates the matcher would weigh and their
+features; the label says whether the candidate is the report's own bug. Three
+views of the set feed the fit:
+
+- the protocol: each bug's first report is the finding, every other report and
+  every control is a query (what `real-reports-eval` measures);
+- a rotation: each bug's second report is the finding instead (other positives);
+- unknown bugs: each bug left out of the knowledge base in turn, its reports
+  pasted against the rest (every candidate is then wrong: hard negatives).
+
+The verifier is an L2-regularised logistic regression over the features named in
+`decisiontree/match.py` (`Features`): ten numbers. Leave-one-bug-out
+cross-validation fits it without a bug (its reports are neither queries nor
+findings) and scores that bug's protocol queries and controls with the held-out
+fit; the cut-offs are then read off the cross-validated false-match curve.
+
+    .venv/bin/python bench/fit_matcher.py            # print CV and in-sample figures
+    .venv/bin/python bench/fit_matcher.py --write    # also write matcher_tuning.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import shared_reports  # noqa: E402
+
+from decisiontree.diagnose import queries_for  # noqa: E402
+from decisiontree.fingerprint import signatures_of  # noqa: E402
+from decisiontree.graph import build_graph  # noqa: E402
+from decisiontree.traceback import InputRejected, parse  # noqa: E402
+from decisiontree.tuning import TUNING_FILE  # noqa: E402
+
+# The measures of `decisiontree.match.Features` the verifier weighs. Chosen by comparing
+# leave-one-bug-out figures of several subsets (bench/README.md, "Fitted matcher"): the
+# retrieval rank; how much of what is unusual in each side's error the other holds; how
+# much of its error message the finding explains beyond what ordinary output explains.
+FEATURES = (
+    "bm25_rel",
+    "unusual_query_cover",
+    "unusual_finding_cover",
+    "message_excess",
+    "containment_excess",
+)
+ALL = False  # experiments: collect every measure, not only FEATURES
+ALL_MEASURES = ("bm25_norm", "bm25_rel", "query_cover", "finding_cover", "unusual_query_cover",
+    "unusual_finding_cover", "shared_rare", "ordinary", "message", "containment", "message_rare",
+    "ordinary_message", "message_excess", "frames", "same_fingerprint",
+    "same_template")  # fmt: skip
+RELATIVE_CUTOFF = 0.6  # decisiontree.diagnose shows candidates this close to the best
+L2 = 1.0
+FALSE_TARGET = 0.035  # at most one control in 29 answered
+KNOWN_PRECISION = 0.95  # "known" only where the first answer is right this often
+
+
+@dataclass
+class Example:
+    view: str  # "protocol" | "rotation" | "unknown"
+    query: str  # report id
+    query_bug: str  # its bug (a control's own cause for controls)
+    query_known: bool
+    candidate_bug: str
+    x: tuple[float, ...]
+
+    @property
+    def label(self) -> bool:
+        return self.query_known and self.candidate_bug == self.query_bug
+
+
+def collect(reports: list[shared_reports.Report]) -> list[Example]:
+    known, queries = shared_reports.split(reports)
+    by_bug: dict[str, list[shared_reports.Report]] = defaultdict(list)
+    for report in reports:
+        if report.known:
+            by_bug[report.bug].append(report)
+    for group in by_bug.values():
+        group.sort(key=lambda r: r.id)
+    controls = [r for r in reports if not r.known]
+    examples = _view("protocol", known, queries)
+    second = [by_bug[bug][1] for bug in sorted(by_bug)]
+    rotated = [r for bug in sorted(by_bug) for r in by_bug[bug] if r not in second]
+    examples += _view("rotation", second, rotated + controls)
+    for bug in sorted(by_bug):
+        others = [k for k in known if k.bug != bug]
+        examples += _view("unknown", others, by_bug[bug], known_query=False)
+    return examples
+
+
+def _view(
+    view: str,
+    known: Sequence[shared_reports.Report],
+    queries: Sequence[shared_reports.Report],
+    known_query: bool = True,
+) -> list[Example]:
+    records = shared_reports.finding_records(list(known))
+    graph = build_graph(records)
+    bug_of = {record.id: report.bug for record, report in zip(records, known, strict=True)}
+    found = []
+    for query in queries:
+        try:
+            signatures = signatures_of(parse(query.text))
+        except InputRejected:
+            continue
+        for finding_id, _layer, features in graph.index.assess(queries_for(signatures, query.text)):
+            found.append(
+                Example(
+                    view,
+                    query.id,
+                    query.bug,
+                    query.known and known_query,
+                    bug_of[finding_id],
+                    features.vector(ALL_MEASURES if ALL else FEATURES),
+                )
+            )
+    return found
+
+
+# --- logistic regression ------------------------------------------------------------
+
+
+def fit(examples: Sequence[Example]) -> np.ndarray:
+    x = np.array([e.x for e in examples])
+    y = np.array([1.0 if e.label else 0.0 for e in examples])
+    w = np.zeros(x.shape[1])
+    penalty = np.full(x.shape[1], L2)
+    penalty[0] = 1e-6  # the bias is not shrunk
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-np.clip(x @ w, -30, 30)))
+        gradient = x.T @ (p - y) + penalty * w
+        hessian = (x.T * (p * (1 - p))) @ x + np.diag(penalty)
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return w
+
+
+def probability(w: np.ndarray, x: tuple[float, ...]) -> float:
+    return float(1 / (1 + np.exp(-np.clip(np.dot(w, x), -30, 30))))
+
+
+# --- scoring ------------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    query: str
+    bug: str
+    known: bool
+    ranked: list[tuple[float, str]]  # (probability, candidate bug), best first
+
+
+def answers(examples: Sequence[Example], scorer) -> list[Answer]:  # type: ignore[no-untyped-def]
+    by_query: dict[str, list[Example]] = defaultdict(list)
+    for e in examples:
+        by_query[e.query].append(e)
+    found = []
+    for query, group in by_query.items():
+        ranked = sorted(((scorer(e), e.candidate_bug) for e in group), reverse=True)
+        found.append(Answer(query, group[0].query_bug, group[0].query_known, ranked))
+    return found
+
+
+def shown(answer: Answer, similar: float) -> list[str]:
+    if not answer.ranked or answer.ranked[0][0] < similar:
+        return []
+    floor = answer.ranked[0][0] * RELATIVE_CUTOFF
+    return [bug for p, bug in answer.ranked if p >= similar and p >= floor]
+
+
+def figures(found: Sequence[Answer], similar: float, total_known: int, total_controls: int):  # type: ignore[no-untyped-def]
+    top1 = top3 = false = 0
+    for answer in found:
+        bugs = shown(answer, similar)
+        if answer.known:
+            top1 += bugs[:1] == [answer.bug]
+            top3 += answer.bug in bugs[:3]
+        else:
+            false += bool(bugs)
+    return top1 / total_known, top3 / total_known, false / total_controls
+
+
+def first_right_share(found: Sequence[Answer], known: float) -> tuple[float, int]:
+    """Of the answers whose best candidate reaches `known`: the share whose best is right."""
+    confident = [a for a in found if a.ranked and a.ranked[0][0] >= known]
+    right = sum(a.known and a.ranked[0][1] == a.bug for a in confident)
+    return (right / len(confident) if confident else 1.0), len(confident)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write the fitted numbers")
+    args = parser.parse_args()
+    if not shared_reports.available():
+        print(shared_reports.absent_note())
+        return 1
+    reports = shared_reports.load()
+    examples = collect(reports)
+    protocol = [e for e in examples if e.view == "protocol"]
+    n_known = sum(1 for r in shared_reports.split(reports)[1] if r.known)
+    n_controls = sum(1 for r in reports if not r.known)
+    print(
+        f"shared real-reports set: {len(reports)} reports; {len(examples)} (paste, candidate) "
+        f"pairs, {len(protocol)} of them in the protocol's split"
+    )
+
+    # Leave one bug out: fit without it, score its protocol queries with that fit.
+    cv_scores: dict[int, float] = {}
+    for bug in sorted({e.query_bug for e in protocol}):
+        train = [e for e in examples if bug not in (e.query_bug, e.candidate_bug)]
+        w = fit(train)
+        for i, e in enumerate(protocol):
+            if e.query_bug == bug:
+                cv_scores[i] = probability(w, e.x)
+    index_of = {id(e): i for i, e in enumerate(protocol)}
+    cv = answers(protocol, lambda e: cv_scores[index_of[id(e)]])
+    w_all = fit(examples)
+    in_sample = answers(protocol, lambda e: probability(w_all, e.x))
+
+    print("\nfalse-match curve (cut-off for 'similar'; cross-validated | in-sample)")
+    print(
+        f"{'cut-off':>8} "
+        + " ".join(f"{h:>7}" for h in ("top-1", "top-3", "false"))
+        + " | "
+        + " ".join(f"{h:>7}" for h in ("top-1", "top-3", "false"))
+    )
+    curve = []
+    for step in range(1, 100):
+        cut = step / 100
+        a = figures(cv, cut, n_known, n_controls)
+        b = figures(in_sample, cut, n_known, n_controls)
+        curve.append((cut, a, b))
+        if step % 5 == 0:
+            print(
+                f"{cut:>8.2f} "
+                + " ".join(f"{v:>7.2f}" for v in a)
+                + " | "
+                + " ".join(f"{v:>7.2f}" for v in b)
+            )
+
+    # The lowest cut-off whose cross-validated false-match rate meets the target.
+    similar = next((cut for cut, a, _ in curve if a[2] <= FALSE_TARGET), 0.95)
+    known = next(
+        (
+            cut
+            for cut, _, _ in curve
+            if cut >= similar and first_right_share(cv, cut)[0] >= KNOWN_PRECISION
+        ),
+        0.95,
+    )
+    cv_figures = figures(cv, similar, n_known, n_controls)
+    in_figures = figures(in_sample, similar, n_known, n_controls)
+    print(
+        f"\nchosen: similar >= {similar:.2f}, known >= {known:.2f}\n"
+        f"cross-validated (leave-one-bug-out): top-1 {cv_figures[0]:.2f}, top-3 "
+        f"{cv_figures[1]:.2f}, false {cv_figures[2]:.2f}\n"
+        "in-sample: top-1 {:.2f}, top-3 {:.2f}, false {:.2f}".format(*in_figures)
+    )
+    names = ["bias", *FEATURES]
+    print("weights: " + ", ".join(f"{n} {v:+.2f}" for n, v in zip(names, w_all, strict=True)))
+    if args.write:
+        data = json.loads(TUNING_FILE.read_text())
+        data["verifier"] = {
+            "why": (
+                "Logistic regression over five measures of decisiontree/match.py Features, "
+                "L2 1.0, fitted on "
+                "the shared real-reports set (protocol split, a rotation with each bug's second "
+                "report as the finding, and each bug left out as an unknown bug). 'similar' is "
+                "the lowest cut-off whose leave-one-bug-out false-match rate is <= "
+                f"{FALSE_TARGET}; "
+                f"'known' the lowest at or above it where the best answer is right in >= "
+                f"{KNOWN_PRECISION:.0%} of the confident cases."
+            ),
+            "chosen_by": {
+                "command": ".venv/bin/python bench/fit_matcher.py --write",
+                "date": datetime.date.today().isoformat(),
+                "cross_validated": dict(
+                    zip(("top1", "top3", "false"), map(_r, cv_figures), strict=True)
+                ),
+                "in_sample": dict(zip(("top1", "top3", "false"), map(_r, in_figures), strict=True)),
+            },
+            "features": list(FEATURES),
+            "weights": [round(float(v), 4) for v in w_all],
+            "known": known,
+            "similar": similar,
+        }
+        TUNING_FILE.write_text(json.dumps(data, indent=2) + "\n")
+        print(f"wrote {TUNING_FILE.relative_to(ROOT)}")
+    return 0
+
+
+def _r(value: float) -> float:
+    return round(value, 3)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Pastes built to cost CPU still get their answer: the work budget reads what matters.
+
+No timing is asserted here (bench/diagnose_speed.py prints the figures): each test
+checks that the error at the end of a 2 MB paste is still the error diagnosed.
+"""
+
+import pytest
+
+from decisiontree.context import Context
+from decisiontree.diagnose import diagnose
+from decisiontree.graph import build_graph
+from decisiontree.records import Change, ChangeAction, FindingRecord, FixRecord, Outcome
+from decisiontree.traceback import MAX_INPUT_CHARS, MAX_LINES, parse
+
+ERROR = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/venv/lib/python3.12/site-packages/lmcache/storage/remote.py", line 310, in put\n'
+    "    self._client.write_chunk(key, payload)\n"
+    "lmcache.errors.ChunkTooLarge: chunk of 65536 tokens exceeds the remote backend limit\n"
+)
+FINDING = FindingRecord(
+    id=1,
+    title="Remote KV store refuses chunks above its limit",
+    kind="crash",
+    cause="the remote backend caps one chunk",
+    samples=(ERROR.replace("65536", "131072"),),
+    conditions=(),
+    fixes=(
+        FixRecord(
+            11,
+            "Lower the chunk size",
+            (Change(ChangeAction.SET_FLAG, "chunk-size", "256"),),
+            Outcome.RESOLVES,
+        ),
+    ),
+)
+
+
+def padded(filler: str) -> str:
+    room = MAX_INPUT_CHARS - len(ERROR)
+    return (filler * (room // len(filler) + 1))[:room] + ERROR
+
+
+WORST_CASES = {
+    "commas": padded("a,b,,c,"),
+    "newlines": padded("\n"),
+    "crlf": padded("x\r\n"),
+    "flags on one line": padded("--opt-flag 1 "),
+    "flags one per line": padded("--opt-flag-name value\n"),
+    "carriage returns": padded("progress 10%\r"),
+    "repeated tracebacks": padded('Traceback (most recent call last):\n  File "/a.py", line 1\n'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WORST_CASES))
+def test_the_error_after_two_megabytes_of_filler_is_still_diagnosed(name: str) -> None:
+    graph = build_graph([FINDING])
+
+    result = diagnose(WORST_CASES[name], Context(), graph)
+
+    assert result.signature is not None
+    assert result.signature.exception_type == "ChunkTooLarge"
+    assert [fix.fix.id for fix in result.fixes] == [11]
+
+
+def test_a_paste_longer_than_the_budget_is_read_at_its_start_and_its_end() -> None:
+    start = "ValueError: the first error, at the very top\n"
+    middle = "INFO step done\n" * (MAX_LINES * 2)
+    parsed = parse(start + middle + ERROR)
+
+    messages = [exc.message for exc in parsed.exceptions]
+    assert messages[0] == "the first error, at the very top"
+    assert messages[-1].startswith("chunk of 65536 tokens")
+    assert parsed.truncated  # the omitted middle is said, not hidden

@@ -1,0 +1,83 @@
+"""A reviewer's link survives a fingerprint-version bump, and is stored anew on first use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from decisiontree.fingerprint import FINGERPRINT_VERSION, signature_of
+from decisiontree.traceback import parse
+from kb.models import Finding, SignatureDecision
+from kb.services.diagnosis import decide_signature, diagnose
+
+pytestmark = pytest.mark.django_db
+
+# A paste nobody has filed: the reviewer linked it to the finding below by hand.
+PASTE = """\
+Traceback (most recent call last):
+  File "/opt/conda/lib/python3.11/site-packages/sglang/srt/managers/scheduler.py", line 2210, in run_scheduler_process
+    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)
+  File "/opt/conda/lib/python3.11/site-packages/sglang/srt/model_executor/model_runner.py", line 412, in init_memory_pool
+    raise RuntimeError(f"Not enough memory for KV cache: page_size={page_size} tokens={n}")
+RuntimeError: Not enough memory for KV cache: page_size=64 tokens=1200
+"""
+STORED_UNDER_VERSION_1 = "c42e9807a1926851a08eafa85e003b13"  # what 48fb4a9 computed for PASTE
+
+FINDINGS = """\
+# Findings
+
+## KV cache pool too small after raising the page size
+- Framework: sglang
+- Symptom: the scheduler dies while building the KV pool
+- Fix: lower --page-size back to 16
+- Status: resolved
+
+```
+RuntimeError: Failed to allocate the radix cache pool on every rank
+```
+"""
+
+
+@pytest.fixture
+def finding(tmp_path: Path) -> Finding:
+    call_command("load_vocabulary", verbosity=0)
+    path = tmp_path / "FINDINGS.md"
+    path.write_text(FINDINGS)
+    call_command("ingest", str(path), "--publish", verbosity=0)
+    return Finding.objects.get(title__startswith="KV cache pool")
+
+
+def test_a_link_stored_under_version_1_links_after_the_bump_and_is_stored_under_2(
+    finding: Finding,
+) -> None:
+    SignatureDecision.objects.create(
+        fingerprint=STORED_UNDER_VERSION_1,
+        fingerprint_version=1,
+        finding=finding,
+        decision=SignatureDecision.Decision.LINK,
+    )
+
+    first = diagnose(PASTE).to_dict()
+    second = diagnose(PASTE).to_dict()
+
+    current = signature_of(parse(PASTE))
+    assert current is not None and current.fingerprint != STORED_UNDER_VERSION_1
+    for answer in (first, second):
+        assert answer["fixes"][0]["finding"]["id"] == finding.pk
+        assert answer["matches"][0]["layer"] == "linked"
+    carried = SignatureDecision.objects.get(fingerprint=current.fingerprint, finding=finding)
+    assert (carried.decision, carried.fingerprint_version) == ("link", FINGERPRINT_VERSION)
+    # The old row stays while version 1 is the previous version.
+    assert SignatureDecision.objects.filter(fingerprint=STORED_UNDER_VERSION_1).count() == 1
+
+
+def test_a_new_decision_is_stored_with_the_current_version(finding: Finding) -> None:
+    current = signature_of(parse(PASTE))
+    assert current is not None
+
+    row = decide_signature(current.fingerprint, finding, decision="link")
+
+    assert row.fingerprint_version == FINGERPRINT_VERSION
+    assert diagnose(PASTE).to_dict()["matches"][0]["layer"] == "linked"
