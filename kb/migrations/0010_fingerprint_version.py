@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('kb', '0008_search_rum'),
+        ('kb', '0009_stored_diagnosis'),
     ]
 
     operations = [
