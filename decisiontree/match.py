@@ -355,7 +355,9 @@ class SignatureIndex:
             unusual_query_cover=unusual_shared / unusual_info if unusual_info else 0.0,
             unusual_finding_cover=specific_shared / specific_info if specific_info else 0.0,
             bm25_norm=min(1.0, score / ceiling),
-            bm25_rel=score / best,
+            # The same fingerprint is the same error as printed: as close as any finding
+            # gets, whatever the finding's other words add to its retrieval score.
+            bm25_rel=1.0 if finding_id in same_print else score / best,
             query_cover=shared_info / (paste.error_info or 1.0),
             finding_cover=finding_shared / finding_info,
             shared_rare=min(SHARED_RARE_CAP, shared_info / self.retrieval.max_idf())
