@@ -31,6 +31,7 @@ from kb.search.facets import (
     model_condition,
 )
 from kb.search.text import MAX_QUERY_CHARS, parse_query
+from kb.services import occurrences
 
 FACET_MAX_CHARS = 200
 ANY_STATUS = "any"
@@ -62,6 +63,8 @@ ORDERINGS: dict[str, Ordering] = {
     NEWEST: Ordering("Recently updated", ("-updated_at", "-id")),
     "created": Ordering("Newest", ("-created_at", "-id")),
     "title": Ordering("Title", ("title", "id")),
+    "last_seen": Ordering("Last seen", ("-last_seen", "-id"), occurrences.with_figures),
+    "helped": Ordering("Most helped", ("-helped_count", "-id"), occurrences.with_figures),
 }
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Count, IntegerField, Max, Min, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, IntegerField, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -190,7 +190,8 @@ def list_figures(finding_ids: Iterable[int]) -> dict[int, ListFigures]:
 
 def with_figures(findings: QuerySet[Finding]) -> QuerySet[Finding]:
     """Findings annotated with `times_seen`, `last_seen` and `helped_count`, to order a
-    list by (`-last_seen`, `-helped_count`). Subqueries, so no join multiplies rows."""
+    list by. None is NULL, so a cursor can resume after any row: a finding never pasted
+    was last seen when it was recorded. Subqueries, so no join multiplies rows."""
     occurrences = counted().filter(finding=OuterRef("pk")).order_by()
     helped = FixFeedback.objects.filter(fix__finding=OuterRef("pk"), helped=True).order_by()
     return findings.annotate(
@@ -201,7 +202,10 @@ def with_figures(findings: QuerySet[Finding]) -> QuerySet[Finding]:
             ),
             0,
         ),
-        last_seen=Subquery(occurrences.order_by("-created_at").values("created_at")[:1]),
+        last_seen=Coalesce(
+            Subquery(occurrences.order_by("-created_at").values("created_at")[:1]),
+            F("created_at"),
+        ),
         helped_count=Coalesce(
             Subquery(
                 helped.values("fix__finding").annotate(n=Count("pk")).values("n"),

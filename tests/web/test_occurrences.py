@@ -118,5 +118,31 @@ def test_list_figures_and_ordering_follow_pastes_and_feedback(
 
     assert (figures[decode.pk].times_seen, figures[triton.pk].times_seen) == (1, 0)
     assert figures[triton.pk].feedback.helped == 1
-    assert [f for f in by_last_seen if f.last_seen is not None] == [decode]
+    assert by_last_seen.first() == decode  # the others were last seen when recorded
     assert by_helped.first() == triton
+
+
+def first_result_title(page: str) -> str:
+    found = re.search(r'class="title" href="/findings/\d+/">(.*?)</a>', page, re.S)
+    assert found is not None
+    return found.group(1)
+
+
+def test_the_search_list_shows_and_sorts_by_last_seen_and_most_helped(
+    client: Client, starter_kb: None
+) -> None:
+    triton = Finding.objects.get(title__startswith="Triton attention backend asserts")
+    fix = triton.fixes.first()
+    assert fix is not None
+    client.post("/diagnose/feedback/", {"fix": fix.pk, "helped": "yes"})
+    paste(client)
+
+    by_last_seen = text_of(client.get("/", {"ordering": "last_seen"}))
+    by_helped = text_of(client.get("/", {"ordering": "helped"}))
+
+    assert first_result_title(by_last_seen).startswith("First decode request kills the server")
+    first_item = by_last_seen.split('<li class="finding">', 2)[1]
+    assert "seen 1 time, last" in first_item
+    assert first_result_title(by_helped).startswith("Triton attention backend asserts")
+    assert "1 fixed it · 0 did not help" in by_helped.split('<li class="finding">', 2)[1]
+    assert "<code>not self.nsa_kv_cache_store_fp8</code>" in first_result_title(by_helped)
