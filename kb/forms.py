@@ -8,6 +8,10 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
+from decisiontree import vocabulary
+from decisiontree.documents.changes import changes_from_lines, summarize
+from decisiontree.records import Change, ChangeAction
+from decisiontree.server_env import change_problem
 from kb.models import Finding, Fix
 
 CONDITION_LINE = re.compile(r"^\s*([\w.\-]+)\s*(!=|=)\s*(.+?)\s*$")
@@ -127,11 +131,89 @@ class ReviewFindingForm(forms.ModelForm):  # type: ignore[type-arg]
         }
 
 
+class ChangesField(forms.CharField):
+    """A fix's structured changes, one per line as they are shown: `--kv-cache-dtype bf16`,
+    `remove --x`, `NAME=value`, `package==1.2`; any other line is kept as words."""
+
+    widget = forms.Textarea(attrs={"rows": 2, "spellcheck": "false"})
+
+    def prepare_value(self, value: Any) -> str:
+        if isinstance(value, list):
+            return "\n".join(change_of(item).describe() for item in value if isinstance(item, dict))
+        return str(value or "")
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return self.prepare_value(initial or []).strip() != str(data or "").strip()
+
+    def to_python(self, value: Any) -> list[dict[str, Any]]:
+        changes = changes_from_lines(str(value or ""), vocabulary.load())
+        refused = [problem for change in changes if (problem := change_problem(change))]
+        if refused:
+            raise forms.ValidationError(" ".join(refused))
+        return [{"action": str(c.action), "name": c.name, "value": c.value} for c in changes]
+
+
+def change_of(item: dict[str, Any]) -> Change:
+    try:
+        action = ChangeAction(item.get("action"))
+    except ValueError:
+        action = ChangeAction.OTHER
+    return Change(action, str(item.get("name", "")), item.get("value"))
+
+
+class FixReviewForm(forms.ModelForm):  # type: ignore[type-arg]
+    """One attempt: what it changed and what it did; it can move to another finding."""
+
+    summary = forms.CharField(
+        required=False, widget=forms.TextInput(attrs={"size": 60}), help_text="Left empty: "
+        "written from the changes."
+    )  # fmt: skip
+    changes = ChangesField(required=False, label="Changes, one per line")
+    move_to = forms.IntegerField(
+        required=False, min_value=1, label="Move to finding #",
+        help_text="The finding of the symptom this attempt was tried against.",
+    )  # fmt: skip
+
+    class Meta:
+        model = Fix
+        fields = ["summary", "changes", "outcome"]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        changes = [change_of(item) for item in cleaned.get("changes") or []]
+        if not cleaned.get("summary") and changes:
+            cleaned["summary"] = summarize(tuple(changes))
+        if not cleaned.get("summary") and not cleaned.get("DELETE"):
+            self.add_error("summary", "Say what the fix does, or give its changes.")
+        target = cleaned.get("move_to")
+        if target is not None and not Finding.objects.filter(pk=target).exists():
+            self.add_error("move_to", f"There is no finding #{target}.")
+        return cleaned
+
+
 FixOutcomeFormSet = forms.inlineformset_factory(
     Finding,
     Fix,
-    fields=["summary", "outcome"],
-    extra=0,
-    can_delete=False,
-    widgets={"summary": forms.TextInput(attrs={"size": 60})},
+    form=FixReviewForm,
+    extra=1,
+    can_delete=True,
+    can_order=True,
 )
+
+
+class RejectForm(forms.Form):
+    reason = forms.CharField(
+        required=False, max_length=500, label="Why (optional)",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. no incident in this file"}),
+    )  # fmt: skip
+
+
+class MergeForm(forms.Form):
+    target = forms.IntegerField(min_value=1, label="Merge into finding #")
+
+    def clean_target(self) -> Finding:
+        pk = self.cleaned_data["target"]
+        target = Finding.objects.filter(pk=pk).first()
+        if target is None:
+            raise forms.ValidationError(f"There is no finding #{pk}.")
+        return target

@@ -19,4 +19,6 @@ urlpatterns = [
     path("runbook.md", views.runbook_markdown, name="runbook-markdown"),
     path("review/", views.review_queue, name="review-queue"),
     path("review/<int:pk>/", views.review_finding, name="review-finding"),
+    path("review/<int:pk>/reject/", views.reject_finding, name="review-reject"),
+    path("review/<int:pk>/merge/", views.merge_finding, name="review-merge"),
 ]

@@ -230,6 +230,21 @@ def _without_loose_pins(changes: list[Change]) -> list[Change]:
     ]
 
 
+def changes_from_lines(
+    text: str, vocabulary: VocabularyLike, framework: str | None = None
+) -> tuple[Change, ...]:
+    """A reviewer's changes, one per line as `Change.describe()` writes them: `--x 1`,
+    `remove --x`, `NAME=value`, `package==1.2`; a line none of these reads stays as words."""
+    found: list[Change] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            found += changes_in(line, vocabulary, framework) or [
+                Change(ChangeAction.OTHER, "other", line[:300])
+            ]
+    return tuple(dict.fromkeys(found))
+
+
 def describe_changes(changes: tuple[Change, ...]) -> str:
     return " ".join(change.describe() for change in changes)
 

@@ -2,7 +2,7 @@
 
 from kb.views.diagnose import diagnose_page, diagnosis_delete, diagnosis_detail, fix_feedback
 from kb.views.findings import finding_detail, validate_fix
-from kb.views.review import review_finding, review_queue
+from kb.views.review import merge_finding, reject_finding, review_finding, review_queue
 from kb.views.runbook import runbook, runbook_markdown
 from kb.views.search import finding_list
 
@@ -13,6 +13,8 @@ __all__ = [
     "finding_detail",
     "finding_list",
     "fix_feedback",
+    "merge_finding",
+    "reject_finding",
     "review_finding",
     "review_queue",
     "runbook",
