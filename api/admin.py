@@ -4,7 +4,8 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from api.models import ApiToken, Webhook, WebhookDelivery
@@ -37,7 +38,25 @@ class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             obj.user, list(obj.scopes or []), name=obj.name, expires_at=obj.expires_at
         )
         obj.pk, obj.prefix, obj.digest = token.pk, token.prefix, token.digest
-        messages.warning(request, f"The new token is {raw} — copy it now; it is not shown again.")
+        # Shown on the next page only: a message would carry it in the messages cookie.
+        request._issued_token = raw  # type: ignore[attr-defined]
+
+    def response_add(
+        self, request: HttpRequest, obj: ApiToken, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        raw = getattr(request, "_issued_token", None)
+        if raw is None:
+            return super().response_add(request, obj, post_url_continue)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Copy the new token",
+            "opts": self.model._meta,
+            "token": obj,
+            "raw": raw,
+        }
+        response = TemplateResponse(request, "admin/api/apitoken/issued.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:

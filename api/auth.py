@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # rest_framework.views imports this module through its settin
     from rest_framework.views import APIView
 
 from api.models import ApiToken, Scope, hash_token
-from kb.clients import client_address
+from kb.clients import client_address, count_in_window
 
 # last_used_at is a hint for admins, not an audit log: write it at most this often.
 LAST_USED_RESOLUTION_S = 60
@@ -151,16 +151,6 @@ class SharedCacheThrottle(throttling.SimpleRateThrottle):
         if request.user is not None and request.user.is_authenticated:
             return f"user-{request.user.pk}"
         return f"addr-{client_address(request)}"
-
-
-def count_in_window(cache: Any, key: str, duration: int) -> int:
-    """One more request in this window's counter; the count so far (this one included)."""
-    cache.add(key, 0, duration + 1)
-    try:
-        return int(cache.incr(key))
-    except ValueError:  # the key expired between add and incr: a new window
-        cache.set(key, 1, duration + 1)
-        return 1
 
 
 class TokenRateThrottle(SharedCacheThrottle):

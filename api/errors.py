@@ -7,12 +7,14 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 log = logging.getLogger(__name__)
+RETRY_AFTER_S = 30
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -28,6 +30,14 @@ class InputRefused(exceptions.APIException):
     default_code = "input_rejected"
 
 
+class DatabaseUnavailable(exceptions.APIException):
+    """PostgreSQL cannot be reached: the same request will work once it is back."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "The database is unavailable right now; try again in a minute."
+    default_code = "database_unavailable"
+
+
 class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_code = "conflict"
@@ -40,7 +50,12 @@ def error_body(code: str, message: str, fields: dict[str, Any] | None = None) ->
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge("The request body is larger than this server accepts.")
+    if isinstance(exc, OperationalError | InterfaceError):
+        log.warning("database unavailable: %s", exc)
+        exc = DatabaseUnavailable()
     response = exception_handler(exc, context)
+    if isinstance(exc, DatabaseUnavailable) and response is not None:
+        response["Retry-After"] = str(RETRY_AFTER_S)
     if response is None:
         # A bug: log it with its traceback, answer in the same shape as everything else.
         log.exception("Unhandled error in %s", context.get("view"), exc_info=exc)

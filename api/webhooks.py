@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
+import socket
 import time
 import urllib.request
 from typing import Any
 from urllib.error import HTTPError, URLError
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -96,9 +99,37 @@ def post(url: str, body: bytes, delivery: WebhookDelivery) -> int:
     secret = settings.FIXGRAPH_WEBHOOK_SECRET
     if secret:
         headers["X-FixGraph-Signature"] = sign(body, timestamp, secret)
+    if settings.FIXGRAPH_WEBHOOK_BLOCK_PRIVATE:
+        refuse_private_address(url)
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310
-    with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:  # noqa: S310
+    with OPENER.open(request, timeout=TIMEOUT_S) as response:
         return int(response.status)
+
+
+class NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A webhook is delivered to its URL or not at all: a redirect (to an internal
+    address, say) would carry the signed body and its headers somewhere else."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> None:  # fmt: skip
+        raise HTTPError(req.full_url, code, f"redirect to {newurl} refused", headers, fp)
+
+
+OPENER = urllib.request.build_opener(NoRedirects)
+
+
+def refuse_private_address(url: str) -> None:
+    """With FIXGRAPH_WEBHOOK_BLOCK_PRIVATE, refuse a URL whose host resolves to a
+    loopback, private, link-local or reserved address (nothing inside our network)."""
+    host = urlsplit(url).hostname or ""
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except OSError as exc:
+        raise URLError(f"cannot resolve {host}: {exc}") from exc
+    for address in found:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+        if not ip.is_global or ip.is_multicast:
+            raise URLError(f"{host} resolves to {ip}, a non-public address: refused")
 
 
 def mark_failed(delivery_id: int, error: str) -> None:

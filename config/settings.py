@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -65,7 +67,8 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
             "SECRET_KEY is required when DEBUG is off. Set SECRET_KEY (or SECRET_KEY_FILE), "
-            "or set DEBUG=True for local development."
+            "or DEBUG=True for local development (`make run` writes DEBUG=True to .env, "
+            "which manage.py reads)."
         )
     SECRET_KEY = local_secret_key()
 
@@ -86,6 +89,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "simple_history",
     "django_htmx",
+    "axes",
     "kb",
     "api",
 ]
@@ -99,8 +103,12 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    "kb.middleware.DatabaseUnavailableMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -159,9 +167,73 @@ with contextlib.suppress(OSError):
 
 LOGIN_URL = "/admin/login/"
 
-# Pasted text larger than this is refused before parsing.
+# --- HTTPS, cookies, CSP, logins ------------------------------------------------
+# FIXGRAPH_HTTPS=True says the site is served over HTTPS (TLS may end at a proxy in
+# front): it turns on the secure defaults below; each can still be set on its own.
+FIXGRAPH_HTTPS = envbool("FIXGRAPH_HTTPS", "False")
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", str(FIXGRAPH_HTTPS))
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", str(FIXGRAPH_HTTPS))
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", str(FIXGRAPH_HTTPS))
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31_536_000 if FIXGRAPH_HTTPS else 0)
+# Both commit every subdomain (and, with preload, browsers' built-in lists) to HTTPS.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", "False")
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", "False")
+# Behind a proxy that terminates TLS: the header it sets and the value meaning HTTPS,
+# e.g. "HTTP_X_FORWARDED_PROTO,https". Only set it when that proxy always sets (or
+# strips) the header: a client could otherwise claim HTTPS.
+if os.environ.get("SECURE_PROXY_SSL_HEADER"):
+    header, _, value = os.environ["SECURE_PROXY_SSL_HEADER"].partition(",")
+    SECURE_PROXY_SSL_HEADER = (header.strip(), value.strip() or "https")
+
+# The pages load scripts, styles and images from this server only, and run no inline
+# script: an injected <script> does nothing (django-csp sends the header).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
+# Login throttling (django-axes): after FIXGRAPH_LOGIN_FAILURES wrong passwords for one
+# user name from one address, that pair is locked out for FIXGRAPH_LOGIN_COOLOFF_MINUTES
+# (the admin's login and the site's alike). Per pair, so nobody can lock an admin out
+# from elsewhere; the address is read as the throttles read it (kb/clients.py).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("FIXGRAPH_LOGIN_FAILURES", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("FIXGRAPH_LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "kb.clients.client_address"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+
+# Mail: password reset is offered only when the server can send its mail.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_PORT = envint("EMAIL_PORT", 587)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD") or ""
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", "True")
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "fixgraph@localhost")
+FIXGRAPH_MAIL_CONFIGURED = bool(EMAIL_HOST)
+
+# Pasted text larger than this (in UTF-8 bytes) is refused before parsing.
 FIXGRAPH_MAX_PASTE_BYTES = envint("FIXGRAPH_MAX_PASTE_BYTES", 2_000_000)
-DATA_UPLOAD_MAX_MEMORY_SIZE = FIXGRAPH_MAX_PASTE_BYTES + 1_000_000
+# A form sends the paste URL-encoded: up to 3 bytes on the wire for each byte pasted.
+DATA_UPLOAD_MAX_MEMORY_SIZE = FIXGRAPH_MAX_PASTE_BYTES * 3 + 1_000_000
+# Diagnoses through the web form, per client (logged-in user, else address) and period.
+# Anyone may use the form, and a large paste costs seconds of CPU: without a budget a
+# few clients could keep every web worker busy. Bots use the API with a token.
+FIXGRAPH_WEB_DIAGNOSE_RATE = os.environ.get("FIXGRAPH_WEB_DIAGNOSE_RATE", "20/min") or None
 # Where the team edits its knowledge files, for "Edit" links: {path} and {line} of the entry,
 # e.g. https://git.example.com/team/kb/-/edit/main/{path}#L{line}. Empty: no such links.
 FIXGRAPH_SOURCE_EDIT_URL = os.environ.get("FIXGRAPH_SOURCE_EDIT_URL", "")
@@ -249,6 +321,8 @@ FIXGRAPH_ALLOW_ANONYMOUS_API = envbool("FIXGRAPH_ALLOW_ANONYMOUS_API", "False")
 SLACK_SIGNING_SECRET = envsecret("SLACK_SIGNING_SECRET")
 # Signs outgoing webhooks (HMAC-SHA256); unsigned when unset.
 FIXGRAPH_WEBHOOK_SECRET = envsecret("FIXGRAPH_WEBHOOK_SECRET")
+# Refuse webhook URLs that resolve to loopback, private or link-local addresses.
+FIXGRAPH_WEBHOOK_BLOCK_PRIVATE = envbool("FIXGRAPH_WEBHOOK_BLOCK_PRIVATE", "False")
 # The only origins a Slack reply is ever posted to (tests add a local server).
 SLACK_RESPONSE_ORIGINS = envlist("SLACK_RESPONSE_ORIGINS", "https://hooks.slack.com")
 # Swagger UI and Redoc served from this server: no CDN is needed.
@@ -271,4 +345,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # django-axes logs every failed login at INFO; its lockouts are WARNINGs.
+    "loggers": {"axes": {"level": "WARNING"}},
 }

@@ -7,9 +7,11 @@ login lockout all count per client, so they must agree on who the client is.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 
 
 def client_address(request: Any) -> str:
@@ -28,3 +30,45 @@ def client_address(request: Any) -> str:
     if proxies <= 0 or not forwarded:
         return remote
     return forwarded[-min(proxies, len(forwarded))]
+
+
+def count_in_window(cache: Any, key: str, duration: int) -> int:
+    """One more request in this window's counter, atomically (one `incr`, so web workers
+    sharing a Redis cache never both take the last place); the count, this one included."""
+    cache.add(key, 0, duration + 1)
+    try:
+        return int(cache.incr(key))
+    except ValueError:  # the key expired between add and incr: a new window
+        cache.set(key, 1, duration + 1)
+        return 1
+
+
+PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
+
+
+def parse_rate(rate: str) -> tuple[int, int]:
+    """ "10/min" -> (10 requests, 60 seconds), as DRF writes rates."""
+    count, _, period = rate.partition("/")
+    return int(count), PERIODS[period.strip().lower()]
+
+
+def client_key(request: Any) -> str:
+    """A logged-in user counts as themselves, anyone else as their address."""
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return f"user-{user.pk}"
+    return f"addr-{client_address(request)}"
+
+
+def wait_before_next(request: Any, scope: str, rate: str | None) -> float | None:
+    """Spend one request of this client's budget for `scope`: None when it is within
+    `rate`, else the seconds until the next window opens (for Retry-After)."""
+    if not rate:
+        return None
+    allowed, duration = parse_rate(rate)
+    now = time.time()
+    window = int(now // duration)
+    key = f"throttle:{scope}:{client_key(request)}:{window}"
+    if count_in_window(cache, key, duration) <= allowed:
+        return None
+    return (window + 1) * duration - now

@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 export DEBUG="${DEBUG:-True}"
 PY=.venv/bin/python
 mkdir -p var
+# manage.py reads .env: with this one, the README's commands work in another terminal.
+if [[ ! -e .env ]]; then
+    printf '# Written by make run for local development (see .env.example).\nDEBUG=True\n' >.env
+fi
 
 $PY manage.py migrate --noinput
 $PY manage.py load_vocabulary

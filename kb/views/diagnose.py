@@ -20,6 +20,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from decisiontree.traceback import InputRejected
+from kb.clients import wait_before_next
 from kb.forms import DiagnoseForm, FeedbackForm, answers_from, paste_too_large_message
 from kb.models import StoredDiagnosis
 from kb.services import occurrences, stored_diagnoses
@@ -36,6 +37,11 @@ ANSWER_ANCHOR = "#diagnosis"  # the verdict, with the first fix under it
 def diagnose_page(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return page(request, DiagnoseForm())
+    wait = wait_before_next(request, "web-diagnose", settings.FIXGRAPH_WEB_DIAGNOSE_RATE)
+    if wait is not None:  # before the body is read: an abuser's 2 MB costs nothing
+        response = page(request, DiagnoseForm(), error=too_many_message(wait), status=429)
+        response["Retry-After"] = str(max(1, round(wait)))
+        return response
     if body_too_large(request):
         return page(request, DiagnoseForm(), error=paste_too_large_message(), status=413)
     return diagnose_checked(request)
@@ -54,12 +60,21 @@ def diagnose_checked(request: HttpRequest) -> HttpResponse:
     return diagnosed(request, form)
 
 
+def too_many_message(wait: float) -> str:
+    return (
+        f"Too many diagnoses from you in a short time; try again in {max(1, round(wait))} s. "
+        "Bots and scripts: use the API with a token."
+    )
+
+
 def body_too_large(request: HttpRequest) -> bool:
+    """Larger than any paste within the limit could make it. A form sends the paste
+    URL-encoded, up to 3 bytes for each byte pasted; the form then counts real bytes."""
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return False
-    return length > settings.FIXGRAPH_MAX_PASTE_BYTES + BODY_SLACK_BYTES
+    return length > settings.FIXGRAPH_MAX_PASTE_BYTES * 3 + BODY_SLACK_BYTES
 
 
 def diagnosed(request: HttpRequest, form: DiagnoseForm) -> HttpResponse:

@@ -1,0 +1,53 @@
+"""Commands that say what is wrong: `validate` names which of --fix / --host it cannot use;
+`hosts list` has a header, or says there are no hosts yet."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from kb.models import Finding, Fix, Host
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.fixture
+def fix() -> Fix:
+    finding = Finding.objects.create(title="x", status=Finding.Status.PUBLISHED)
+    return Fix.objects.create(finding=finding, summary="bf16 KV cache", outcome="resolves")
+
+
+def test_hosts_list_says_there_are_none_yet() -> None:
+    assert run("hosts", "list").startswith("no hosts yet: add one with `manage.py hosts add")
+
+
+def test_hosts_list_has_a_header() -> None:
+    Host.objects.create(name="h200-a", address="10.200.0.9", username="gpu", labels=["lab"])
+    lines = run("hosts", "list").splitlines()
+    assert lines[0].split("\t") == ["name", "login", "gpus", "labels", "state"]
+    assert lines[1].split("\t") == ["h200-a", "gpu@10.200.0.9:22", "?", "lab", "free"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "--fix ID is missing"),
+        (["--fix", "999999", "--host", "h200-a"], "--fix 999999: no fix has this id"),
+        (["--fix", "FIX"], "--host NAME is missing (registered hosts: h200-a)"),
+        (["--fix", "FIX", "--host", "h100"], "--host h100: no host has this name (registered"),
+    ],
+)
+def test_validate_names_which_argument_is_wrong(fix: Fix, args: list[str], message: str) -> None:
+    Host.objects.create(name="h200-a", address="10.200.0.9", username="gpu")
+    args = [str(fix.pk) if a == "FIX" else a for a in args]
+    with pytest.raises(CommandError) as refused:
+        run("validate", *args)
+    assert str(refused.value).startswith(message)
