@@ -234,6 +234,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = FIXGRAPH_MAX_PASTE_BYTES * 3 + 1_000_000
 # Anyone may use the form, and a large paste costs seconds of CPU: without a budget a
 # few clients could keep every web worker busy. Bots use the API with a token.
 FIXGRAPH_WEB_DIAGNOSE_RATE = os.environ.get("FIXGRAPH_WEB_DIAGNOSE_RATE", "20/min") or None
+# Anonymous web-form diagnoses running at once, site-wide (0: no limit). Keep it below
+# the number of web workers so that logged-in users and API tokens always find one free
+# (bench/abuse.py measured the default: docs/security.md).
+FIXGRAPH_WEB_DIAGNOSE_CONCURRENCY = envint("FIXGRAPH_WEB_DIAGNOSE_CONCURRENCY", 1)
 # Where the team edits its knowledge files, for "Edit" links: {path} and {line} of the entry,
 # e.g. https://git.example.com/team/kb/-/edit/main/{path}#L{line}. Empty: no such links.
 FIXGRAPH_SOURCE_EDIT_URL = os.environ.get("FIXGRAPH_SOURCE_EDIT_URL", "")

@@ -8,6 +8,9 @@ login lockout all count per client, so they must agree on who the client is.
 from __future__ import annotations
 
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -72,3 +75,23 @@ def wait_before_next(request: Any, scope: str, rate: str | None) -> float | None
     if count_in_window(cache, key, duration) <= allowed:
         return None
     return (window + 1) * duration - now
+
+
+@contextmanager
+def shared_slot(scope: str, places: int, hold_s: int = 120) -> Iterator[bool]:
+    """Take one of `places` places for `scope` in the shared cache (one atomic `add`
+    each); yields whether one was free. The place is given back on exit, or expires
+    after `hold_s` should the worker die holding it. `places` 0: no limit."""
+    if places <= 0:
+        yield True
+        return
+    held = next(
+        (key for i in range(places)
+         if cache.add(key := f"slot:{scope}:{i}", uuid.uuid4().hex, hold_s)),
+        None,
+    )  # fmt: skip
+    try:
+        yield held is not None
+    finally:
+        if held is not None:
+            cache.delete(held)

@@ -20,14 +20,18 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from decisiontree.traceback import InputRejected
-from kb.clients import wait_before_next
+from kb.clients import shared_slot, wait_before_next
 from kb.forms import DiagnoseForm, FeedbackForm, answers_from, paste_too_large_message
 from kb.models import StoredDiagnosis
 from kb.services import occurrences, stored_diagnoses
 from kb.services.diagnosis import record_feedback
 
 BODY_SLACK_BYTES = 100_000  # room for the launch command and form fields beside the paste
-ANSWER_ANCHOR = "#diagnosis"  # the verdict, with the first fix under it
+ANSWER_ANCHOR = "#diagnosis"
+BUSY_MESSAGE = (
+    "FixGraph is busy with other diagnoses; try again in a few seconds, or log in "
+    "(bots: use the API with a token)."
+)  # the verdict, with the first fix under it
 
 
 # Exempt here so an oversized body is refused before anything reads it; the CSRF
@@ -57,7 +61,16 @@ def diagnose_checked(request: HttpRequest) -> HttpResponse:
         message = " ".join(str(e) for errors in form.errors.values() for e in errors)
         status = 413 if paste_too_large_message() in message else 400
         return page(request, form, error=message, status=status)
-    return diagnosed(request, form)
+    if request.user.is_authenticated:
+        return diagnosed(request, form)
+    # Anonymous diagnoses share a few places site-wide: a worst-case paste costs seconds
+    # of CPU, and many clients must not be able to take every web worker at once.
+    with shared_slot("web-diagnose", settings.FIXGRAPH_WEB_DIAGNOSE_CONCURRENCY) as got:
+        if got:
+            return diagnosed(request, form)
+    response = page(request, form, error=BUSY_MESSAGE, status=503)
+    response["Retry-After"] = "5"
+    return response
 
 
 def too_many_message(wait: float) -> str:

@@ -169,3 +169,18 @@ def test_a_database_that_is_down_gives_503_with_retry_after() -> None:
     assert b"Try again soon" in page_body
     assert api_status == 503 and api_headers["Retry-After"] == "30"
     assert b'"code":"database_unavailable"' in api_body
+
+
+@pytest.mark.django_db
+def test_anonymous_diagnoses_wait_when_every_shared_place_is_taken(client: Client) -> None:
+    from django.core.cache import cache
+
+    cache.add("slot:web-diagnose:0", "another worker", 60)  # the one place is busy
+    busy = client.post("/diagnose/", {"text": "AssertionError: boom"})
+    assert busy.status_code == 503 and busy["Retry-After"] == "5"
+    assert "busy with other diagnoses" in busy.content.decode()
+    member = Client()
+    member.force_login(User.objects.create_user("bob", "b@example.org", "pw-long-enough-1"))
+    assert member.post("/diagnose/", {"text": "AssertionError: boom"}).status_code == 303
+    cache.delete("slot:web-diagnose:0")
+    assert client.post("/diagnose/", {"text": "AssertionError: boom"}).status_code == 303
