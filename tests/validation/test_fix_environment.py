@@ -69,7 +69,6 @@ def test_it_refuses_a_fix_that_sets_code_running_variables_and_runs_nothing(
     assert run.status == Status.ERROR and "PYTHONWARNINGS" in run.error
     assert run.command == "" and "server started" not in run.log
     assert not exists_on_host(ssh_target, marker)
-    assert not exists_on_host(ssh_target, f".fixgraph/runs/run-{run.pk}")
 
 
 def test_it_runs_a_fix_of_vetted_knobs_and_shows_them_before_it_runs(
@@ -117,7 +116,7 @@ def test_it_runs_no_fix_of_a_draft_finding(
     validation.run(run.pk)
     run.refresh_from_db()
     assert run.status == Status.ERROR and "draft finding" in run.error
-    assert not exists_on_host(ssh_target, f".fixgraph/runs/run-{run.pk}")
+    assert "connected to" not in run.log and run.command == ""  # refused before SSH
 
 
 def test_the_validate_command_names_the_refusal_and_queues_nothing(
