@@ -27,7 +27,6 @@ from kb.models import (
     LanguageModel,
     ValidationRun,
 )
-from kb.search import snippet_for
 
 MAX_ANSWERS = 20
 MAX_FEEDBACK_CONTEXT_BYTES = 10_000
@@ -247,9 +246,10 @@ class FindingSerializer(serializers.ModelSerializer):
         return getattr(finding, "rank", None)
 
     def get_snippet(self, finding: Finding) -> str | None:
-        """The first hit of `q`, HTML-escaped, with the matched words in <mark>."""
-        query = self.context.get("search_query")
-        return snippet_for(finding, query, self.context.get("search_reading")) if query else None
+        """The finding's own words around the words of `q`, as HTML: those words in
+        <mark>, `code` as <code>; null without `q`."""
+        snippets: dict[int, str] | None = self.context.get("snippets")
+        return snippets.get(finding.pk) if snippets is not None else None
 
     def validate_conditions(self, value: Any) -> list[dict[str, Any]]:
         return validate_pairs(value, ("key", "value"), "condition")

@@ -41,7 +41,7 @@ from kb.models import (
     LanguageModel,
     ValidationRun,
 )
-from kb.search import SearchResult
+from kb.search import SearchResult, page_snippets
 
 
 class SlackBlocksRenderer(renderers.JSONRenderer):
@@ -210,12 +210,16 @@ class FindingViewSet(
         # Only the list is filtered: a finding read by id is not subject to `?status=`.
         return super().filter_queryset(queryset) if self.action == "list" else queryset
 
+    def paginate_queryset(self, queryset: QuerySet[Finding]) -> list[Finding] | None:
+        self.page_rows = super().paginate_queryset(queryset)
+        return self.page_rows
+
     def get_serializer_context(self) -> dict[str, Any]:
         context = super().get_serializer_context()
-        if self.action == "list":
-            context["search_query"] = self.request.query_params.get("q", "")
-            if self.search_result is not None:
-                context["search_reading"] = self.search_result.reading
+        result = self.search_result
+        if self.action == "list" and result is not None and result.reading.terms:
+            query = self.request.query_params.get("q", "")
+            context["snippets"] = page_snippets(self.page_rows or [], query, result.reading)
         return context
 
     @extend_schema(request=s.FixSerializer, responses={200: s.FixSerializer(many=True)})

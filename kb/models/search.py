@@ -28,7 +28,6 @@ class FindingSearchDocument(models.Model):
     errors = models.TextField(blank=True, help_text="Signatures and verbatim error samples")
     context = models.TextField(blank=True, help_text="Cause, summary, flags, GPUs, model")
     body = models.TextField(blank=True, help_text="Body and fixes")
-    text = models.TextField(blank=True, help_text="All of the above, for snippets")
     facets = models.TextField(
         blank=True,
         help_text="Filter values, one `key=value` a line: filtering needs no join",

@@ -24,13 +24,14 @@ from kb.search.refresh import (
     rebuild_all,
     refresh_afterwards,
 )
-from kb.search.snippets import snippet_for
+from kb.search.snippets import page_snippets, snippet_for
 
 __all__ = [
     "RANKED_LIMIT",
     "Reading",
     "SearchResult",
     "build_missing_documents",
+    "page_snippets",
     "queue_refresh",
     "rebuild_all",
     "refresh_afterwards",

@@ -22,10 +22,6 @@ from kb.search.text import searchable
 
 MAX_SAMPLE_CHARS = 20_000
 INDEXED_FIELDS = ("title", "errors", "context", "body")
-# What a ranked list leaves unread: snippets need the document's `text` only.
-UNSHOWN_DOCUMENT_FIELDS = tuple(
-    f"search_document__{name}" for name in (*INDEXED_FIELDS, "facets", "vector")
-)
 
 
 @dataclass(frozen=True)
@@ -34,10 +30,6 @@ class DocumentFields:
     errors: str
     context: str
     body: str
-
-    @property
-    def text(self) -> str:
-        return "\n".join((self.title, self.errors, self.context, self.body))
 
 
 def document_fields(finding: Finding) -> DocumentFields:
@@ -97,7 +89,6 @@ def document_row(
         errors=searchable(fields.errors),
         context=searchable(fields.context),
         body=searchable(fields.body),
-        text=fields.text,
         facets=facet_text(facets),
         built_at=timezone.now(),
     )
@@ -120,7 +111,7 @@ def write_documents(finding_ids: list[int]) -> None:
             documents,
             update_conflicts=True,
             unique_fields=["finding"],
-            update_fields=[*INDEXED_FIELDS, "text", "facets", "built_at"],
+            update_fields=[*INDEXED_FIELDS, "facets", "built_at"],
         )
         FindingSearchDocument.objects.filter(finding_id__in=gone).delete()
         if postgres():

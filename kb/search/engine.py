@@ -13,7 +13,6 @@ from django.db.models import F, QuerySet
 
 from kb.models import Finding
 from kb.search.backend import RANKED_LIMIT, postgres
-from kb.search.documents import UNSHOWN_DOCUMENT_FIELDS
 from kb.search.ranking import ranked_matches
 from kb.search.ranking.postgresql import AnyOf
 from kb.search.reading import ALL_TERMS_UP_TO, Reading, read_query
@@ -51,7 +50,7 @@ def search(
     every word of the query (any word, for a pasted log; or when none has them all),
     best first, each annotated with `rank` (higher is better). Without a query, newest
     first. `order_by` orders the best matches otherwise (their rank is kept).
-    `snippet_for(finding, query)` gives the highlighted line.
+    `page_snippets(findings, query, reading)` gives their highlighted lines.
     """
     terms = parse_query(query)
     refresh_if_queued()  # filters and ranking both read the documents
@@ -63,8 +62,6 @@ def search(
     if not reading.terms:
         nothing = base.none()
         return SearchResult(nothing, 0, reading, best_ids=(), ranked=nothing)
-    # Snippets need the document's text only: the ranked sort then carries narrow rows.
-    base = base.select_related("search_document").defer(*UNSHOWN_DOCUMENT_FIELDS)
     every = len(reading.terms) <= ALL_TERMS_UP_TO
     ranked, ids = ranked_matches(base, reading.terms, every)
     if not ids and every and len(reading.terms) > 1:

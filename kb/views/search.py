@@ -18,7 +18,7 @@ from kb.models import (
     KnowledgeRevision,
     LanguageModel,
 )
-from kb.search import RANKED_LIMIT, Reading, snippet_for
+from kb.search import RANKED_LIMIT, Reading, page_snippets
 
 PAGE_SIZE = 25
 # A search ranks at most this many matches; past them the page says "1,000+".
@@ -71,9 +71,8 @@ def finding_list(request: HttpRequest) -> HttpResponse:
         page = ResultPage(number=1, findings=[], count=0)
         status = 403 if filterset.refused() else 400
     query = filterset.query
-    results = [
-        Result(f, snippet_for(f, query, page.reading) if query else "") for f in page.findings
-    ]
+    snippets = page_snippets(page.findings, query, page.reading) if query else {}
+    results = [Result(f, snippets.get(f.pk, "")) for f in page.findings]
     elapsed_ms = (time.perf_counter() - started) * 1000
     context = {
         "filterset": filterset,
