@@ -7,7 +7,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('kb', '0009_stored_diagnosis'),
+        ('kb', '0010_fix_proposed_passage_source'),
     ]
 
     operations = [
