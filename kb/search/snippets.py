@@ -16,7 +16,6 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-import markdown
 import nh3
 from django.db.models.functions import Left
 from stopwords import get_stopwords
@@ -24,6 +23,7 @@ from stopwords import get_stopwords
 from kb.models import ErrorSample, Finding, Fix
 from kb.search.reading import Reading
 from kb.search.text import Term, parse_query
+from kb.templatetags.fixgraph import INLINE_TAGS, inline_markdown
 
 SNIPPET_CHARS = 180
 # A code span cut by the window's edge is taken whole when it ends this close by.
@@ -31,7 +31,6 @@ CODE_SPAN_REACH = 80
 MAX_SAMPLE_CHARS = 20_000
 # Snowball's English list (PostgreSQL's `english` dictionary uses the same).
 STOP_WORDS = frozenset(word for word in get_stopwords("english") if word)
-INLINE_TAGS = {"code", "em", "strong"}
 # Stand-ins for <mark> while the text goes through Markdown (private-use characters).
 OPEN, CLOSE = "\ue000", "\ue001"
 
@@ -264,13 +263,10 @@ BLOCK_MARKER = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s?|(?:```|~~~
 
 
 def prose_html(stretch: str) -> str:
-    """Inline Markdown of one stretch: block syntax (headings, list markers, fences,
-    quotes) dropped, as the stretch reads on one line."""
+    """Inline Markdown of one stretch, as titles are shown: block syntax (headings, list
+    markers, fences, quotes) dropped, as the stretch reads on one line."""
     lines = (BLOCK_MARKER.sub("", line) for line in stretch.splitlines())
-    one_line = " ".join(" ".join(lines).split())
-    rendered_html = markdown.markdown(one_line)
-    rendered_html = re.sub(r"^<p>|</p>$", "", rendered_html.strip())
-    inline = nh3.clean(rendered_html, tags=INLINE_TAGS, attributes={})
+    inline = str(inline_markdown(" ".join(lines)))
     # The marks go in after sanitising; nh3 then mends any that cross an inline tag.
     return nh3.clean(with_marks(inline), tags=INLINE_TAGS | {"mark"}, attributes={})
 
