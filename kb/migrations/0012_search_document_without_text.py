@@ -7,7 +7,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('kb', '0010_fix_proposed_passage_source'),
+        ('kb', '0011_merge_fingerprint_version_fix_source'),
     ]
 
     operations = [
