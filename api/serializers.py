@@ -12,6 +12,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api.errors import PayloadTooLarge
+from decisiontree import conditions
 from decisiontree.diagnose import Diagnosis, RankedFix, State
 from decisiontree.match import MatchLevel
 from decisiontree.records import Change, ChangeAction, Outcome
@@ -252,7 +253,10 @@ class FindingSerializer(serializers.ModelSerializer):
         return snippets.get(finding.pk) if snippets is not None else None
 
     def validate_conditions(self, value: Any) -> list[dict[str, Any]]:
-        return validate_pairs(value, ("key", "value"), "condition")
+        try:
+            return conditions.checked(value)
+        except conditions.ConditionError as error:
+            raise serializers.ValidationError(str(error)) from error
 
 
 class FindingHistorySerializer(serializers.Serializer):
@@ -519,14 +523,15 @@ def corrected_command_for(ranked: RankedFix, diagnosis: Any, context: dict[str, 
         return None
     from kb.views.launch import corrected_command
 
-    framework = diagnosis.context.framework if isinstance(diagnosis, Diagnosis) else None
+    known = diagnosis.context if isinstance(diagnosis, Diagnosis) else None
+    framework, version = (known.framework, known.framework_version) if known else (None, None)
     fix = {
         "changes": [
             {"action": str(c.action), "name": c.name, "value": c.value} for c in ranked.fix.changes
         ],
         "command_changes": list(ranked.command_changes),
     }
-    return corrected_command(command, fix, framework)
+    return corrected_command(command, fix, framework, version)
 
 
 def summary_line(diagnosis: Diagnosis) -> str:

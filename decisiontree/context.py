@@ -13,22 +13,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from decisiontree.vocabulary import LaunchCommand, Vocabulary, load
+from decisiontree.flags import canonical_flag
+from decisiontree.launch import LaunchCommand
+from decisiontree.logline import strip_ansi
+from decisiontree.versions import package_key, version_text
+from decisiontree.vocabulary import Vocabulary, load
 
 Facts = dict[str, str]  # condition-style key ("gpu.arch", "flag.tp-size", "version.torch") -> value
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _KEY_VALUE = re.compile(r"^[\s>|]*([A-Za-z\[][\w .()/\]-]*?)\s*:\s(.*)$")
 _GPU_LINE = re.compile(r"^[\s>|]*GPU ([\d,\s]+):\s*(.+?)(?:\s+\(UUID:.*)?\s*$")
-_VERSION = re.compile(r"^v?(\d+(?:\.\d+)+[\w.+-]*)")
-_PACKAGE_KEYS = {
-    "pytorch": "torch",
-    "flashinfer-python": "flashinfer",
-    "sglang-kernel": "sgl-kernel",
-    "nvidia-nccl-cu12": "nccl",
-    "nvidia-nccl-cu13": "nccl",
-    "pytorch-triton": "triton",
-}
 # Engine-config fields whose name differs from the flag that sets them.
 _VLLM_FIELDS = {"max_seq_len": "max-model-len", "model": "model"}
 
@@ -56,7 +50,7 @@ class Context:
         """The value of a condition key ("gpu.arch", "flag.kv-cache-dtype", ...), or None."""
         prefix, _, rest = key.partition(".")
         if prefix == "flag":
-            return self.flags.get(_canonical_flag(rest, self.framework))
+            return self.flags.get(canonical_flag(rest, self.framework))
         if prefix in ("version", "env"):
             return (self.versions if prefix == "version" else self.env).get(rest)
         simple = {
@@ -76,7 +70,7 @@ class Context:
         sources = {**self.sources, key: "user"}
         prefix, _, rest = key.partition(".")
         if prefix == "flag":
-            name = _canonical_flag(rest, self.framework)
+            name = canonical_flag(rest, self.framework)
             sources = {**self.sources, f"flag.{name}": "user"}
             return replace(self, flags={**self.flags, name: value}, sources=sources)
         if prefix in ("version", "env"):
@@ -111,10 +105,6 @@ def _answer_fields(key: str, value: str) -> dict[str, Any]:
     if key not in fields:
         raise KeyError(f"unknown context key: {key}")
     return {fields[key]: value.lower() if key == "framework" else value}
-
-
-def _canonical_flag(name: str, framework: str | None) -> str:
-    return load().canonical_flag(name, framework) or name.lstrip("-")
 
 
 # ---------------------------------------------------------------- building
@@ -162,7 +152,7 @@ def build_context(
 
 def clean(text: str) -> str:
     """Pasted text without colour codes or carriage returns."""
-    return _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+    return strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _merge(layers: list[tuple[str, Facts]]) -> tuple[Facts, dict[str, str]]:
@@ -486,13 +476,7 @@ def _version_in(value: str, *, release: bool = False) -> str | None:
     if release:
         found = re.search(r"release (\d+\.\d+)", value) or re.match(r"(\d+\.\d+)", value)
         return found.group(1) if found else None
-    found = _VERSION.match(value.strip())
-    return found.group(1) if found else None
-
-
-def package_key(name: str) -> str:
-    key = name.strip().lower().replace("_", "-")
-    return _PACKAGE_KEYS.get(key, key)
+    return version_text(value)
 
 
 def _package_versions(pairs: Mapping[str, str]) -> Facts:

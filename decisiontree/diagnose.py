@@ -18,9 +18,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from decisiontree import versions
+from decisiontree.conditions import framework_of, is_version_key
 from decisiontree.context import Context
 from decisiontree.fingerprint import Signature, signatures_of, text_terms
-from decisiontree.graph import KnowledgeGraph, canonical_flag, framework_of
+from decisiontree.flags import canonical_flag
+from decisiontree.graph import KnowledgeGraph
 from decisiontree.match import Candidate, MatchLevel, Query
 from decisiontree.records import (
     Change,
@@ -239,7 +242,7 @@ def _backend_choice(line: str, vocabulary: Vocabulary) -> dict[str, str]:
     if (picked := BACKEND_CHOICE.search(line)) is not None:
         chosen["kv-cache-dtype"] = picked["kv"]
         for phase in ("prefill", "decode"):
-            name = canonical_flag(f"nsa-{phase}-backend", vocabulary, "sglang")
+            name = canonical_flag(f"nsa-{phase}-backend", "sglang")
             chosen[name] = picked[phase]
     return chosen
 
@@ -257,8 +260,8 @@ def assess(condition: Condition, context: Context, vocabulary: Vocabulary) -> St
 
 
 def _same_value(key: str, wanted: str, actual: str, vocabulary: Vocabulary) -> bool:
-    if key == "framework.version":
-        return version_satisfies(actual, wanted)
+    if is_version_key(key):
+        return versions.satisfies(actual, wanted)
     return _normal_value(wanted, key, vocabulary) == actual
 
 
@@ -269,21 +272,6 @@ def _normal_value(value: str | None, key: str = "", vocabulary: Vocabulary | Non
     if key == "gpu.arch" and vocabulary is not None:
         return vocabulary.arch_of(text) or text
     return VALUE_ALIASES.get(text, text)
-
-
-def version_satisfies(actual: str, wanted: str) -> bool:
-    """`wanted` is "0.5.9", "0.5" (a prefix), or "<0.5.10", ">=0.5.9", "==0.5.9"."""
-    operator = re.match(r"\s*(<=|>=|==|<|>)?\s*(.*)", wanted)
-    op, version = (operator[1] or "", operator[2]) if operator else ("", wanted)
-    have, need = _version_tuple(actual), _version_tuple(version)
-    if not op:
-        return have[: len(need)] == need
-    compare = {"<": have < need, "<=": have <= need, ">": have > need, ">=": have >= need}
-    return compare.get(op, have == need)
-
-
-def _version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version)[:4])
 
 
 # --- ranking --------------------------------------------------------------------

@@ -16,7 +16,6 @@ changes; `KnowledgeGraph.index` answers "which findings look like this error".
 from __future__ import annotations
 
 import dataclasses
-import functools
 import gc
 from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
@@ -24,6 +23,8 @@ from typing import Any
 
 import networkx as nx  # type: ignore[import-untyped]  # no stubs installed
 
+from decisiontree import conditions, flags
+from decisiontree.conditions import framework_of
 from decisiontree.fingerprint import Signature
 from decisiontree.match import SignatureIndex
 from decisiontree.records import Change, ChangeAction, Condition, FindingRecord, FixRecord
@@ -183,48 +184,23 @@ def _observe(
 
 
 def canonical_finding(finding: FindingRecord, vocabulary: Vocabulary) -> FindingRecord:
-    """The finding with every flag named by its newest spelling (`dsa-...`, not `nsa-...`)."""
+    """The finding in today's spellings: condition keys as the diagnosis reads them,
+    every flag by its newest name (`dsa-...`, not `nsa-...`)."""
     framework = framework_of(finding.conditions)
-    conditions = tuple(canonical_condition(c, vocabulary, framework) for c in finding.conditions)
-    fixes = tuple(_canonical_fix(f, vocabulary, framework) for f in finding.fixes)
-    if conditions == finding.conditions and fixes == finding.fixes:
+    conditions_ = tuple(conditions.canonical(c, framework) for c in finding.conditions)
+    fixes = tuple(_canonical_fix(f, framework) for f in finding.fixes)
+    if conditions_ == finding.conditions and fixes == finding.fixes:
         return finding  # the usual case: no copy, no extra memory
-    return dataclasses.replace(finding, conditions=conditions, fixes=fixes)
+    return dataclasses.replace(finding, conditions=conditions_, fixes=fixes)
 
 
-def framework_of(conditions: Iterable[Condition]) -> str | None:
-    for condition in conditions:
-        if condition.key == "framework" and not condition.negate:
-            return condition.value.lower()
-    return None
-
-
-def canonical_condition(
-    condition: Condition, vocabulary: Vocabulary, framework: str | None
-) -> Condition:
-    if not condition.key.startswith("flag."):
-        return condition
-    key = "flag." + canonical_flag(condition.key.removeprefix("flag."), vocabulary, framework)
-    return condition if key == condition.key else dataclasses.replace(condition, key=key)
-
-
-def canonical_flag(name: str, vocabulary: Vocabulary, framework: str | None) -> str:
-    return _canonical_flag(name.lstrip("-"), vocabulary, framework)
-
-
-@functools.lru_cache(maxsize=4096)
-def _canonical_flag(bare: str, vocabulary: Vocabulary, framework: str | None) -> str:
-    # Cached: a large knowledge base names the same few hundred flags over and over.
-    return vocabulary.canonical_flag(bare, framework) or bare
-
-
-def _canonical_fix(fix: FixRecord, vocabulary: Vocabulary, framework: str | None) -> FixRecord:
-    changes = tuple(_canonical_change(c, vocabulary, framework) for c in fix.changes)
+def _canonical_fix(fix: FixRecord, framework: str | None) -> FixRecord:
+    changes = tuple(_canonical_change(c, framework) for c in fix.changes)
     return fix if changes == fix.changes else dataclasses.replace(fix, changes=changes)
 
 
-def _canonical_change(change: Change, vocabulary: Vocabulary, framework: str | None) -> Change:
+def _canonical_change(change: Change, framework: str | None) -> Change:
     if change.action not in FLAG_CHANGES:
         return change
-    name = canonical_flag(change.name, vocabulary, framework)
+    name = flags.canonical_flag(change.name, framework)
     return change if name == change.name else dataclasses.replace(change, name=name)

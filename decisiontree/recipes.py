@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from decisiontree.flags import canonical_flag, flag_key
 from decisiontree.records import Change, ChangeAction
 from decisiontree.server_env import fix_env_problem
-from decisiontree.vocabulary import Vocabulary, flag_key, load
+from decisiontree.vocabulary import Vocabulary, load
 
 # ---------------------------------------------------------------- recipes
 
@@ -82,11 +83,10 @@ def apply_changes(
     Flag names are compared canonically so `--nsa-decode-backend` in the base is
     replaced, not duplicated, by a change to `dsa-decode-backend`.
     """
-    vocab = load()
-    merged = {_canonical(name, vocab): value for name, value in flags.items()}
+    merged = {canonical_flag(name): value for name, value in flags.items()}
     new_env = dict(env)
     for change in changes:
-        name = _canonical(change.name, vocab)
+        name = canonical_flag(change.name)
         if change.action is ChangeAction.SET_FLAG:
             merged[name] = change.value
         elif change.action is ChangeAction.REMOVE_FLAG:
@@ -94,10 +94,6 @@ def apply_changes(
         elif change.action is ChangeAction.SET_ENV:
             new_env[change.name] = change.value or ""
     return merged, new_env
-
-
-def _canonical(name: str, vocab: Vocabulary) -> str:
-    return vocab.canonical_flag(name) or flag_key(name)
 
 
 def build_launch(

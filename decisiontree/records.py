@@ -69,8 +69,8 @@ class Change:
 class Condition:
     """A fact about the context that a cause needs, e.g. `gpu.arch = sm_120`.
 
-    Keys: `gpu.arch`, `gpu.name`, `flag.<canonical-name>`, `model.arch`,
-    `model.name`, `model.quantization`, `framework`, `framework.version`.
+    Keys and values are those of `decisiontree.conditions` (`gpu.arch`,
+    `flag.<canonical-name>`, `version.<package>`, ...), which reads what people type.
     `negate=True` means the cause needs the key to be anything *but* `value`
     (e.g. `flag.kv-cache-dtype != bf16`).
     """

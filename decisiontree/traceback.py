@@ -18,9 +18,10 @@ MAX_LINE_CHARS, so a 2 MB paste parses in linear time.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field, replace
+
+from decisiontree.logline import Prefix, last_overwrite, split_prefix, strip_ansi
 
 MAX_INPUT_CHARS = 2_000_000
 MAX_LINE_CHARS = 4_000  # longer lines are config dumps; cutting them keeps regexes linear
@@ -203,7 +204,6 @@ def _module_from_checkout(parts: list[str]) -> str:
 # --- input checks and line preparation ------------------------------------------------
 
 _UNPRINTABLE = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\ufffd]")
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 
 
 def _check_input(text: str) -> None:
@@ -232,87 +232,20 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
     first HEAD_LINES and the last MAX_LINES - HEAD_LINES lines are read (errors
     sit at the end of a log, the command and versions at its start).
     """
-    text = _ANSI.sub("", text).replace("\r\n", "\n")
+    text = strip_ansi(text).replace("\r\n", "\n")
     raws = _BLANK_RUNS.sub("\n\n", text).split("\n")
     cut = len(raws) > MAX_LINES
     if cut:
         omitted = len(raws) - MAX_LINES
         raws = [*raws[:HEAD_LINES], f"[... {omitted} lines omitted ...]", *raws[-TAIL_LINES:]]
-    lines = [_last_overwrite(raw[:MAX_RAW_LINE_CHARS])[:MAX_LINE_CHARS].rstrip() for raw in raws]
+    lines = [last_overwrite(raw[:MAX_RAW_LINE_CHARS])[:MAX_LINE_CHARS].rstrip() for raw in raws]
     return lines, cut
 
 
 _BLANK_RUNS = re.compile(r"\n(?:[ \t\r]*\n)+")
 
 
-def _last_overwrite(raw: str) -> str:
-    # A progress bar redraws with "\r": the terminal showed only the last segment.
-    if "\r" not in raw:
-        return raw
-    segments = [s for s in raw.split("\r") if s.strip()]
-    return segments[-1] if segments else ""
-
-
-# --- log prefixes ---------------------------------------------------------------------
-
-_LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
-_TS = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
-_LEVEL_START = "DIWECF"
-_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-# Each pattern is anchored at the start and listed with the characters it can
-# start with ("" = any word character), so most lines try only a few. They are
-# applied repeatedly because prefixes stack:
-# "(VllmWorker rank=2 pid=9) ERROR 02-19 00:08:10 [core.py:1] ...".
-_PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    # SGLang: [2026-02-19 00:08:10 TP3] / [2026-02-19 00:08:10 DP0 TP3 EP3]
-    ("[", re.compile(rf"\[(?P<ts>{_TS})(?P<tags>(?: [A-Z]{{2,4}}\d+)*)\] ?")),
-    # vLLM / Ray process tags: (VllmWorker rank=2 pid=1234) (EngineCore_DP0 pid=77)
-    (
-        "(",
-        re.compile(
-            r"\((?:(?P<proc>[A-Za-z_][\w.-]*(?: [A-Za-z_][\w.-]*)?) )?"
-            r"(?:rank=(?P<rank>\d+) )?pid=\d+(?:, ip=[\w.:]+)?\) ?"
-        ),
-    ),
-    ("[", re.compile(r"\[rank(?P<rank>\d+)\]: ?")),  # torchrun
-    # vLLM: INFO 02-19 00:08:10 [core.py:123]
-    (
-        _LEVEL_START,
-        re.compile(
-            rf"(?P<lvl>{_LEVELS}) +\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? +"
-            r"(?P<src>\[?[\w./-]+:\d+\]?) ?"
-        ),
-    ),
-    # SGLang: WARNING server_args.py:1177:
-    (_LEVEL_START, re.compile(rf"(?P<lvl>{_LEVELS}) (?P<src>[\w./-]+\.py:\d+): ?")),
-    # c10 / glog: [W219 00:08:10.123456789 ProcessGroupNCCL.cpp:1496] / E0219 00:08:10.1 42 x.cc:9]
-    (
-        "[IWEF",
-        re.compile(
-            r"\[?(?P<glog>[IWEF])\d{3,4} \d\d:\d\d:\d\d\.\d+ (?:\d+ )?(?P<src>[\w./-]+:\d+)\] ?"
-        ),
-    ),
-    ("0123456789", re.compile(rf"(?P<ts>{_TS}) *(?:[|:]|-(?= ))? ?")),  # ISO / logging
-    ("", re.compile(rf"[\w.]+ +- +(?P<lvl>{_LEVELS}) +- ?")),  # "name - ERROR - "
-    # ERROR:root: / INFO:     / ERROR | / ERROR
-    (_LEVEL_START, re.compile(rf"(?P<lvl>{_LEVELS})(?::[\w.]*:| *[|-] +|: +| +)")),
-    ("", re.compile(r"[\w.-]*[-_]\d+ +\| ?")),  # docker compose: sglang-1  |
-    ("[", re.compile(r"\[pod/[^\]\s]+\] ?")),  # kubectl logs --prefix
-    # syslog / journald: Feb 19 00:08:10 host kernel:
-    (_UPPER, re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./-]+(?:\[\d+\])?: ?")),
-    ("[", re.compile(r"\[ *\d+\.\d+\] ?")),  # dmesg
-    ("", re.compile(r"[\w.-]+:\d+:\d+ \[(?P<dev>\d+)\] (?=NCCL )")),  # NCCL: host:pid:tid [3]
-)
-
-
-@functools.lru_cache(maxsize=512)
-def _prefixes_for(first: str) -> tuple[re.Pattern[str], ...]:
-    word = first.isalnum() or first in "_.-"
-    return tuple(p for starts, p in _PREFIXES if first in starts or (word and not starts))
-
-
-_GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
-_TP_TAG = re.compile(r"\bTP(\d+)\b|_TP(\d+)")
+# --- log prefixes (decisiontree.logline) -----------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -328,53 +261,14 @@ class _Line:
         return self.style[1]
 
 
-@dataclass
-class _Prefix:
-    stamped: bool = False
-    level: str | None = None
-    source: str | None = None
-    rank: str | None = None
-    proc: str | None = None
-
-
-def _strip_prefixes(line: str) -> tuple[str, _Prefix]:
-    found = _Prefix()
-    for _ in range(6):
-        match = _first_prefix(line)
-        if match is None:
-            break
-        _note_prefix(found, match.groupdict())
-        line = line[match.end() :]
+def _strip_prefixes(line: str) -> tuple[str, Prefix]:
+    line, found = split_prefix(line)
     # Python 3.11 exception groups draw "|" borders around sub-tracebacks.
     for _ in range(4):
         if not line.lstrip().startswith("| "):
             break
         line = line.lstrip()[2:]
     return line, found
-
-
-def _first_prefix(line: str) -> re.Match[str] | None:
-    if not line or line[0] == " ":
-        return None  # indented traceback lines never carry a prefix of their own
-    for pattern in _prefixes_for(line[0]):
-        if (match := pattern.match(line)) and match.end():
-            return match
-    return None
-
-
-def _note_prefix(found: _Prefix, groups: dict[str, str | None]) -> None:
-    level = groups.get("lvl") or _GLOG_LEVELS.get(groups.get("glog") or "")
-    found.stamped = found.stamped or bool(level or groups.get("ts"))
-    if level:
-        found.level = "WARNING" if level == "WARN" else level
-    found.source = groups.get("src") or found.source
-    if rank := groups.get("rank"):
-        found.rank = f"rank{rank}"
-    for key in ("tags", "proc"):
-        if value := groups.get(key):
-            tp = _TP_TAG.search(value)
-            found.rank = f"TP{tp.group(1) or tp.group(2)}" if tp else found.rank
-            found.proc = value.strip() if key == "proc" else found.proc
 
 
 def _logical_lines(physical: list[str]) -> list[_Line]:

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django import forms
 from django.conf import settings
 
-from decisiontree import vocabulary
+from decisiontree import conditions, vocabulary
 from decisiontree.documents.changes import changes_from_lines, summarize
 from decisiontree.records import Change, ChangeAction
 from decisiontree.server_env import change_problem
 from kb.models import Finding, Fix
-
-CONDITION_LINE = re.compile(r"^\s*([\w.\-]+)\s*(!=|=)\s*(.+?)\s*$")
 
 
 class DiagnoseForm(forms.Form):
@@ -87,34 +84,21 @@ class FeedbackForm(forms.Form):
 
 
 class ConditionsField(forms.CharField):
-    """Conditions as lines of `key = value` or `key != value`."""
+    """Conditions as lines of `key = value` or `key != value` (see decisiontree.conditions)."""
 
     widget = forms.Textarea(attrs={"rows": 5, "spellcheck": "false"})
 
     def prepare_value(self, value: Any) -> str:
         if isinstance(value, list):
-            return "\n".join(condition_line(item) for item in value if isinstance(item, dict))
+            return "\n".join(conditions.as_line(item) for item in value if isinstance(item, dict))
         return str(value or "")
 
     def to_python(self, value: Any) -> list[dict[str, Any]]:
         lines = [line for line in str(value or "").splitlines() if line.strip()]
-        return [parse_condition(line) for line in lines]
-
-
-def condition_line(condition: dict[str, Any]) -> str:
-    operator = "!=" if condition.get("negate") else "="
-    return f"{condition.get('key', '')} {operator} {condition.get('value', '')}"
-
-
-def parse_condition(line: str) -> dict[str, Any]:
-    match = CONDITION_LINE.match(line)
-    if match is None:
-        raise forms.ValidationError(
-            f"“{line.strip()}” is not a condition: write key = value or key != value, "
-            "e.g. gpu.arch = sm_120"
-        )
-    key, operator, value = match.groups()
-    return {"key": key, "value": value, "negate": operator == "!="}
+        try:
+            return [conditions.as_dict(conditions.parse_line(line)) for line in lines]
+        except conditions.ConditionError as error:
+            raise forms.ValidationError(str(error)) from error
 
 
 class ReviewFindingForm(forms.ModelForm):  # type: ignore[type-arg]

@@ -15,23 +15,22 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+
+from decisiontree.conditions import ConditionError, canonical_key  # noqa: E402
+from decisiontree.flags import canonical_flag  # noqa: E402
+
 ACTIONS = {"set_flag", "remove_flag", "set_env", "pin_version", "patch", "other"}
 OUTCOMES = {"resolves", "partial", "no_effect", "worse"}
 HELPFUL = {"resolves", "partial"}
-CONDITION_KEYS = {
-    "gpu.arch",
-    "gpu.name",
-    "model.arch",
-    "model.name",
-    "model.quantization",
-    "framework",
-    "framework.version",
-}
-# Hyphenated, no leading dashes; the pre-0.5.23 SGLang `nsa-*` spellings are not canonical.
-FLAG_NAME = re.compile(r"^(?!nsa-)[a-z0-9][a-z0-9-]*$")
 FINDING_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 LABEL_KEYS = {"gpus", "models", "frameworks", "flags", "error_types", "fixes"}
 MIN_FINDINGS, MIN_UNRELATED, MIN_WRITEUPS = 35, 30, 10
+
+
+def is_canonical_flag(name: str) -> bool:
+    """Written as the flag tables name it: no dashes, the newest spelling (not `nsa-*`)."""
+    return bool(name) and canonical_flag(name) == name and not name.startswith("-")
 
 
 def check_change(change: dict[str, Any], where: str) -> list[str]:
@@ -41,7 +40,7 @@ def check_change(change: dict[str, Any], where: str) -> list[str]:
     name = change.get("name")
     if not isinstance(name, str) or not name:
         problems.append(f"{where}: change without a name")
-    elif change.get("action") in ("set_flag", "remove_flag") and not FLAG_NAME.match(name):
+    elif change.get("action") in ("set_flag", "remove_flag") and not is_canonical_flag(name):
         problems.append(f"{where}: flag name {name!r} is not canonical")
     if not isinstance(change.get("value"), str | None):
         problems.append(f"{where}: value must be a string or null")
@@ -66,10 +65,11 @@ def check_condition(condition: dict[str, Any], where: str) -> list[str]:
         return [f"{where}: condition without a value"]
     if not isinstance(key, str):
         return [f"{where}: condition without a key"]
-    if key.startswith("flag."):
-        ok = bool(FLAG_NAME.match(key.removeprefix("flag.")))
-        return [] if ok else [f"{where}: flag condition {key!r} is not canonical"]
-    return [] if key in CONDITION_KEYS else [f"{where}: unknown condition key {key!r}"]
+    try:
+        canonical = canonical_key(key)
+    except ConditionError:
+        return [f"{where}: unknown condition key {key!r}"]
+    return [] if canonical == key else [f"{where}: condition key {key!r} is not {canonical!r}"]
 
 
 def check_report_path(root: Path, path: Any, finding_id: str, where: str) -> list[str]:
@@ -145,7 +145,7 @@ def check_label_entries(labels: dict[str, Any], where: str) -> list[str]:
         if not isinstance(gpu.get("count"), int) or gpu["count"] < 1:
             problems.append(f"{where}: gpu {gpu.get('name')!r} needs a positive count")
     for name, value in labels["flags"].items():
-        if not FLAG_NAME.match(name) or not isinstance(value, str):
+        if not is_canonical_flag(name) or not isinstance(value, str):
             problems.append(f"{where}: flag {name!r}={value!r} is not canonical")
     for fix in labels["fixes"]:
         if not fix.get("change") or fix.get("outcome") not in OUTCOMES:

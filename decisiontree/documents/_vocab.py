@@ -50,7 +50,6 @@ class VocabularyLike(Protocol):
     def gpus_in_text(self, text: str) -> Sequence[tuple[GpuLike, int]]: ...
     def arch_of(self, text: str) -> str | None: ...
     def flag(self, name: str, framework: str | None = None) -> FlagSpecLike | None: ...
-    def canonical_flag(self, name: str, framework: str | None = None) -> str | None: ...
     def parse_launch_command(self, cmd: str) -> LaunchLike: ...
     def flags_in_text(
         self, text: str, framework: str | None = None
@@ -80,10 +79,6 @@ class CachedVocabulary:
         if key not in self._flags:
             self._flags[key] = self._inner.flag(name, framework)
         return self._flags[key]
-
-    def canonical_flag(self, name: str, framework: str | None = None) -> str | None:
-        spec = self.flag(name, framework)
-        return spec.name if spec else None
 
     def parse_launch_command(self, cmd: str) -> LaunchLike:
         return self._inner.parse_launch_command(cmd)

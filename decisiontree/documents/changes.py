@@ -144,7 +144,8 @@ def _flag_changes(
     previous_end, previous_removal = 0, False
     for match in FLAG_TOKEN.finditer(text):
         raw = match.group(1).rstrip(".")
-        canonical = vocabulary.canonical_flag(raw, framework)
+        spec = vocabulary.flag(raw, framework)
+        canonical = spec.name if spec else None
         between = text[previous_end : match.start()]
         removal = bool(_REMOVAL_CUE.search(text[max(0, match.start() - 40) : match.start()])) or (
             previous_removal and bool(_JOINER.match(between))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from decisiontree.documents._vocab import VocabularyLike
 from decisiontree.documents.model import GpuMention, Metrics
+from decisiontree.versions import VERSION_TEXT, package_key
 
 # -- GPUs ---------------------------------------------------------------------------------
 
@@ -59,11 +60,10 @@ def _chunks(text: str) -> list[str]:
 
 # -- Frameworks and packages ---------------------------------------------------------------
 
-_VERSION = r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.?(?:post|rc|dev|a|b)\d*)?(?:\+\w+(?:\.\w+)*)?)"
 # "sglang 0.5.9", "vllm==0.10.2", "sglang[all]==0.4.9.post2", "lmsysorg/sglang:v0.5.4-cu129"
 _FRAMEWORK_VERSION = re.compile(
     r"(?<![\w.-])(sglang|vllm|tensorrt[-_]llm|lmdeploy)(?:\[[\w,]{1,40}\])?(?![\w/-])"
-    r"(?:\s*(?:==|=|:|@)\s*|\s+(?:version\s+|release\s+)?)" + _VERSION,
+    r"(?:\s*(?:==|=|:|@)\s*|\s+(?:version\s+|release\s+)?)" + VERSION_TEXT,
     re.IGNORECASE,
 )
 _FRAMEWORK_WORD = re.compile(
@@ -73,20 +73,9 @@ _PACKAGE_VERSION = re.compile(
     r"(?<![\w/.-])(transformers|flashinfer(?:[-_]python)?|torch|pytorch|cuda|triton|nccl"
     r"|sgl[-_]kernel"
     r"|nvidia driver|driver|python|deep_?gemm|xformers|flash[-_]attn|cudnn|vllm[-_]flash[-_]attn)"
-    r"(?![\w-])(?:\s*(?:==|=|:)\s*|\s+(?:version\s+|v)?|\s+is\s+)" + _VERSION,
+    r"(?![\w-])(?:\s*(?:==|=|:)\s*|\s+(?:version\s+|v)?|\s+is\s+)" + VERSION_TEXT,
     re.IGNORECASE,
 )
-_PACKAGE_NAMES = {
-    "pytorch": "torch",
-    "flashinfer-python": "flashinfer",
-    "flashinfer_python": "flashinfer",
-    "sgl_kernel": "sgl-kernel",
-    "nvidia driver": "driver",
-    "deepgemm": "deep-gemm",
-    "deep_gemm": "deep-gemm",
-    "flash_attn": "flash-attn",
-    "vllm_flash_attn": "vllm-flash-attn",
-}
 _FRAMEWORK_NAMES = {"tensorrt_llm": "tensorrt-llm"}
 
 
@@ -109,11 +98,10 @@ def framework_in(text: str, launched: str | None = None) -> tuple[str | None, st
 
 def versions_in(text: str) -> dict[str, str]:
     """Other packages' versions ("Transformers 5.2.0", "CUDA 13.1"); the first mention wins."""
-    versions: dict[str, str] = {}
+    found: dict[str, str] = {}
     for match in _PACKAGE_VERSION.finditer(text):
-        name = match.group(1).lower()
-        versions.setdefault(_PACKAGE_NAMES.get(name, name), match.group(2))
-    return versions
+        found.setdefault(package_key(match.group(1)), match.group(2))
+    return found
 
 
 # -- Models -------------------------------------------------------------------------------

@@ -8,12 +8,12 @@ fields are kept, never an error; what looks wrong becomes a reviewer note.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from decisiontree import conditions, launch
 from decisiontree.documents import derive, facts, samples
-from decisiontree.documents._vocab import VocabularyLike, takes_value
+from decisiontree.documents._vocab import VocabularyLike
 from decisiontree.documents.changes import changes_in
 from decisiontree.documents.model import ExtractedFinding, ExtractedFix, GpuMention, Metrics
 from decisiontree.documents.outcomes import split_bracket_outcome
@@ -327,32 +327,16 @@ def _flags(
         if unknown:
             problems.append(f"entry '{title}': unknown flags {', '.join(unknown)}")
         return _Flags(parsed.framework, dict(parsed.flags))
-    return _Flags(None, bare_flags(command, vocabulary, framework, title, problems))
+    return _Flags(None, bare_flags(command, framework, title, problems))
 
 
 def bare_flags(
-    command: str, vocabulary: VocabularyLike, framework: str | None, title: str, problems: list[str]
-) -> dict[str, str | None]:
+    command: str, framework: str | None, title: str, problems: list[str]
+) -> dict[str, str]:
     """`--tp-size 8 --enable-x` without an entry point; booleans read "true" as launched."""
-    try:
-        tokens = shlex.split(command.replace("\\\n", " "))
-    except ValueError:
-        tokens = command.split()
-    flags: dict[str, str | None] = {}
-    for i, token in enumerate(tokens):
-        if not token.startswith("-") or len(token) < 2 or token[1].isdigit():
-            continue
-        name, eq, inline = token.partition("=")
-        spec = vocabulary.flag(name, framework)
-        if spec is None:
-            problems.append(f"entry '{title}': unknown flag {name}")
-            continue
-        following = (
-            tokens[i + 1] if i + 1 < len(tokens) and not tokens[i + 1].startswith("--") else None
-        )
-        value = inline if eq else (following if takes_value(spec) else None)
-        flags[spec.name] = value if value is not None else "true"
-    return flags
+    parsed = launch.parse_launch_command(command, framework)
+    problems += [f"entry '{title}': unknown flag {name}" for name in parsed.unknown_flags]
+    return dict(parsed.flags)
 
 
 def _fixes(
@@ -446,20 +430,10 @@ def _status(entry: _Entry, fixes: tuple[ExtractedFix, ...], kind: str, problems:
     return derive.infer_status(fixes, kind)
 
 
-_CONDITION = re.compile(r"^\s*([A-Za-z][\w.-]*)\s*(!=|=|:)\s*(.+?)\s*$")
-_KEY_ALIASES = {
-    "arch": "gpu.arch", "gpu": "gpu.name", "gpu.name": "gpu.name", "gpu.arch": "gpu.arch",
-    "model": "model.name", "model.name": "model.name", "model.arch": "model.arch",
-    "quantization": "model.quantization", "model.quantization": "model.quantization",
-    "framework": "framework", "framework.version": "framework.version",
-    "version": "framework.version",
-}  # fmt: skip
-
-
 def _conditions(
     entry: _Entry, vocabulary: VocabularyLike, framework: str | None, problems: list[str]
 ) -> tuple[Condition, ...]:
-    conditions: list[Condition] = []
+    found: list[Condition] = []
     for raw in entry.values("when"):
         for item in re.split(r"[;,\n]", raw):
             if item.strip():
@@ -469,32 +443,22 @@ def _conditions(
                         f"entry '{entry.title}': condition '{item.strip()}' not understood"
                     )
                 else:
-                    conditions.append(condition)
-    return tuple(dict.fromkeys(conditions))
+                    found.append(condition)
+    return tuple(dict.fromkeys(found))
 
 
 def _condition(item: str, vocabulary: VocabularyLike, framework: str | None) -> Condition | None:
     if item.startswith("-"):
-        flags = bare_flags(item, vocabulary, framework, "", [])
+        flags = bare_flags(item, framework, "", [])
         return next(
             (Condition(f"flag.{name}", value or "true") for name, value in flags.items()), None
         )
-    match = _CONDITION.match(item)
-    if match is None:
+    if not conditions.is_condition_line(item):
         return _shorthand(item, vocabulary)
-    key, operator, value = match.group(1).lower(), match.group(2), match.group(3).strip("`'\"")
-    negate = operator == "!="
-    if key.startswith("flag."):
-        canonical = vocabulary.canonical_flag(key[5:], framework) or key[5:].lstrip("-").replace(
-            "_", "-"
-        )
-        return Condition(f"flag.{canonical}", value, negate)
-    if key in _KEY_ALIASES:
-        key = _KEY_ALIASES[key]
-        if key == "gpu.arch":
-            value = vocabulary.arch_of(value) or value
-        return Condition(key, value.lower() if key == "framework" else value, negate)
-    return None
+    try:
+        return conditions.parse_line(item, framework)
+    except conditions.ConditionError:
+        return None
 
 
 def _shorthand(item: str, vocabulary: VocabularyLike) -> Condition | None:

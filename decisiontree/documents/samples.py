@@ -10,26 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from decisiontree import logline
 from decisiontree.traceback import holds_error
 
 MAX_SAMPLES = 40
 MAX_SAMPLE_LINES = 400
 _MAX_LINE_SCAN = 4000  # classify only a line's head: a 1 MB line must not cost a regex pass each
 
-_LOG_PREFIX = re.compile(
-    r"^\s*(?:>\s?)?(?:"
-    r"\[\d{4}-\d\d-\d\d[^\]\n]{0,60}\]\s?"
-    r"|\((?:\w+)(?: rank=\d+)?(?: pid=\d+)\)\s"
-    r"|(?:INFO|WARNING|WARN|ERROR|DEBUG"
-    r"|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]\n]{1,80}\]\s?"
-    r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[\w.:+-]{0,16},?\s(?:-\s)?(?:(?:INFO|WARNING|ERROR|DEBUG"
-    r"|CRITICAL)\s?)?"
-    r"|\[rank\d+\]:\s?"
-    r"|(?:INFO|WARNING|ERROR|CRITICAL|DEBUG):[\w.]{0,40}:"
-    r"|[EWIF]\d{4} \d\d:\d\d:\d\d[.\d]* +\d+ [\w.]+:\d+\]\s"
-    r"|\x1b\[[0-9;]{0,20}m"
-    r"){1,4}"
-)
 _MD_QUOTE = re.compile(r"^\s*>\s?")
 _TB_HEADER = re.compile(r"Traceback \(most recent call last\):")
 _FILE_LINE = re.compile(r"^\s*File \"[^\"\n]{1,500}\", line \d+")
@@ -74,17 +61,23 @@ class Span:
 
 
 def strip_log_prefix(line: str) -> str:
-    head = line[:_MAX_LINE_SCAN]
-    match = _LOG_PREFIX.match(head)
-    if match:
-        head = head[match.end() :]
+    """The message of a line, without markdown quote, colour or a logger's prefix."""
+    head = _unquoted(line[:_MAX_LINE_SCAN])
+    body = head.lstrip()  # a log pasted indented under a list item keeps its prefix
+    return logline.strip_prefix(body) if logline.has_prefix(body) else head
+
+
+def _unquoted(head: str) -> str:
+    head = logline.strip_ansi(head)
     return _MD_QUOTE.sub("", head, count=1) if head.lstrip().startswith(">") else head
 
 
+def has_log_prefix(line: str) -> bool:
+    return logline.has_prefix(_unquoted(line[:_MAX_LINE_SCAN]).lstrip())
+
+
 def is_logish(line: str) -> bool:
-    return bool(_LOG_PREFIX.match(line[:_MAX_LINE_SCAN])) or bool(
-        _STANDALONE_ERROR.match(line[:_MAX_LINE_SCAN])
-    )
+    return has_log_prefix(line) or bool(_STANDALONE_ERROR.match(line[:_MAX_LINE_SCAN]))
 
 
 _ERROR_WORDS = (
@@ -259,7 +252,7 @@ def warning_lines(lines: list[str], prose: list[bool]) -> list[Span]:
     return [
         Span(i, i + 1)
         for i, line in enumerate(lines)
-        if prose[i] and _LOG_PREFIX.match(line[:_MAX_LINE_SCAN]) and _WARNING.search(line[:400])
+        if prose[i] and has_log_prefix(line) and _WARNING.search(line[:400])
     ]
 
 

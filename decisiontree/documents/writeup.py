@@ -17,6 +17,7 @@ from decisiontree.documents.changes import changes_in, describe_changes, summari
 from decisiontree.documents.model import ExtractedFinding, ExtractedFix
 from decisiontree.documents.outcomes import judge_outcome, lexicon, tokens
 from decisiontree.documents.structure import fence_text, fences_in, heading, lines_of, prose_mask
+from decisiontree.flags import known_flag
 from decisiontree.records import Change, ChangeAction, Outcome
 
 # Entities are looked for in the head of huge documents only: a 5 MB log dump
@@ -743,7 +744,7 @@ def _from_values(
 ) -> list[tuple[str, str]]:
     found = []
     for match in _FROM_VALUE.finditer(text):
-        name = vocabulary.canonical_flag(match.group(1), framework)
+        name = known_flag(match.group(1), framework)
         if name:
             found.append((name, match.group(2)))
     return found

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from simple_history.models import HistoricalRecords
 
+from decisiontree import conditions
 from kb.models.vocabulary import Flag, FrameworkRelease, Hardware, LanguageModel
 
 
@@ -136,6 +138,14 @@ class Finding(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+    def clean(self) -> None:
+        """Conditions in the form the diagnosis reads (`arch` -> `gpu.arch`), or a clear error."""
+        framework = self.framework.name if self.framework is not None else None
+        try:
+            self.conditions = conditions.checked(self.conditions, framework)
+        except conditions.ConditionError as error:
+            raise ValidationError({"conditions": str(error)}) from error
 
 
 class FindingGpu(models.Model):

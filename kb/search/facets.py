@@ -14,6 +14,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.lookups import Overlap
 from django.db.models import F, Func, Q, TextField
 
+from decisiontree.flags import canonical_flag
 from kb.models import Finding, FrameworkRelease, Hardware, LanguageModel
 from kb.search.backend import postgres
 from kb.search.text import canonical_arch
@@ -63,12 +64,6 @@ def condition_facets(conditions: Iterable[object]) -> list[Facet]:
         for condition in conditions
         if isinstance(condition, dict) and condition.get("key") == "gpu.arch"
     ]
-
-
-def canonical_flag(name: str) -> str:
-    """`--mem_fraction_static`, `mem-fraction-static=0.8` -> `mem-fraction-static`."""
-    words = name.strip().lstrip("-").split("=")[0].split()
-    return words[0].replace("_", "-").lower() if words else ""
 
 
 # --- read: the conditions a filter value makes ----------------------------------------

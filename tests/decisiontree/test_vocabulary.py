@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from decisiontree.flags import known_flag
 from decisiontree.vocabulary import load
 
 PRO_6000 = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
@@ -122,13 +123,13 @@ def test_it_reads_the_architecture_from_any_common_spelling(vocab, text, arch):
     ],
 )
 def test_it_understands_any_spelling_of_a_flag(vocab, written, framework, canonical):
-    assert vocab.canonical_flag(written, framework) == canonical
+    assert known_flag(written, framework) == canonical
 
 
 def test_it_knows_a_flag_belongs_to_one_framework(vocab):
-    assert vocab.canonical_flag("mem-fraction-static", "vllm") is None
-    assert vocab.canonical_flag("gpu-memory-utilization", "sglang") is None
-    assert vocab.canonical_flag("--not-a-real-flag") is None
+    assert known_flag("mem-fraction-static", "vllm") is None
+    assert known_flag("gpu-memory-utilization", "sglang") is None
+    assert known_flag("--not-a-real-flag") is None
 
 
 def test_it_knows_flag_types_choices_and_defaults(vocab):

@@ -1,0 +1,188 @@
+"""Conditions: what a cause needs of a deployment, e.g. `gpu.arch = sm_120`.
+
+One reader for every place a person writes one (a FINDINGS.md "When:" line, the
+review form, the admin, the API), so a condition means the same wherever it was
+typed: keys are mapped to the keys the diagnosis reads (`arch` -> `gpu.arch`),
+flags to their canonical name (`flag.nsa-decode-backend` -> `flag.dsa-decode-backend`),
+architectures to `sm_NNN`, package names to their version key (`version.PyTorch`
+-> `version.torch`). A key nothing reads is refused with a message that says so.
+
+Keys: the fixed ones in `KEYS`, and three families with a name after the dot:
+`flag.<flag>`, `version.<package>`, `env.<VARIABLE>`. Values of `framework.version`
+and `version.*` are version requirements (`decisiontree.versions.satisfies`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from decisiontree import flags, versions
+from decisiontree.records import Condition
+from decisiontree.vocabulary import load
+
+KEYS = (
+    "gpu.arch",
+    "gpu.name",
+    "gpu.count",
+    "framework",
+    "framework.version",
+    "model.name",
+    "model.arch",
+    "model.quantization",
+)
+FAMILIES = ("flag", "version", "env")
+# Short forms people write; each is the key the diagnosis reads.
+_ALIASES = {
+    "arch": "gpu.arch",
+    "gpu": "gpu.name",
+    "gpus": "gpu.count",
+    "model": "model.name",
+    "quantization": "model.quantization",
+    "version": "framework.version",
+}
+_LINE = re.compile(r"^\s*([A-Za-z][\w.-]*)\s*(!=|==|=|:)\s*(.+?)\s*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_VALUE_CHARS = 200
+EXAMPLE = "gpu.arch = sm_120"
+
+
+class ConditionError(ValueError):
+    """A condition nothing could read; str(e) says what to write instead."""
+
+
+def canonical_key(key: str, framework: str | None = None) -> str:
+    """The key the diagnosis reads for `key` as written; ConditionError if there is none."""
+    written = key.strip()
+    lowered = written.lower()
+    lowered = _ALIASES.get(lowered, lowered)
+    if lowered in KEYS:
+        return lowered
+    family, dot, name = written.partition(".")
+    family = family.lower()
+    if dot and name and family == "flag":
+        return "flag." + flags.canonical_flag(name, framework)
+    if dot and name and family == "version":
+        return "version." + versions.package_key(name)
+    if dot and family == "env" and _ENV_NAME.match(name):
+        return "env." + name
+    known = ", ".join(KEYS + tuple(f"{f}.<name>" for f in FAMILIES))
+    raise ConditionError(f"“{written}” is not a condition key; the keys are {known}.")
+
+
+def condition(
+    key: str, value: str, negate: bool = False, framework: str | None = None
+) -> Condition:
+    """A condition with its key and value in the form the diagnosis compares."""
+    canonical = canonical_key(key, framework)
+    text = value.strip().strip("`'\"").strip()
+    if not text:
+        raise ConditionError(f"“{key.strip()}” needs a value, e.g. {EXAMPLE}.")
+    if len(text) > MAX_VALUE_CHARS:
+        raise ConditionError(f"the value of “{canonical}” is over {MAX_VALUE_CHARS} characters.")
+    return Condition(canonical, canonical_value(canonical, text), negate)
+
+
+def canonical_value(key: str, value: str) -> str:
+    """`gpu.arch`: "SM120" / "RTX PRO 6000" -> "sm_120"; `framework`: lower case."""
+    if key == "gpu.arch":
+        return load().arch_of(value) or value
+    if key == "framework":
+        return value.lower()
+    return value
+
+
+def is_version_key(key: str) -> bool:
+    """Values of these keys are releases, compared as versions, not as text."""
+    return key == "framework.version" or key.startswith("version.")
+
+
+def is_condition_line(text: str) -> bool:
+    """Does `text` have the shape `key = value` (whether or not the key is one)?"""
+    return _LINE.match(text) is not None
+
+
+def parse_line(line: str, framework: str | None = None) -> Condition:
+    """ "arch = sm_120", "flag.kv-cache-dtype != bf16", "version.torch: >=2.8"."""
+    match = _LINE.match(line)
+    if match is None:
+        raise ConditionError(
+            f"“{line.strip()}” is not a condition: write key = value or key != value, "
+            f"e.g. {EXAMPLE}"
+        )
+    key, operator, value = match.groups()
+    return condition(key, value, operator == "!=", framework)
+
+
+@functools.lru_cache(maxsize=8192)
+def canonical(item: Condition, framework: str | None = None) -> Condition:
+    """A stored condition in today's form (flag renames move on; old rows keep matching).
+
+    A condition that no longer reads (a key since dropped) is kept as it was.
+    """
+    try:
+        fresh = condition(item.key, item.value, item.negate, framework)
+    except ConditionError:
+        return item
+    return item if fresh == item else fresh
+
+
+def checked(items: Any, framework: str | None = None) -> list[dict[str, Any]]:
+    """Conditions given as JSON (`[{"key", "value", "negate"}]`) in their stored form.
+
+    The one check behind the API, the admin and the review form; ConditionError
+    names the first condition that does not read.
+    """
+    if not isinstance(items, list):
+        raise ConditionError('conditions are a list of {"key": …, "value": …} objects.')
+    return [as_dict(_from_dict(item, framework)) for item in items]
+
+
+def _from_dict(item: Any, framework: str | None) -> Condition:
+    if not isinstance(item, Mapping) or not all(
+        isinstance(item.get(k), str) for k in ("key", "value")
+    ):
+        raise ConditionError('each condition needs string fields "key" and "value".')
+    negate = item.get("negate", False)
+    if not isinstance(negate, bool):
+        raise ConditionError('"negate" is true or false.')
+    return condition(item["key"], item["value"], negate, framework)
+
+
+def as_dict(item: Condition) -> dict[str, Any]:
+    return {"key": item.key, "value": item.value, "negate": item.negate}
+
+
+def as_line(item: Condition | Mapping[str, Any]) -> str:
+    if isinstance(item, Condition):
+        return item.describe()
+    operator = "!=" if item.get("negate") else "="
+    return f"{item.get('key', '')} {operator} {item.get('value', '')}"
+
+
+def framework_of(items: Iterable[Condition]) -> str | None:
+    """The framework a set of conditions names (flags are read in its table)."""
+    for item in items:
+        if item.key == "framework" and not item.negate:
+            return item.value.lower()
+    return None
+
+
+__all__ = [
+    "FAMILIES",
+    "KEYS",
+    "ConditionError",
+    "as_dict",
+    "as_line",
+    "canonical",
+    "canonical_key",
+    "canonical_value",
+    "checked",
+    "condition",
+    "framework_of",
+    "is_condition_line",
+    "is_version_key",
+    "parse_line",
+]

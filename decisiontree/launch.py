@@ -1,0 +1,429 @@
+"""Server launch commands: read one, and write it back with a fix applied.
+
+`parse_launch_command(cmd)` finds the server in whatever was pasted (`vllm serve`,
+`python -m sglang.launch_server`, a docker image, `ssh host '...'`, `bash -c "..."`,
+env prefixes, shell prompts, line continuations, redirections) and reads its flags
+with the flag tables (`decisiontree.flags`): each flag knows whether it takes a
+value, so `vllm serve --enforce-eager Qwen/Qwen3-8B` keeps its model.
+
+`apply_changes(cmd, changes)` edits the command the user pasted: a flag the fix
+sets replaces every spelling of that flag already there (`-tp 2` becomes
+`--tensor-parallel-size 4`, not both), a removed flag takes its value with it,
+and everything else (other flags, quoting, line breaks, redirections) stays as
+written. Both read the same words, so what the editor changes is what the
+parser saw.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from decisiontree import flags
+from decisiontree.flags import FRAMEWORKS, FlagHit
+from decisiontree.records import Change, ChangeAction
+
+
+@dataclass(frozen=True)
+class LaunchCommand:
+    framework: str | None
+    model: str | None
+    flags: Mapping[str, str]  # canonical name -> value as launched ("true" for bare booleans)
+    unknown_flags: tuple[str, ...]  # as written, e.g. "--nsa-foo"
+    env: Mapping[str, str]  # VAR=value prefixes, `export`, `docker -e`
+
+
+# ---------------------------------------------------------------- words
+
+
+@dataclass(frozen=True)
+class Word:
+    """One shell word: its text once quotes are read, and where it sits in the command."""
+
+    text: str
+    start: int
+    end: int
+    control: bool = False  # `;`, `&&`, `||`, `|`, `&`: the server's arguments end here
+
+
+_CONTROL = {";", "&&", "||", "|", "&"}
+_PUNCTUATION = frozenset(";&|<>")
+# "> log", "2>&1", "&> out", "< in": where output goes says nothing about the server.
+_REDIRECT = re.compile(r"(?<![\w=-])\d?(?:>>?|&>|<)(?:&\d|\s*[^\s;&|<>]+)")
+_CONTINUATION = re.compile(r"\\\r?\n")
+_PROMPT = re.compile(r"^\s*[$#>]\s+", re.M)  # prompt characters of a pasted session
+
+
+def words(cmd: str) -> list[Word]:
+    """Split like a shell would, keeping control operators apart and each word's place.
+
+    Line continuations, prompts and redirections are blanked first (same length, so
+    places still point into `cmd`). An unbalanced quote (a truncated paste) falls
+    back to whitespace.
+    """
+    blank = _blanked(cmd)
+    scanned = _scan(blank, cmd)
+    if scanned is not None:
+        return scanned
+    return [
+        Word(m.group(0), m.start(), m.end(), m.group(0) in _CONTROL)
+        for m in re.finditer(r"\S+", blank)
+    ]
+
+
+def _blanked(cmd: str) -> str:
+    def spaces(match: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", match.group(0))
+
+    for pattern in (_CONTINUATION, _PROMPT, _REDIRECT):
+        cmd = pattern.sub(spaces, cmd)
+    return cmd
+
+
+def _scan(text: str, source: str) -> list[Word] | None:
+    """Words of the blanked `text`; quoted parts are read from `source`, where nothing
+    inside quotes was blanked (a `>` in `bash -c "... > log"` belongs to the inner command)."""
+    found: list[Word] = []
+    i = 0
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+        elif text[i] in _PUNCTUATION:
+            start = i
+            while i < len(text) and text[i] in _PUNCTUATION:
+                i += 1
+            found.append(Word(text[start:i], start, i, control=text[start:i] in _CONTROL))
+        else:
+            word = _scan_word(text, source, i)
+            if word is None:
+                return None
+            found.append(word)
+            i = word.end
+    return found
+
+
+def _scan_word(text: str, source: str, i: int) -> Word | None:
+    """The word starting at `i`: quotes and backslashes read as a POSIX shell reads them."""
+    start = i
+    parts: list[str] = []
+    while i < len(text) and not text[i].isspace() and text[i] not in _PUNCTUATION:
+        char = text[i]
+        if char == "'":
+            close = text.find("'", i + 1)
+            if close < 0:
+                return None
+            parts.append(source[i + 1 : close])
+            i = close + 1
+        elif char == '"':
+            read = _double_quoted(source, i + 1)
+            if read is None:
+                return None
+            part, i = read
+            parts.append(part)
+        elif char == "\\":
+            parts.append(text[i + 1 : i + 2])
+            i += 2
+        else:
+            parts.append(char)
+            i += 1
+    return Word("".join(parts), start, min(i, len(text)))
+
+
+def _double_quoted(text: str, i: int) -> tuple[str, int] | None:
+    """The text of a "..." string opened before `i`, and the index after its closing quote."""
+    parts: list[str] = []
+    while i < len(text):
+        char = text[i]
+        if char == '"':
+            return "".join(parts), i + 1
+        if char == "\\" and text[i + 1 : i + 2] in ('"', "\\", "$", "`"):
+            parts.append(text[i + 1])
+            i += 2
+            continue
+        parts.append(char)
+        i += 1
+    return None
+
+
+# ---------------------------------------------------------------- the server in a command
+
+_ENTRY_POINTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("sglang", re.compile(r"^(?:sglang\.launch_server|sglang_router\.launch_server)$")),
+    ("sglang", re.compile(r"sglang/launch_server\.py$")),
+    ("vllm", re.compile(r"^vllm\.entrypoints\.(?:openai\.)?api_server$")),
+    ("vllm", re.compile(r"vllm/entrypoints/(?:openai/)?api_server\.py$")),
+)
+_SERVE_CLIS = {"sglang": "sglang", "vllm": "vllm"}
+_DOCKER_IMAGES = (("vllm", re.compile(r"^vllm/vllm-openai(?::\S+)?$")),)
+_ENV_ASSIGN = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$", re.S)
+_BOOL_WORDS = {"true": "true", "false": "false", "1": "true", "0": "false"}
+
+
+@dataclass(frozen=True)
+class _Option:
+    """One option among the server's arguments: words [first, end) of the command."""
+
+    key: str  # canonical name (with a ".sub" part for `--x.y`), or the name as written
+    value: str
+    first: int
+    end: int
+    known: bool
+
+
+@dataclass(frozen=True)
+class _Server:
+    """Where the server sits in a list of words, and what its arguments say."""
+
+    framework: str | None
+    entry: int  # index of the first word of the server program (or of the first flag)
+    args: int  # index of the first argument
+    stop: int  # index after the last argument
+    options: tuple[_Option, ...]
+    positional: tuple[str, ...]
+    docker: bool = False
+
+
+def parse_launch_command(cmd: str, framework: str | None = None) -> LaunchCommand:
+    """Flags, model and environment of a server launch, however it was pasted.
+
+    `framework` reads flags written without a server (`--tp 8 --enable-x`) in that
+    framework's table; without it, the table that knows more of them is used.
+    """
+    found = words(cmd)
+    nested = _nested(found)
+    if nested is not None:
+        index, inner = nested
+        outer_env = _env_assignments([w.text for w in found[:index]])
+        return LaunchCommand(
+            inner.framework, inner.model, inner.flags, inner.unknown_flags,
+            {**outer_env, **inner.env},
+        )  # fmt: skip
+    server = _server(found, framework)
+    texts = [w.text for w in found]
+    env = _env_assignments(texts[: server.args])
+    values = {o.key: o.value for o in server.options if o.known}
+    model = values.get("model-path") or values.get("model")
+    if model is None and server.framework == "vllm" and server.positional:
+        model = server.positional[0]
+    unknown = tuple(texts[o.first].partition("=")[0] for o in server.options if not o.known)
+    return LaunchCommand(server.framework, model, values, unknown, env)
+
+
+def _nested(found: list[Word]) -> tuple[int, LaunchCommand] | None:
+    """`ssh host '...'` and `bash -c "..."`: the server command is one quoted word."""
+    texts = [w.text for w in found]
+    if _find_entry(texts) is not None and not any(" " in t for t in texts):
+        return None
+    for i, text in enumerate(texts):
+        if " " in text and _find_entry([w.text for w in words(text)]):
+            return i, parse_launch_command(text)
+    return None
+
+
+def _find_entry(texts: list[str]) -> tuple[str, int, bool] | None:
+    """(framework, index of the first argument, docker?) of the server entry point, if any."""
+    for i, token in enumerate(texts):
+        for framework, pattern in _ENTRY_POINTS:
+            if pattern.search(token):
+                return framework, i + 1, False
+        following = texts[i + 1] if i + 1 < len(texts) else ""
+        base = token.rsplit("/", 1)[-1]
+        if base in _SERVE_CLIS and following == "serve":
+            return _SERVE_CLIS[base], i + 2, False
+        for framework, pattern in _DOCKER_IMAGES:
+            if pattern.match(token):
+                return framework, i + 1, True
+    return None
+
+
+def _server(found: list[Word], hint: str | None = None) -> _Server:
+    texts = [w.text for w in found]
+    entry = _find_entry(texts)
+    if entry is None:
+        return _bare_flags(found, hint)
+    framework, args, docker = entry
+    stop = _control_after(found, args)
+    options, positional = _read_args(texts, args, stop, framework)
+    start = _command_start(found, args)
+    return _Server(framework, start, args, stop, options, positional, docker)
+
+
+def _bare_flags(found: list[Word], hint: str | None) -> _Server:
+    """No entry point: read the flags in `hint`'s table, else in the one that knows more."""
+    texts = [w.text for w in found]
+    args = next((i for i, t in enumerate(texts) if flags.is_option(t)), len(texts))
+    stop = _control_after(found, args)
+    if hint is not None:
+        return _Server(hint, args, args, stop, *_read_args(texts, args, stop, hint))
+    read = {fw: _read_args(texts, args, stop, fw) for fw in FRAMEWORKS}
+    unknown = {fw: sum(not o.known for o in options) for fw, (options, _) in read.items()}
+    if unknown["sglang"] == unknown["vllm"]:  # either: a name either table knows
+        return _Server(None, args, args, stop, *_read_args(texts, args, stop, None))
+    framework = min(unknown, key=unknown.__getitem__)
+    return _Server(framework, args, args, stop, *read[framework])
+
+
+def _control_after(found: list[Word], start: int) -> int:
+    return next((i for i in range(start, len(found)) if found[i].control), len(found))
+
+
+def _command_start(found: list[Word], args: int) -> int:
+    """Index of the first word of the simple command holding the server (after `cd x &&`)."""
+    controls = [i for i in range(args) if found[i].control]
+    return controls[-1] + 1 if controls else 0
+
+
+def _env_assignments(texts: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for token in texts:
+        found = _ENV_ASSIGN.match(token)
+        if found:
+            env[found.group(1)] = found.group(2)
+    return env
+
+
+def _read_args(
+    texts: list[str], start: int, stop: int, framework: str | None
+) -> tuple[tuple[_Option, ...], tuple[str, ...]]:
+    options: list[_Option] = []
+    positional: list[str] = []
+    i = start
+    while i < stop:
+        if not flags.is_option(texts[i]):
+            positional.append(texts[i])
+            i += 1
+            continue
+        option = _read_option(texts, i, stop, framework)
+        options.append(option)
+        i = option.end
+    return tuple(options), tuple(positional)
+
+
+def _read_option(texts: list[str], i: int, stop: int, framework: str | None) -> _Option:
+    """The option at texts[i] with the value words it takes."""
+    name, eq, inline = texts[i].partition("=")
+    base, _, sub = name.partition(".")
+    hit = flags.lookup(base, framework)
+    if eq:
+        return _option(hit, name, sub, inline, i, i + 1)
+    if hit is not None and hit.spec.type == "bool":
+        explicit = _BOOL_WORDS.get(texts[i + 1].lower()) if i + 1 < stop else None
+        return _option(hit, name, sub, explicit or "true", i, i + (2 if explicit else 1))
+    # An unknown option may take values too: they must not be read as the model.
+    values = _values(texts, i + 1, stop, hit)
+    return _option(hit, name, sub, " ".join(values) or "true", i, i + 1 + len(values))
+
+
+def _option(hit: FlagHit | None, name: str, sub: str, value: str, first: int, end: int) -> _Option:
+    if hit is None:
+        return _Option(name, value, first, end, known=False)
+    if hit.negated:
+        value = "false" if value == "true" else "true" if value == "false" else value
+    key = hit.spec.name + (f".{sub}" if sub else "")
+    return _Option(key, value, first, end, known=True)
+
+
+_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+
+
+def _values(texts: list[str], start: int, stop: int, hit: FlagHit | None) -> list[str]:
+    """The words an option takes: one, more only for a list of numbers (`--sizes 1 2 4`).
+
+    An unknown option takes every word up to the next option: eating a word is safer
+    than reading its value as the model.
+    """
+    taken: list[str] = []
+    for j in range(start, stop):
+        if flags.is_option(texts[j]):
+            break
+        numeric = hit is not None and hit.spec.type in ("int", "float")
+        if taken and hit is not None and not (numeric and _NUMBER.match(texts[j])):
+            break
+        taken.append(texts[j])
+    return taken
+
+
+# ---------------------------------------------------------------- editing
+
+
+def apply_changes(
+    cmd: str, changes: Iterable[Change], *, framework: str | None = None, version: str | None = None
+) -> str:
+    """`cmd` with the flag and environment changes applied; other changes are left out.
+
+    `framework` is used when the command names no server (bare flags); `version`
+    chooses the spelling of a renamed flag the change adds.
+    """
+    found = words(cmd)
+    nested = _nested(found)
+    if nested is not None:
+        word = found[nested[0]]
+        inner = apply_changes(word.text, changes, framework=framework, version=version)
+        return cmd[: word.start] + shlex.quote(inner) + cmd[word.end :]
+    for change in changes:
+        cmd = _apply(cmd, change, framework, version)
+    return cmd
+
+
+def _apply(cmd: str, change: Change, framework: str | None, version: str | None) -> str:
+    found = words(cmd)
+    server = _server(found, framework)
+    fw = server.framework or framework
+    if change.action is ChangeAction.SET_ENV:
+        return _set_env(cmd, found, server, change.name, change.value or "")
+    if change.action not in (ChangeAction.SET_FLAG, ChangeAction.REMOVE_FLAG):
+        return cmd
+    key = flags.canonical_flag(change.name, fw)
+    setting = _setting(change, key, fw, version)
+    present = [o for o in server.options if o.key == key]
+    if not present:  # a new flag goes after the server's last argument
+        at = found[server.stop - 1].end if server.stop > 0 else len(cmd)
+        return cmd[:at] + " " + setting + cmd[at:] if setting else cmd
+    # The first spelling is replaced in place; any other spelling of the same flag goes.
+    for option in reversed(present[1:]):
+        cmd = _replace(cmd, found, option, "")
+    return _replace(cmd, found, present[0], setting)
+
+
+def _setting(change: Change, key: str, framework: str | None, version: str | None) -> str:
+    """The words that set the flag ("--kv-cache-dtype bf16"); "" when it is to go."""
+    if change.action is ChangeAction.REMOVE_FLAG:
+        return ""
+    spec = flags.flag(key, framework)
+    spelled = flags.spell(key, framework, version) if framework else "--" + key
+    value = change.value
+    if spec is not None and spec.type == "bool":
+        if value is None or value.lower() in ("true", "1"):
+            return spelled
+        if value.lower() in ("false", "0"):
+            negation = next(iter(spec.negations), None)
+            return "--" + flags.flag_key(negation) if negation else ""
+    if value is None or value == "true":
+        return spelled
+    return f"{spelled} {shlex.quote(value)}"
+
+
+def _replace(cmd: str, found: list[Word], option: _Option, text: str) -> str:
+    """Put `text` where the option's words are; with no text, drop them and the space before."""
+    start, end = found[option.first].start, found[option.end - 1].end
+    if text:
+        return cmd[:start] + text + cmd[end:]
+    before = found[option.first - 1].end if option.first > 0 else 0
+    return cmd[:before] + cmd[end:]
+
+
+def _set_env(cmd: str, found: list[Word], server: _Server, name: str, value: str) -> str:
+    assignment = f"{name}={shlex.quote(value)}"
+    for word in found[server.entry : server.args]:
+        if word.text.startswith(f"{name}="):
+            return cmd[: word.start] + assignment + cmd[word.end :]
+    if server.docker:  # the variable must reach the container
+        image = found[server.args - 1]
+        return cmd[: image.start] + f"-e {assignment} " + cmd[image.start :]
+    at = found[server.entry].start if server.entry < len(found) else len(cmd)
+    return cmd[:at] + assignment + " " + cmd[at:]
+
+
+__all__ = ["LaunchCommand", "Word", "apply_changes", "parse_launch_command", "words"]

@@ -1,0 +1,164 @@
+"""Log lines: what a logger puts before the message, and terminal colour.
+
+One place for the shapes of log lines that people paste and write down: SGLang,
+vLLM, Ray and torchrun prefixes, glog/c10, ISO timestamps, `logging` formats,
+docker compose (`sglang-1  | `), kubectl, syslog, dmesg, NCCL. The paste parser
+(`decisiontree.traceback`), the write-up reader (`decisiontree.documents.samples`)
+and the context reader all strip the same prefixes, so a traceback reads the same
+pasted alone or inside a write-up.
+
+- `strip_ansi(text)`: colour and cursor codes off;
+- `last_overwrite(line)`: what a terminal showed of a line redrawn with "\r";
+- `split_prefix(line)`: (message, what the prefixes said: time, level, rank, process);
+- `strip_prefix(line)` / `has_prefix(line)`: the message alone / was there a prefix?
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+MAX_STACKED = 6  # "(VllmWorker rank=2 pid=9) ERROR 02-19 00:08:10 [core.py:1] ..." stacks three
+
+
+def strip_ansi(text: str) -> str:
+    """Text without terminal colour and cursor codes."""
+    return ANSI.sub("", text) if "\x1b" in text else text
+
+
+def last_overwrite(line: str) -> str:
+    """A progress bar redraws with "\r": the terminal showed only the last segment."""
+    if "\r" not in line:
+        return line
+    segments = [s for s in line.split("\r") if s.strip()]
+    return segments[-1] if segments else ""
+
+
+_LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
+_TS = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+_LEVEL_START = "DIWECF"
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# Each pattern is anchored at the start and listed with the characters it can
+# start with ("" = any word character), so most lines try only a few. They are
+# applied repeatedly because prefixes stack:
+# "(VllmWorker rank=2 pid=9) ERROR 02-19 00:08:10 [core.py:1] ...".
+_PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # SGLang: [2026-02-19 00:08:10 TP3] / [2026-02-19 00:08:10 DP0 TP3 EP3]
+    ("[", re.compile(rf"\[(?P<ts>{_TS})(?P<tags>(?: [A-Z]{{2,4}}\d+)*)\] ?")),
+    # vLLM / Ray process tags: (VllmWorker rank=2 pid=1234) (EngineCore_DP0 pid=77)
+    (
+        "(",
+        re.compile(
+            r"\((?:(?P<proc>[A-Za-z_][\w.-]*(?: [A-Za-z_][\w.-]*)?) )?"
+            r"(?:rank=(?P<rank>\d+) )?pid=\d+(?:, ip=[\w.:]+)?\) ?"
+        ),
+    ),
+    ("[", re.compile(r"\[rank(?P<rank>\d+)\]: ?")),  # torchrun
+    # vLLM: INFO 02-19 00:08:10 [core.py:123]
+    (
+        _LEVEL_START,
+        re.compile(
+            rf"(?P<lvl>{_LEVELS}) +\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? +"
+            r"(?P<src>\[?[\w./-]+:\d+\]?) ?"
+        ),
+    ),
+    # SGLang: WARNING server_args.py:1177:
+    (_LEVEL_START, re.compile(rf"(?P<lvl>{_LEVELS}) (?P<src>[\w./-]+\.py:\d+): ?")),
+    # c10 / glog: [W219 00:08:10.123456789 ProcessGroupNCCL.cpp:1496] / E0219 00:08:10.1 42 x.cc:9]
+    (
+        "[IWEF",
+        re.compile(
+            r"\[?(?P<glog>[IWEF])\d{3,4} \d\d:\d\d:\d\d\.\d+ (?:\d+ )?(?P<src>[\w./-]+:\d+)\] ?"
+        ),
+    ),
+    ("0123456789", re.compile(rf"(?P<ts>{_TS}) *(?:[|:]|-(?= ))? ?")),  # ISO / logging
+    ("", re.compile(rf"[\w.]+ +- +(?P<lvl>{_LEVELS}) +- ?")),  # "name - ERROR - "
+    # ERROR:root: / INFO:     / ERROR | / ERROR
+    (_LEVEL_START, re.compile(rf"(?P<lvl>{_LEVELS})(?::[\w.]*:| *[|-] +|: +| +)")),
+    ("", re.compile(r"[\w.-]*[-_]\d+ +\| ?")),  # docker compose: sglang-1  |
+    ("[", re.compile(r"\[pod/[^\]\s]+\] ?")),  # kubectl logs --prefix
+    # syslog / journald: Feb 19 00:08:10 host kernel:
+    (_UPPER, re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./-]+(?:\[\d+\])?: ?")),
+    ("[", re.compile(r"\[ *\d+\.\d+\] ?")),  # dmesg
+    ("", re.compile(r"[\w.-]+:\d+:\d+ \[(?P<dev>\d+)\] (?=NCCL )")),  # NCCL: host:pid:tid [3]
+)
+
+
+@functools.lru_cache(maxsize=512)
+def _prefixes_for(first: str) -> tuple[re.Pattern[str], ...]:
+    word = first.isalnum() or first in "_.-"
+    return tuple(p for starts, p in _PREFIXES if first in starts or (word and not starts))
+
+
+_GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
+_TP_TAG = re.compile(r"\bTP(\d+)\b|_TP(\d+)")
+
+
+@dataclass
+class Prefix:
+    """What the prefixes before a message said."""
+
+    stamped: bool = False  # a time or a level: a logger wrote the line
+    level: str | None = None  # INFO, WARNING, ERROR, ...
+    source: str | None = None  # "server_args.py:1177"
+    rank: str | None = None  # "TP3", "rank2"
+    proc: str | None = None  # "VllmWorker", "EngineCore_DP0"
+
+
+def split_prefix(line: str) -> tuple[str, Prefix]:
+    """The message of a log line and what its (stacked) prefixes said."""
+    found = Prefix()
+    for _ in range(MAX_STACKED):
+        match = _first_prefix(line)
+        if match is None:
+            break
+        _note_prefix(found, match.groupdict())
+        line = line[match.end() :]
+    return line, found
+
+
+def strip_prefix(line: str) -> str:
+    """The message of a log line: "sglang-1  | Traceback ..." -> "Traceback ..."."""
+    return split_prefix(line)[0]
+
+
+def has_prefix(line: str) -> bool:
+    """Does a logger's prefix start the line?"""
+    return _first_prefix(line) is not None
+
+
+def _first_prefix(line: str) -> re.Match[str] | None:
+    if not line or line[0] == " ":
+        return None  # indented traceback lines never carry a prefix of their own
+    for pattern in _prefixes_for(line[0]):
+        if (match := pattern.match(line)) and match.end():
+            return match
+    return None
+
+
+def _note_prefix(found: Prefix, groups: dict[str, str | None]) -> None:
+    level = groups.get("lvl") or _GLOG_LEVELS.get(groups.get("glog") or "")
+    found.stamped = found.stamped or bool(level or groups.get("ts"))
+    if level:
+        found.level = "WARNING" if level == "WARN" else level
+    found.source = groups.get("src") or found.source
+    if rank := groups.get("rank"):
+        found.rank = f"rank{rank}"
+    for key in ("tags", "proc"):
+        if value := groups.get(key):
+            tp = _TP_TAG.search(value)
+            found.rank = f"TP{tp.group(1) or tp.group(2)}" if tp else found.rank
+            found.proc = value.strip() if key == "proc" else found.proc
+
+
+__all__ = [
+    "ANSI",
+    "Prefix",
+    "has_prefix",
+    "last_overwrite",
+    "split_prefix",
+    "strip_ansi",
+    "strip_prefix",
+]

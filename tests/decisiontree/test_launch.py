@@ -1,0 +1,128 @@
+"""Launch commands: read with the flag tables, edited without losing what the user wrote."""
+
+from __future__ import annotations
+
+import pytest
+
+from decisiontree.launch import apply_changes, parse_launch_command, words
+from decisiontree.records import Change, ChangeAction
+
+QWEN = "vllm serve --enforce-eager Qwen/Qwen3-8B -tp 2"
+
+
+def set_flag(name: str, value: str | None = None) -> Change:
+    return Change(ChangeAction.SET_FLAG, name, value)
+
+
+def remove_flag(name: str) -> Change:
+    return Change(ChangeAction.REMOVE_FLAG, name)
+
+
+def test_a_boolean_flag_takes_no_value() -> None:
+    command = parse_launch_command(QWEN)
+    assert command.model == "Qwen/Qwen3-8B"
+    assert command.flags == {"enforce-eager": "true", "tensor-parallel-size": "2"}
+
+
+def test_a_value_flag_takes_one_word_and_leaves_the_model() -> None:
+    command = parse_launch_command("vllm serve --max-model-len 4096 Qwen/Qwen3-8B")
+    assert (command.model, command.flags["max-model-len"]) == ("Qwen/Qwen3-8B", "4096")
+
+
+def test_removing_a_boolean_flag_keeps_the_model_after_it() -> None:
+    """Bug: `vllm serve --enforce-eager Qwen/Qwen3-8B -tp 2` became `vllm serve -tp 2`."""
+    assert apply_changes(QWEN, [remove_flag("enforce-eager")]) == "vllm serve Qwen/Qwen3-8B -tp 2"
+
+
+def test_setting_a_flag_replaces_its_short_spelling() -> None:
+    """Bug: setting --tensor-parallel-size 4 kept `-tp 2` and appended the new flag."""
+    edited = apply_changes(QWEN, [set_flag("tensor-parallel-size", "4")])
+    assert edited == "vllm serve --enforce-eager Qwen/Qwen3-8B --tensor-parallel-size 4"
+    assert parse_launch_command(edited).flags["tensor-parallel-size"] == "4"
+
+
+def test_setting_a_renamed_flag_replaces_the_old_name_in_the_releases_spelling() -> None:
+    command = "python -m sglang.launch_server --model-path m --nsa-decode-backend flashmla_kv"
+    edited = apply_changes(command, [set_flag("dsa-decode-backend", "trtllm")], version="0.5.9")
+    assert edited == "python -m sglang.launch_server --model-path m --nsa-decode-backend trtllm"
+
+
+def test_every_spelling_of_a_flag_given_twice_becomes_one() -> None:
+    command = "vllm serve m -tp 2 --tensor-parallel-size=2"
+    assert apply_changes(command, [set_flag("-tp", "4")]) == "vllm serve m --tensor-parallel-size 4"
+
+
+def test_a_new_flag_goes_after_the_servers_last_argument() -> None:
+    command = "cd /srv && vllm serve m --port 8000 > server.log 2>&1 &"
+    edited = apply_changes(command, [set_flag("kv-cache-dtype", "fp8")])
+    assert edited == "cd /srv && vllm serve m --port 8000 --kv-cache-dtype fp8 > server.log 2>&1 &"
+
+
+def test_line_breaks_and_quotes_the_user_wrote_stay() -> None:
+    command = (
+        "python3 -m sglang.launch_server \\\n"
+        "  --model-path /models/GLM-5 \\\n"
+        "  --enable-torch-compile \\\n"
+        "  --json-model-override-args '{\"a\": 1}'"
+    )
+    edited = apply_changes(command, [remove_flag("enable-torch-compile")])
+    assert edited == (
+        "python3 -m sglang.launch_server \\\n"
+        "  --model-path /models/GLM-5 \\\n"
+        "  --json-model-override-args '{\"a\": 1}'"
+    )
+
+
+def test_a_command_inside_ssh_is_edited_inside_its_quotes() -> None:
+    command = "ssh gpu1 'vllm serve m --enforce-eager --max-model-len 8192'"
+    edited = apply_changes(command, [remove_flag("enforce-eager")])
+    assert edited == "ssh gpu1 'vllm serve m --max-model-len 8192'"
+
+
+def test_a_boolean_set_to_false_uses_its_negation_or_goes() -> None:
+    assert apply_changes(QWEN, [set_flag("enforce-eager", "false")]) == (
+        "vllm serve --no-enforce-eager Qwen/Qwen3-8B -tp 2"
+    )
+    sglang = "python -m sglang.launch_server --model-path m --enable-torch-compile"
+    edited = apply_changes(sglang, [set_flag("enable-torch-compile", "false")])
+    assert edited == "python -m sglang.launch_server --model-path m"
+
+
+def test_an_environment_change_sets_the_variable_once() -> None:
+    command = "NCCL_DEBUG=INFO vllm serve m"
+    edited = apply_changes(
+        command,
+        [
+            Change(ChangeAction.SET_ENV, "NCCL_DEBUG", "WARN"),
+            Change(ChangeAction.SET_ENV, "X", "a b"),
+        ],
+    )
+    assert edited == "X='a b' NCCL_DEBUG=WARN vllm serve m"
+    docker = "docker run --gpus all vllm/vllm-openai:v0.11.0 --model m"
+    assert apply_changes(docker, [Change(ChangeAction.SET_ENV, "X", "1")]) == (
+        "docker run --gpus all -e X=1 vllm/vllm-openai:v0.11.0 --model m"
+    )
+
+
+def test_a_value_with_shell_characters_is_quoted() -> None:
+    edited = apply_changes("vllm serve m", [set_flag("served-model-name", "a; rm -rf /")])
+    assert edited == "vllm serve m --served-model-name 'a; rm -rf /'"
+
+
+def test_other_changes_leave_the_command_as_it_was() -> None:
+    change = Change(ChangeAction.PIN_VERSION, "flashinfer-python", "0.6.3")
+    assert apply_changes(QWEN, [change]) == QWEN
+
+
+@pytest.mark.parametrize(
+    ("command", "texts"),
+    [
+        ('a \'b c\' "d \\"e\\"" f\\ g', ["a", "b c", 'd "e"', "f g"]),
+        ("x=1 && y | z; w &", ["x=1", "&&", "y", "|", "z", ";", "w", "&"]),
+        ("vllm serve m > log 2>&1", ["vllm", "serve", "m"]),
+        ("$ vllm serve \\\n  m", ["vllm", "serve", "m"]),
+        ("vllm serve 'unbalanced", ["vllm", "serve", "'unbalanced"]),
+    ],
+)
+def test_it_splits_words_as_a_shell_does(command: str, texts: list[str]) -> None:
+    assert [w.text for w in words(command)] == texts

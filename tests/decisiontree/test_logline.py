@@ -1,0 +1,43 @@
+"""Log lines read the same in a paste and in a write-up: prefixes and colour set aside."""
+
+from __future__ import annotations
+
+import pytest
+
+from decisiontree.logline import has_prefix, split_prefix, strip_ansi, strip_prefix
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("sglang-1  | Traceback (most recent call last):", "Traceback (most recent call last):"),
+        ("[2026-02-19 00:08:10 TP3] Scheduler hit an exception", "Scheduler hit an exception"),
+        (
+            "(VllmWorker rank=2 pid=9) ERROR 02-19 00:08:10 [core.py:1] EngineCore failed",
+            "EngineCore failed",
+        ),
+        ("[rank3]: RuntimeError: CUDA error", "RuntimeError: CUDA error"),
+        ("2026-02-19T00:08:10.123Z ERROR boom", "boom"),
+        ("[pod/sglang-0/server] ValueError: x", "ValueError: x"),
+    ],
+)
+def test_it_sets_aside_each_kind_of_log_prefix(line: str, message: str) -> None:
+    assert strip_prefix(line) == message
+    assert has_prefix(line)
+
+
+def test_it_says_which_rank_printed_a_line() -> None:
+    _, prefix = split_prefix("[2026-02-19 00:08:10 DP0 TP3 EP3] Scheduler hit an exception")
+    assert (prefix.rank, prefix.stamped) == ("TP3", True)
+    _, prefix = split_prefix("(VllmWorker rank=2 pid=9) ERROR 02-19 00:08:10 [core.py:1] x")
+    assert (prefix.rank, prefix.level, prefix.proc) == ("rank2", "ERROR", "VllmWorker")
+
+
+def test_it_leaves_indented_and_plain_lines_alone() -> None:
+    for line in ('  File "x.py", line 1, in f', "Plain prose, no logger here.", ""):
+        assert strip_prefix(line) == line
+        assert not has_prefix(line)
+
+
+def test_it_strips_colour_and_cursor_codes() -> None:
+    assert strip_ansi("\x1b[31mERROR\x1b[0m \x1b]0;title\x07done\x1b[2K") == "ERROR done"
