@@ -21,10 +21,11 @@ and read from `decisiontree/data/matcher_tuning.json`.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache, lru_cache
 
@@ -184,6 +185,7 @@ class SignatureIndex:
         self._split: dict[str, set[int]] = defaultdict(set)
         self._error_terms: dict[int, set[str]] = defaultdict(set)
         self._own_lines: dict[int, tuple[str, ...]] = {}  # title and symptom, as messages
+        self._error_info: dict[int, float] = {}  # finding id -> weight of its error terms
         self.retrieval = Bm25fIndex()
 
     def __len__(self) -> int:
@@ -242,12 +244,21 @@ class SignatureIndex:
 
     def finish(self) -> None:
         """Compute term weights once all findings are in."""
-        self.retrieval.finish()
+        if self.retrieval.stale:
+            self.retrieval.finish()
+            self._error_info.clear()
 
     # --- weights --------------------------------------------------------
 
     def weight(self, term: str) -> float:
         return self.retrieval.idf(term)
+
+    def _finding_info(self, finding_id: int) -> float:
+        info = self._error_info.get(finding_id)
+        if info is None:
+            info = sum(self.retrieval.idf_of(self._error_terms.get(finding_id, ())).values())
+            self._error_info[finding_id] = info
+        return info
 
     def specificity(self, terms: Iterable[str]) -> float:
         """0..1: how much identifying information these terms carry (in rare words)."""
@@ -266,11 +277,13 @@ class SignatureIndex:
             found.setdefault(candidate.finding_id, candidate)
         for finding_id, layer, features in self._assessed(paste):
             if finding_id not in found:
+                score = round(verify(features), 4)
+                shown = level_of(score) is not MatchLevel.NONE  # explained only if shown
                 found[finding_id] = Candidate(
                     finding_id,
-                    round(verify(features), 4),
+                    score,
                     layer,
-                    self._shared(paste, finding_id),
+                    self._shared(paste, finding_id) if shown else (),
                     self._known_fingerprint(finding_id),
                 )
         ranked = sorted(found.values(), key=lambda c: (-c.score, c.finding_id))
@@ -288,6 +301,8 @@ class SignatureIndex:
         ordinary = max((hit.score for hit in hits if hit.doc < 0), default=0.0)
         closest = next((hit.doc for hit in hits if hit.doc < 0), None)
         paste.ordinary_terms = self.retrieval.terms_of(closest) if closest is not None else set()
+        paste.unusual = paste.error_set - paste.ordinary_terms
+        paste.unusual_info = sum(paste.weights(t) for t in paste.unusual)
         same_print = {self._entries[n].finding_id for n in paste.entries(self._by_fingerprint)}
         same_template = {self._entries[n].finding_id for n in paste.entries(self._by_template)}
         ceiling = sum(self.weight(t) * w for t, w in weights.items()) or 1.0
@@ -336,24 +351,24 @@ class SignatureIndex:
     ) -> Features:
         ceiling, best, ordinary = scale
         score = scores.get(finding_id, 0.0)
-        terms = self.retrieval.terms_of(finding_id)
+        terms = paste.terms_of(finding_id, self.retrieval)
         errors = self._error_terms.get(finding_id, set())
+        weight = paste.weights
         shared = paste.error_set & terms
-        shared_info = sum(paste.idf[t] for t in shared)
+        shared_info = sum(weight(t) for t in shared)
         message, containment, message_info, excess = self._message_overlap(paste, finding_id)
-        finding_info = sum(self.weight(t) for t in errors) or 1.0
-        finding_shared = sum(self.weight(t) for t in errors if t in paste.all_terms)
+        finding_info = self._finding_info(finding_id) or 1.0
+        in_paste = errors & paste.all_terms
+        finding_shared = sum(weight(t) for t in in_paste)
         # The same two covers over what is *not* ordinary: the terms the closest background
         # document lacks. An exact repeat of a generic line has nothing left to cover.
-        unusual = paste.error_set - paste.ordinary_terms
-        unusual_info = sum(paste.idf[t] for t in unusual)
-        unusual_shared = sum(paste.idf[t] for t in unusual & terms)
-        specific = [t for t in errors if t not in paste.ordinary_terms]
-        specific_info = sum(self.weight(t) for t in specific)
-        specific_shared = sum(self.weight(t) for t in specific if t in paste.all_terms)
+        unusual_info = paste.unusual_info
+        unusual_shared = sum(weight(t) for t in paste.unusual & terms)
+        specific_info = finding_info - sum(weight(t) for t in errors & paste.ordinary_terms)
+        specific_shared = finding_shared - sum(weight(t) for t in in_paste & paste.ordinary_terms)
         return Features(
             unusual_query_cover=unusual_shared / unusual_info if unusual_info else 0.0,
-            unusual_finding_cover=specific_shared / specific_info if specific_info else 0.0,
+            unusual_finding_cover=specific_shared / specific_info if specific_info > 0 else 0.0,
             bm25_norm=min(1.0, score / ceiling),
             # The same fingerprint is the same error as printed: as close as any finding
             # gets, whatever the finding's other words add to its retrieval score.
@@ -369,7 +384,7 @@ class SignatureIndex:
             / MESSAGE_RARE_CAP,
             ordinary_message=min(
                 1.0,
-                max(sum(self.weight(t) for t in o) for o in paste.ordinary)
+                max(sum(weight(t) for t in o) for o in paste.ordinary)
                 / (MESSAGE_RARE_CAP * self.retrieval.max_idf()),
             ),
             message_excess=excess,
@@ -389,32 +404,36 @@ class SignatureIndex:
         known_words = [_template_words(message) for message in known_messages]
         for words, ordinary in zip(paste.messages, paste.ordinary, strict=True):
             for known in known_words:
-                best = max(best, self.compare(words, known))
+                best = max(best, self.compare(words, known, paste.weights))
                 # What the finding explains of this message that ordinary output does not.
-                excess = max(excess, sum(self.weight(t) for t in (words & known) - ordinary))
+                excess = max(excess, sum(paste.weights(t) for t in (words & known) - ordinary))
         excess = min(MESSAGE_RARE_CAP, excess / self.retrieval.max_idf()) / MESSAGE_RARE_CAP
         return (*best, excess)
 
     def explained_by_ordinary(self, words: frozenset[str]) -> frozenset[str]:
         """The words of a message that the closest ordinary (background) message shares."""
-        best: frozenset[str] = frozenset()
-        best_weight = 0.0
-        for ordinary in ordinary_messages():
-            shared = words & ordinary
-            weight = sum(self.weight(t) for t in shared)
-            if weight > best_weight:
-                best, best_weight = shared, weight
-        return best
+        messages, holding = ordinary_message_index()
+        weights: dict[int, float] = defaultdict(float)
+        for word in words:
+            weight = self.weight(word)
+            for number in holding.get(word, ()):
+                weights[number] += weight
+        if not weights:
+            return frozenset()
+        return words & messages[max(weights, key=weights.__getitem__)]
 
-    def compare(self, a: frozenset[str], b: frozenset[str]) -> tuple[float, float, float]:
+    def compare(
+        self, a: frozenset[str], b: frozenset[str], weight: Callable[[str], float] | None = None
+    ) -> tuple[float, float, float]:
         """(weighted Dice, weighted containment of the smaller, shared weight) of two messages.
 
         Containment is scaled down when the smaller message carries less than two rare
         words' worth of information: "CUDA error" inside any message proves nothing.
         """
-        weight_a = sum(self.weight(t) for t in a)
-        weight_b = sum(self.weight(t) for t in b)
-        shared = sum(self.weight(t) for t in a & b)
+        weight = weight or self.weight
+        weight_a = sum(weight(t) for t in a)
+        weight_b = sum(weight(t) for t in b)
+        shared = sum(weight(t) for t in a & b)
         if not weight_a or not weight_b:
             return 0.0, 0.0, 0.0
         smaller = min(weight_a, weight_b)
@@ -434,10 +453,12 @@ class SignatureIndex:
         return len(paste.functions & known) / min(len(paste.functions), len(known))
 
     def _shared(self, paste: _Paste, finding_id: int) -> tuple[str, ...]:
-        shared = paste.all_terms & self.retrieval.terms_of(finding_id)
+        shared = paste.all_terms & paste.terms_of(finding_id, self.retrieval)
         # Equal weights: a whole identifier says more than one of its parts.
-        ordered = sorted(shared, key=lambda t: (-self.weight(t), -len(t), t))
-        return tuple(ordered[:EXPLAINED_TERMS])
+        weight = paste.weights
+        return tuple(
+            heapq.nsmallest(EXPLAINED_TERMS, shared, key=lambda t: (-weight(t), -len(t), t))
+        )
 
     def _known_fingerprint(self, finding_id: int) -> str | None:
         numbers = self._by_finding.get(finding_id)
@@ -466,6 +487,17 @@ def ordinary_messages() -> tuple[frozenset[str], ...]:
     return tuple(found)
 
 
+@cache
+def ordinary_message_index() -> tuple[tuple[frozenset[str], ...], dict[str, tuple[int, ...]]]:
+    """The ordinary messages, and for each word the numbers of the messages that hold it."""
+    messages = ordinary_messages()
+    holding: dict[str, list[int]] = defaultdict(list)
+    for number, words in enumerate(messages):
+        for word in words:
+            holding[word].append(number)
+    return messages, {word: tuple(numbers) for word, numbers in holding.items()}
+
+
 @lru_cache(maxsize=65_536)
 def _template_words(template: str) -> frozenset[str]:
     """The specific parts of a template: its words, placeholders left out."""
@@ -476,6 +508,20 @@ _PLACEHOLDERS = frozenset(
     {"url", "ts", "uuid", "ip", "path", "hex", "shape", "gpu", "size", "ver", "rank", "id",
      "num", "q"}
 )  # fmt: skip
+
+
+class _Memo(dict[str, float]):
+    """A function's results by argument, for the length of one lookup."""
+
+    def __init__(self, function: Callable[[str], float]) -> None:
+        super().__init__()
+        self._function = function
+
+    def __call__(self, term: str) -> float:
+        found = self.get(term)
+        if found is None:
+            found = self[term] = self._function(term)
+        return found
 
 
 @dataclass
@@ -493,14 +539,18 @@ class _Paste:
     messages: list[frozenset[str]]
     functions: set[str]
     ordinary: list[frozenset[str]]  # per message: its words the closest ordinary message has
+    weights: Callable[[str], float]  # idf, remembered for this lookup
     ordinary_terms: frozenset[str] | set[str] = frozenset()  # the closest background document's
+    unusual: set[str] = field(default_factory=set)  # error terms that document lacks
+    unusual_info: float = 0.0
+    finding_terms: dict[int, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, queries: Sequence[Query], index: SignatureIndex) -> _Paste:
         errors = tuple(dict.fromkeys(t for q in queries for t in q.terms))
         context = tuple(dict.fromkeys(t for q in queries for t in q.context_terms))
         all_terms = set(errors) | set(context)
-        idf = {t: index.weight(t) for t in all_terms}
+        idf = index.retrieval.idf_of(all_terms)
         fingerprints = [(q.fingerprint, False) for q in queries if q.fingerprint]
         fingerprints += [(q.previous_fingerprint, True) for q in queries if q.previous_fingerprint]
         messages = [_template_words(q.message or q.template) for q in queries]
@@ -517,7 +567,14 @@ class _Paste:
             messages=messages,
             functions={f.rsplit(":", 1)[-1] for q in queries for f in q.key_frames},
             ordinary=[index.explained_by_ordinary(m) for m in messages],
+            weights=_Memo(index.weight),
         )
+
+    def terms_of(self, finding_id: int, retrieval: Bm25fIndex) -> frozenset[str]:
+        found = self.finding_terms.get(finding_id)
+        if found is None:
+            found = self.finding_terms[finding_id] = retrieval.terms_of(finding_id)
+        return found
 
     def entries(self, table: dict[str, set[int]]) -> set[int]:
         keys = {fp for fp, _ in self.fingerprints} | self.template_keys

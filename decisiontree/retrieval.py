@@ -23,6 +23,7 @@ same at 100k findings as at 100.
 
 from __future__ import annotations
 
+import heapq
 import math
 from array import array
 from collections import Counter, defaultdict
@@ -36,7 +37,8 @@ from decisiontree.tuning import tuning
 
 FIELDS = ("errors", "text", "title", "summary", "cause")
 BACKGROUND = Path(__file__).parent / "data" / "background.txt"
-MAX_DOC_WORDS_PER_FIELD = 4_000  # a finding with a huge sample: its first words say enough
+MAX_DOC_WORDS_PER_FIELD = 4_000
+MAX_QUERY_TERMS = 64  # the heaviest query terms searched; see search()  # a finding with a huge sample: its first words say enough
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class Bm25fIndex:
         self._values: list[array[float]] = []  # saturated, weighted tf per posting
         self._doc_terms: list[array[int]] = []  # distinct term ids per document
         self._idf: list[float] = []
+        self._max_idf = 0.0
         self._stale = False
         for number, words in enumerate(background_documents(), start=1):
             self.add(-number, "errors", words)
@@ -93,9 +96,12 @@ class Bm25fIndex:
 
     # --- building -------------------------------------------------------
 
-    def add(self, finding_id: int, field: str, words: Iterable[str]) -> None:
-        """Add words to one field of a finding's document (fields accumulate)."""
+    def add(self, finding_id: int, field: str, words: Sequence[str]) -> None:
+        """Add words to one field of a finding's document (fields accumulate until finish();
+        a document cannot grow after it)."""
         number = self._doc_numbers.get(finding_id)
+        if number is not None and self._doc_terms[number]:
+            raise ValueError(f"document {finding_id} was already folded into the postings")
         if number is None:
             number = len(self._doc_ids)
             self._doc_numbers[finding_id] = number
@@ -106,7 +112,11 @@ class Bm25fIndex:
         held = fields.setdefault(field, array("i"))
         room = MAX_DOC_WORDS_PER_FIELD - len(held)
         if room > 0:
-            held.extend(self._term_id(w) for w in list(words)[:room])
+            known = self._term_ids
+            ids = [known.get(w) for w in words[:room]]
+            if None in ids:  # words seen for the first time get their ids
+                ids = [self._term_id(w) if i is None else i for w, i in zip(words[:room], ids)]
+            held.extend(ids)  # type: ignore[arg-type]  # no None is left
         self._stale = True
 
     def _term_id(self, term: str) -> int:
@@ -119,6 +129,10 @@ class Bm25fIndex:
             self._values.append(array("f"))
         return found
 
+    @property
+    def stale(self) -> bool:
+        return self._stale
+
     def finish(self) -> None:
         """Fold the pending fields into postings and compute the weights."""
         if not self._stale:
@@ -130,21 +144,19 @@ class Bm25fIndex:
                 if held is not None:
                     lengths[name].append(len(held))
         average = {name: (sum(v) / len(v) if v else 1.0) or 1.0 for name, v in lengths.items()}
+        postings, values, k1 = self._postings, self._values, self.k1
         for number, fields in enumerate(self._pending):
             if not fields:
                 continue
-            pseudo: dict[int, float] = defaultdict(float)
+            pseudo: dict[int, float] = {}
             for name, held in fields.items():
                 norm = 1 - self.b[name] + self.b[name] * len(held) / average[name]
                 weight = self.weights[name] / norm
                 for term_id, count in Counter(held).items():
-                    pseudo[term_id] += weight * count
-            existing = set(self._doc_terms[number])
+                    pseudo[term_id] = pseudo.get(term_id, 0.0) + weight * count
             for term_id, tf in pseudo.items():
-                if term_id in existing:
-                    continue  # documents are folded once: later fields would double count
-                self._postings[term_id].append(number)
-                self._values[term_id].append(tf / (self.k1 + tf))
+                postings[term_id].append(number)
+                values[term_id].append(tf / (k1 + tf))
             self._doc_terms[number] = array("i", sorted(pseudo))
             self._pending[number] = {}
         self._refresh_idf()
@@ -152,19 +164,25 @@ class Bm25fIndex:
 
     def _refresh_idf(self) -> None:
         n = len(self._doc_ids)
-        self._idf = [_idf(n, len(postings)) for postings in self._postings]
+        self._max_idf = _idf(n, 1)
+        self._idf = [
+            _idf(n, len(postings)) if postings else self._max_idf for postings in self._postings
+        ]
 
     # --- weights ----------------------------------------------------------
 
     def idf(self, term: str) -> float:
         """How specific a term is; unseen terms count as seen once."""
         term_id = self._term_ids.get(term)
-        if term_id is not None and term_id < len(self._idf) and self._postings[term_id]:
-            return self._idf[term_id]
-        return self.max_idf()
+        return self._idf[term_id] if term_id is not None else self._max_idf
+
+    def idf_of(self, terms: Iterable[str]) -> dict[str, float]:
+        """`idf` of many terms at once."""
+        ids, idf, most = self._term_ids, self._idf, self._max_idf
+        return {t: (idf[i] if (i := ids.get(t)) is not None else most) for t in terms}
 
     def max_idf(self) -> float:
-        return _idf(len(self._doc_ids), 1)
+        return self._max_idf
 
     def terms_of(self, finding_id: int) -> frozenset[str]:
         number = self._doc_numbers.get(finding_id)
@@ -187,7 +205,9 @@ class Bm25fIndex:
             term_id = self._term_ids.get(term)
             if term_id is not None and weight > 0:
                 weighted.append((self._idf[term_id] * weight, term_id))
-        weighted.sort(reverse=True)
+        # The heaviest terms decide the ranking; the rest are common words whose long
+        # posting lists would cost most of the time and move little.
+        weighted = heapq.nlargest(MAX_QUERY_TERMS, weighted)
         scores: dict[int, float] = defaultdict(float)
         for factor, term_id in weighted:
             postings = self._postings[term_id]
@@ -197,10 +217,11 @@ class Bm25fIndex:
             values = self._values[term_id]
             for number, value in zip(postings, values, strict=True):
                 scores[number] += factor * value
-        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        best = heapq.nlargest(limit + len(background_texts()), scores, key=scores.__getitem__)
         hits: list[Hit] = []
         findings = 0
-        for number, score in ranked:
+        for number in best:
+            score = scores[number]
             doc = self._doc_ids[number]
             findings += doc >= 0
             hits.append(Hit(doc, score))

@@ -32,6 +32,7 @@ from decisiontree.traceback import module_of
 
 MAX_TOKEN_CHARS = 120  # longer "words" are base64, hashes or minified data
 
+_DIGIT = re.compile(r"\d")
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s'\"<>)\]]{1,500}")
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
 _HEXISH = re.compile(r"\b0x[0-9a-fA-F]{1,32}\b|\b(?=[0-9a-f]{0,40}\d)[0-9a-f]{8,40}\b")
@@ -87,13 +88,20 @@ class Facets:
 def words_of(text: str) -> list[str]:
     """Terms of `text` in order of appearance, repeats kept (callers count them)."""
     words: list[str] = []
-    for match in _ERROR_CODE.finditer(text):
-        words.append(f"code{int(match['num'])}")
-    text = _URL.sub(" ", text)
-    text = _MANGLED.sub(lambda m: " " + demangled_name(m.group()) + " ", text)
-    text = _PATH.sub(lambda m: " " + " ".join(path_words(m.group())) + " ", text)
-    text = _BARE_LIBRARY.sub(lambda m: " " + " ".join(path_words(m.group())) + " ", text)
-    text = _VERSION.sub(" ", _SIZE.sub(" ", _HEXISH.sub(" ", _UUID.sub(" ", text))))
+    # Each pass runs only when the text holds what it looks for: most lines are short.
+    digits = _DIGIT.search(text) is not None
+    if digits:
+        words.extend(f"code{int(m['num'])}" for m in _ERROR_CODE.finditer(text))
+    if "://" in text:
+        text = _URL.sub(" ", text)
+    if "_Z" in text:
+        text = _MANGLED.sub(lambda m: " " + demangled_name(m.group()) + " ", text)
+    if "/" in text or "\\" in text:
+        text = _PATH.sub(lambda m: " " + " ".join(path_words(m.group())) + " ", text)
+    if "lib" in text:
+        text = _BARE_LIBRARY.sub(lambda m: " " + " ".join(path_words(m.group())) + " ", text)
+    if digits:
+        text = _VERSION.sub(" ", _SIZE.sub(" ", _HEXISH.sub(" ", _UUID.sub(" ", text))))
     for token in _TOKEN.findall(text):
         words.extend(expand(token))
     return words
