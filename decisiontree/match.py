@@ -221,11 +221,11 @@ class SignatureIndex:
 
     def add_text(self, finding_id: int, *, title: str, summary: str, cause: str) -> None:
         """Index the finding's own words: its title, symptom and cause (and fixes)."""
-        for field, text in (("title", title), ("summary", summary), ("cause", cause)):
+        for name, text in (("title", title), ("summary", summary), ("cause", cause)):
             if text.strip():
                 words = words_of(text)
-                self.retrieval.add(finding_id, field, words)
-                if field != "cause":
+                self.retrieval.add(finding_id, name, words)
+                if name != "cause":
                     self._error_terms[finding_id].update(words)
         self._own_lines[finding_id] = tuple(
             message_of(text) for text in (title, summary) if text.strip()

@@ -37,8 +37,8 @@ from decisiontree.tuning import tuning
 
 FIELDS = ("errors", "text", "title", "summary", "cause")
 BACKGROUND = Path(__file__).parent / "data" / "background.txt"
-MAX_DOC_WORDS_PER_FIELD = 4_000
-MAX_QUERY_TERMS = 64  # the heaviest query terms searched; see search()  # a finding with a huge sample: its first words say enough
+MAX_DOC_WORDS_PER_FIELD = 4_000  # a finding with a huge sample: its first words say enough
+MAX_QUERY_TERMS = 64  # the heaviest query terms searched; see search()
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,10 @@ class Bm25fIndex:
             known = self._term_ids
             ids = [known.get(w) for w in words[:room]]
             if None in ids:  # words seen for the first time get their ids
-                ids = [self._term_id(w) if i is None else i for w, i in zip(words[:room], ids)]
+                ids = [
+                    self._term_id(w) if i is None else i
+                    for w, i in zip(words[:room], ids, strict=True)
+                ]
             held.extend(ids)  # type: ignore[arg-type]  # no None is left
         self._stale = True
 
