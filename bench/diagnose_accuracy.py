@@ -1,11 +1,20 @@
 """Does diagnosis find the right finding for a report it has never seen?
 
-Reads bench/corpus/reports/manifest.json: each finding has one `known_report`
-(indexed as the finding's sample) and `query_reports` (other reports of the same
-bug). Prints top-1 / top-3 over the queries and the false-match rate over the
-`unrelated` reports, beside two baselines computed here:
+Two corpora, side by side in one table:
+
+- ours, bench/corpus/reports/manifest.json: each finding has one `known_report`
+  (indexed as the finding's sample) and `query_reports` (other reports of the same
+  bug), plus `unrelated` reports;
+- the shared real-reports set (../shared/corpus/real-reports, read only here and in
+  bench/fit_matcher.py; left out, saying so, when absent), split as its eval does:
+  each bug's first report is the finding, every other report and every control a query.
+
+Prints top-1 / top-3 over the queries and the false-match rate over the unrelated
+reports for FixGraph and, computed here on the same split, three baselines:
 
 - TF-IDF cosine over the raw text (nearest known report, fixed threshold);
+- BM25 (Okapi, k1 1.2, b 0.75) over the same identifier- and path-aware words the
+  matcher reads, never abstaining: how far ranking alone goes;
 - grouping by exception type + innermost in-app frame (what many trackers do).
 
     .venv/bin/python bench/diagnose_accuracy.py [--manifest PATH] [--verbose]
@@ -21,7 +30,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +49,11 @@ from decisiontree.records import (  # noqa: E402
     FixRecord,
     Outcome,
 )
+from decisiontree.terms import words_of  # noqa: E402
 from decisiontree.traceback import InputRejected, parse  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+import shared_reports  # noqa: E402
 
 DEFAULT_MANIFEST = ROOT / "bench" / "corpus" / "reports" / "manifest.json"
 TFIDF_THRESHOLD = 0.3  # cosine below this is "no match" for the baseline
@@ -56,6 +69,8 @@ class Corpus:
     queries: tuple[tuple[int, str, str], ...]  # (expected finding id, path, text)
     unrelated: tuple[tuple[str, str], ...]  # (path, text)
     known_texts: dict[int, str]
+    # (gpu, launch command) given beside a paste, by its path; the paste alone otherwise
+    given: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 # --- the corpus --------------------------------------------------------------------
@@ -112,18 +127,22 @@ def _value(value: object) -> str | None:
 # --- FixGraph ----------------------------------------------------------------------
 
 
-def fixgraph_ranker(graph: KnowledgeGraph) -> Ranker:
+def fixgraph_ranker(graph: KnowledgeGraph, given: dict[str, tuple[str, str]]) -> Ranker:
+    by_text = {text: pair for text, pair in given.items()}
+
     def rank(text: str) -> list[int]:
-        result = diagnose(text, context_for(text), graph)
+        gpu, launch = by_text.get(text, ("", ""))
+        result = diagnose(text, context_for(text, gpu, launch), graph)
         return findings_in_order(result)
 
     return rank
 
 
-def context_for(text: str) -> Context:
-    """What the user's paste itself tells (GPU, launch command, server_args)."""
+def context_for(text: str, gpu: str = "", launch: str = "") -> Context:
+    """What the user's paste itself tells (GPU, launch command, server_args), and what
+    was given beside it."""
     try:
-        return build_context(text)
+        return build_context(text, gpu=gpu or None, launch_command=launch or None)
     except Exception:  # a context we cannot read is no reason to skip the query
         return Context()
 
@@ -171,7 +190,31 @@ def _dot(a: dict[str, float], b: dict[str, float]) -> float:
     return sum(w * large.get(t, 0.0) for t, w in small.items())
 
 
-# --- baseline 2: exception type + innermost in-app frame ------------------------------
+# --- baseline 2: BM25 over identifier- and path-aware words ---------------------------
+
+
+def bm25_ranker(known: dict[int, str], k1: float = 1.2, b: float = 0.75) -> Ranker:
+    docs = {fid: Counter(words_of(text)) for fid, text in known.items()}
+    lengths = {fid: sum(bag.values()) for fid, bag in docs.items()}
+    average = sum(lengths.values()) / max(len(lengths), 1)
+    df = Counter(term for bag in docs.values() for term in bag)
+    n = len(docs)
+    idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+
+    def rank(text: str) -> list[int]:
+        query = set(words_of(text))
+        scores = []
+        for fid, bag in docs.items():
+            norm = k1 * (1 - b + b * lengths[fid] / average)
+            score = sum(idf[t] * bag[t] * (k1 + 1) / (bag[t] + norm) for t in query if t in bag)
+            if score > 0:
+                scores.append((score, fid))
+        return [fid for _, fid in sorted(scores, key=lambda pair: (-pair[0], pair[1]))]
+
+    return rank
+
+
+# --- baseline 3: exception type + innermost in-app frame ------------------------------
 
 
 def grouping_ranker(known: dict[int, str]) -> Ranker:
@@ -251,17 +294,48 @@ def _share(part: int, whole: int) -> float:
     return part / whole if whole else float("nan")
 
 
-def table(scores: Sequence[Score], corpus: Corpus) -> Iterable[str]:
-    yield (
-        f"{len(corpus.findings)} findings, {len(corpus.queries)} query reports, "
-        f"{len(corpus.unrelated)} unrelated reports"
+def shared_corpus() -> Corpus | None:
+    """The shared real-reports set, split as its eval splits it; None when absent."""
+    if not shared_reports.available():
+        return None
+    known, queries = shared_reports.split(shared_reports.load())
+    records = shared_reports.finding_records(known)
+    number = {report.bug: record.id for record, report in zip(records, known, strict=True)}
+    return Corpus(
+        findings=tuple(records),
+        queries=tuple((number[q.bug], q.id, q.text) for q in queries if q.known),
+        unrelated=tuple((q.id, q.text) for q in queries if not q.known),
+        known_texts={number[k.bug]: k.text for k in known},
+        given={q.text: (q.gpu, q.launch_cmd) for q in queries},
     )
-    yield f"{'method':<34} {'top-1':>7} {'top-3':>7} {'false match':>12} {'ms/report':>10}"
-    for s in scores:
+
+
+def scores_of(corpus: Corpus) -> list[Score]:
+    graph = build_graph(corpus.findings)
+    return [
+        evaluate("FixGraph diagnose", fixgraph_ranker(graph, corpus.given), corpus),
+        evaluate(f"TF-IDF cosine (>= {TFIDF_THRESHOLD})", tfidf_ranker(corpus.known_texts), corpus),
+        evaluate("BM25, path-aware words, no cut-off", bm25_ranker(corpus.known_texts), corpus),
+        evaluate("exception type + in-app frame", grouping_ranker(corpus.known_texts), corpus),
+    ]
+
+
+def table(columns: Sequence[tuple[str, Corpus, list[Score]]]) -> Iterable[str]:
+    for name, corpus, _ in columns:
         yield (
-            f"{s.name:<34} {s.top1:>7.1%} {s.top3:>7.1%} {s.false_match:>12.1%} "
-            f"{s.ms_per_report:>10.2f}"
+            f"{name}: {len(corpus.findings)} findings, {len(corpus.queries)} query reports, "
+            f"{len(corpus.unrelated)} unrelated reports"
         )
+    head = "".join(f" | {name[:27]:^27}" for name, _, _ in columns)
+    yield f"{'':<36}{head}"
+    sub = " | top-1   top-3   false" * len(columns)
+    yield f"{'method':<36}{sub}"
+    for row in range(len(columns[0][2])):
+        cells = "".join(
+            f" | {s.top1:>5.1%} {s.top3:>7.1%} {s.false_match:>7.1%}"
+            for s in (scores[row] for _, _, scores in columns)
+        )
+        yield f"{columns[0][2][row].name:<36}{cells}"
 
 
 def main() -> None:
@@ -269,20 +343,19 @@ def main() -> None:
     parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
     parser.add_argument("--verbose", action="store_true", help="list every miss")
     args = parser.parse_args()
-    corpus = load_corpus(args.manifest)
-    graph = build_graph(corpus.findings)
-    scores = [
-        evaluate("FixGraph diagnose", fixgraph_ranker(graph), corpus),
-        evaluate(f"TF-IDF cosine (>= {TFIDF_THRESHOLD})", tfidf_ranker(corpus.known_texts), corpus),
-        evaluate("exception type + in-app frame", grouping_ranker(corpus.known_texts), corpus),
-    ]
-    print("\n".join(table(scores, corpus)))
-    if graph.skipped_samples:
-        print(f"unreadable known reports: {len(graph.skipped_samples)}")
+    ours = load_corpus(args.manifest)
+    columns = [("bench/corpus/reports", ours, scores_of(ours))]
+    shared = shared_corpus()
+    if shared is None:
+        print(shared_reports.absent_note())
+    else:
+        columns.append(("shared real-reports", shared, scores_of(shared)))
+    print("\n".join(table(columns)))
     if args.verbose:
-        for score in scores:
-            print(f"\n{score.name} misses:")
-            print("\n".join(f"  {miss}" for miss in score.misses) or "  none")
+        for name, _, scores in columns:
+            for score in scores:
+                print(f"\n{name}, {score.name} misses:")
+                print("\n".join(f"  {miss}" for miss in score.misses) or "  none")
 
 
 if __name__ == "__main__":

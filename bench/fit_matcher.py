@@ -49,13 +49,15 @@ from decisiontree.tuning import TUNING_FILE  # noqa: E402
 
 # The measures of `decisiontree.match.Features` the verifier weighs. Chosen by comparing
 # leave-one-bug-out figures of several subsets (bench/README.md, "Fitted matcher"): how
-# much of what is unusual in each side's error the other holds; how much of its error
-# message the finding explains beyond what ordinary output explains. Each looks at one
-# (paste, finding) pair only: the retrieval rank (bm25_rel) scored about as well but
-# pushed down a second finding that is as good a match as the first.
+# much of what is unusual in one side's error the other holds (the larger and the
+# smaller of the two shares, so that a long sample and a one-line paste are judged
+# alike whichever is the finding); how much of its error message the finding explains
+# beyond what ordinary output explains. Each looks at one (paste, finding) pair only:
+# the retrieval rank (bm25_rel) scored about as well but pushed down a second finding
+# that is as good a match as the first.
 FEATURES = (
-    "unusual_query_cover",
-    "unusual_finding_cover",
+    "cover_larger",
+    "cover_smaller",
     "message_excess",
     "containment_excess",
 )
@@ -63,7 +65,7 @@ ALL = False  # experiments: collect every measure, not only FEATURES
 ALL_MEASURES = ("bm25_norm", "bm25_rel", "query_cover", "finding_cover", "unusual_query_cover",
     "unusual_finding_cover", "shared_rare", "ordinary", "message", "containment", "message_rare",
     "ordinary_message", "message_excess", "frames", "same_fingerprint",
-    "same_template")  # fmt: skip
+    "same_template", "cover_larger", "cover_smaller")  # fmt: skip
 RELATIVE_CUTOFF = 0.6  # decisiontree.diagnose shows candidates this close to the best
 L2 = 1.0
 FALSE_TARGET = 0.035  # at most one control in 29 answered

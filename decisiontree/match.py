@@ -152,6 +152,16 @@ class Features:
     same_template: float
 
     @property
+    def cover_larger(self) -> float:
+        """The larger of the two unusual covers: one side's unusual words are in the other."""
+        return max(self.unusual_query_cover, self.unusual_finding_cover)
+
+    @property
+    def cover_smaller(self) -> float:
+        """The smaller of the two: both sides' unusual words are in the other."""
+        return min(self.unusual_query_cover, self.unusual_finding_cover)
+
+    @property
     def containment_excess(self) -> float:
         """How much more of a message the finding contains than ordinary output explains."""
         return max(0.0, self.containment - self.ordinary_message)
