@@ -49,15 +49,16 @@ from decisiontree.tuning import TUNING_FILE  # noqa: E402
 
 # The measures of `decisiontree.match.Features` the verifier weighs. Chosen by comparing
 # leave-one-bug-out figures of several subsets (bench/README.md, "Fitted matcher"): how
-# much of what is unusual in one side's error the other holds (the larger and the
-# smaller of the two shares, so that a long sample and a one-line paste are judged
-# alike whichever is the finding); how much of its error message the finding explains
-# beyond what ordinary output explains. Each looks at one (paste, finding) pair only:
-# the retrieval rank (bm25_rel) scored about as well but pushed down a second finding
-# that is as good a match as the first.
+# much of what is unusual in each side's error the other holds; how much of its error
+# message the finding explains beyond what ordinary output explains. Each looks at one
+# (paste, finding) pair only: the retrieval rank (bm25_rel) scored about as well but
+# pushed down a second finding that is as good a match as the first. The larger and
+# smaller of the two covers (instead of the query's and the finding's) scored the same
+# on the shared set and on ours, and put a variant below the diagnose shortlist's
+# relative cut-off beside an exact copy; not taken.
 FEATURES = (
-    "cover_larger",
-    "cover_smaller",
+    "unusual_query_cover",
+    "unusual_finding_cover",
     "message_excess",
     "containment_excess",
 )
