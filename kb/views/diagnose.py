@@ -48,7 +48,17 @@ def diagnose_page(request: HttpRequest) -> HttpResponse:
         return response
     if body_too_large(request):
         return page(request, DiagnoseForm(), error=paste_too_large_message(), status=413)
-    return diagnose_checked(request)
+    if request.user.is_authenticated:
+        return diagnose_checked(request)
+    # Anonymous diagnoses share a few places site-wide, taken before the body is read: a
+    # worst-case paste costs seconds of CPU, and many clients must not be able to take
+    # every web worker at once (logged-in users and API tokens keep theirs).
+    with shared_slot("web-diagnose", settings.FIXGRAPH_WEB_DIAGNOSE_CONCURRENCY) as got:
+        if got:
+            return diagnose_checked(request)
+    response = page(request, DiagnoseForm(), error=BUSY_MESSAGE, status=503)
+    response["Retry-After"] = "5"
+    return response
 
 
 @csrf_protect
@@ -61,16 +71,7 @@ def diagnose_checked(request: HttpRequest) -> HttpResponse:
         message = " ".join(str(e) for errors in form.errors.values() for e in errors)
         status = 413 if paste_too_large_message() in message else 400
         return page(request, form, error=message, status=status)
-    if request.user.is_authenticated:
-        return diagnosed(request, form)
-    # Anonymous diagnoses share a few places site-wide: a worst-case paste costs seconds
-    # of CPU, and many clients must not be able to take every web worker at once.
-    with shared_slot("web-diagnose", settings.FIXGRAPH_WEB_DIAGNOSE_CONCURRENCY) as got:
-        if got:
-            return diagnosed(request, form)
-    response = page(request, form, error=BUSY_MESSAGE, status=503)
-    response["Retry-After"] = "5"
-    return response
+    return diagnosed(request, form)
 
 
 def too_many_message(wait: float) -> str:
