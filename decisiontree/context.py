@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from decisiontree.flags import canonical_flag
-from decisiontree.launch import LaunchCommand
+from decisiontree.launch import ENTRY_IN_TEXT, LaunchCommand
 from decisiontree.logline import strip_ansi
-from decisiontree.versions import package_key, version_text
+from decisiontree.versions import VERSION_TEXT, package_key, version_text
 from decisiontree.vocabulary import Vocabulary, load
 
 Facts = dict[str, str]  # condition-style key ("gpu.arch", "flag.tp-size", "version.torch") -> value
@@ -270,17 +270,12 @@ def _command_facts(command: LaunchCommand | None) -> Facts:
 def _launch_in_text(text: str, vocab: Vocabulary) -> LaunchCommand | None:
     """The last server launch command pasted inside the text, if any."""
     joined = re.sub(r"\\\r?\n", " ", text)
-    lines = [ln for ln in joined.splitlines() if _ENTRY.search(ln)]
+    lines = [ln for ln in joined.splitlines() if ENTRY_IN_TEXT.search(ln)]
     for line in reversed(lines):
         command = vocab.parse_launch_command(line)
         if command.framework and (command.flags or command.model):
             return command
     return None
-
-
-_ENTRY = re.compile(
-    r"sglang\.launch_server|sglang serve|vllm serve|vllm\.entrypoints\.openai\.api_server"
-)
 
 
 # ---------------------------------------------------------------- prose and paths
@@ -338,7 +333,7 @@ def _path_facts(text: str) -> Facts:
     python = re.search(r"python(3\.\d{1,2})[/\\](?:site|dist)-packages", text)
     if python:
         facts["version.python"] = python.group(1)
-    pinned = re.search(r"\b(sglang|vllm)(?:\[[\w,]+\])?==(\d+(?:\.\d+)+[\w.+-]*)", text)
+    pinned = re.search(rf"\b(sglang|vllm)(?:\[[\w,]+\])?=={VERSION_TEXT}", text)
     if pinned:
         facts["framework"], facts["framework.version"] = pinned.group(1), pinned.group(2)
     return facts

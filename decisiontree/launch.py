@@ -155,6 +155,13 @@ _ENTRY_POINTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("vllm", re.compile(r"^vllm\.entrypoints\.(?:openai\.)?api_server$")),
     ("vllm", re.compile(r"vllm/entrypoints/(?:openai/)?api_server\.py$")),
 )
+# Where a server launch starts in a line of text (a log, a write-up): the module forms
+# need the interpreter before them, so prose that only names a module is no command.
+ENTRY_IN_TEXT = re.compile(
+    r"python[\d.]*\s+(?:-\w+\s+)*-m\s+"
+    r"(?:sglang(?:_router)?\.launch_server|vllm\.entrypoints\.(?:openai\.)?api_server)\b"
+    r"|(?<![\w.-])(?:sglang|vllm)\s+serve\b"
+)
 _SERVE_CLIS = {"sglang": "sglang", "vllm": "vllm"}
 _DOCKER_IMAGES = (("vllm", re.compile(r"^vllm/vllm-openai(?::\S+)?$")),)
 _ENV_ASSIGN = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$", re.S)
@@ -209,6 +216,12 @@ def parse_launch_command(cmd: str, framework: str | None = None) -> LaunchComman
         model = server.positional[0]
     unknown = tuple(texts[o.first].partition("=")[0] for o in server.options if not o.known)
     return LaunchCommand(server.framework, model, values, unknown, env)
+
+
+def names_server(cmd: str) -> bool:
+    """Does the command start a server (rather than being flags alone)?"""
+    found = words(cmd)
+    return _find_entry([w.text for w in found]) is not None or _nested(found) is not None
 
 
 def _nested(found: list[Word]) -> tuple[int, LaunchCommand] | None:
@@ -426,4 +439,12 @@ def _set_env(cmd: str, found: list[Word], server: _Server, name: str, value: str
     return cmd[:at] + assignment + " " + cmd[at:]
 
 
-__all__ = ["LaunchCommand", "Word", "apply_changes", "parse_launch_command", "words"]
+__all__ = [
+    "ENTRY_IN_TEXT",
+    "LaunchCommand",
+    "Word",
+    "apply_changes",
+    "names_server",
+    "parse_launch_command",
+    "words",
+]

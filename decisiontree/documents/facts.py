@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from decisiontree.documents._vocab import VocabularyLike
 from decisiontree.documents.model import GpuMention, Metrics
+from decisiontree.launch import ENTRY_IN_TEXT
 from decisiontree.versions import VERSION_TEXT, package_key
 
 # -- GPUs ---------------------------------------------------------------------------------
@@ -247,10 +248,6 @@ def _most_common(items: list[str]) -> str | None:
 
 # -- Launch commands ----------------------------------------------------------------------
 
-_ENTRY_POINT = re.compile(
-    r"python[\d.]*\s+-m\s+(?:sglang\.launch_server|vllm\.entrypoints\.openai\.api_server)\b"
-    r"|(?<![\w.-])(?:sglang|vllm)\s+serve\b"
-)
 _SHELL_START = re.compile(
     r"^\s*(?:\$ |\[bash\]\s*|# |ssh\s|nohup\s|env\s|[A-Z_][A-Z0-9_]*=|python|vllm\s|sglang\s"
     r"|sudo\s|docker\s)"
@@ -277,7 +274,7 @@ class Launch:
 def launches_in(lines: list[str], vocabulary: VocabularyLike) -> list[Launch]:
     """Every server launch command, with its backslash/quote continuation lines."""
     found: list[Launch] = []
-    starts = [i for i, line in enumerate(lines) if _ENTRY_POINT.search(line[:4000])]
+    starts = [i for i, line in enumerate(lines) if ENTRY_IN_TEXT.search(line[:4000])]
     if len(starts) > _MAX_LAUNCHES:  # a pasted shell history: the first and last tell the story
         starts = starts[: _MAX_LAUNCHES // 2] + starts[-_MAX_LAUNCHES // 2 :]
     i = 0
@@ -285,7 +282,7 @@ def launches_in(lines: list[str], vocabulary: VocabularyLike) -> list[Launch]:
         if start < i:
             continue
         i = start
-        match = _ENTRY_POINT.search(lines[i][:4000])
+        match = ENTRY_IN_TEXT.search(lines[i][:4000])
         assert match is not None
         end, command, inline = _command_at(lines, i, match.start())
         parsed = vocabulary.parse_launch_command(_REDIRECTION.sub(" ", command))

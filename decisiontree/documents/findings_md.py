@@ -55,7 +55,6 @@ _FIELD = re.compile(
     r"^ {0,3}[-*+][ \t]+(?:\*\*|__)?([A-Za-z][A-Za-z0-9 _/'.-]{0,40}?)(?:\*\*|__)?[ \t]*:(?:\*\*"
     r"|__)?(?:[ \t]+(.*))?$"
 )
-_ENTRY_POINT = re.compile(r"launch_server|api_server|(?:sglang|vllm)\s+serve")
 _COUNT = re.compile(r"^\s*(\d{1,3})\s*[x×]?\s*", re.IGNORECASE)
 _NUMBER = re.compile(r"(\d+(?:[.,]\d+)?)\s*([A-Za-z/%]+(?:/s)?)?")
 _CONCURRENCY = re.compile(r"(?:@|at)?\s*concurrency\s*[:=]?\s*(\d+)", re.IGNORECASE)
@@ -321,7 +320,7 @@ def _flags(
     if not raw:
         return _Flags(None, {})
     command = raw.strip().strip("`")
-    if _ENTRY_POINT.search(command):
+    if launch.names_server(command):
         parsed = vocabulary.parse_launch_command(command)
         unknown = getattr(parsed, "unknown_flags", ())
         if unknown:
