@@ -7,6 +7,7 @@ and work without JavaScript. Every piece of text is escaped before it goes in.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html import escape, unescape
@@ -59,11 +60,23 @@ def render_markdown(text: str | None) -> SafeString:
 INLINE_TAGS = {"code", "em", "strong", "del"}  # no links: a title is often inside one
 
 
+_converters = threading.local()
+
+
+def inline_converter() -> markdown_lib.Markdown:
+    """One converter per thread, reset between uses: building one costs more than the
+    conversion, and a page of results converts fifty lines."""
+    if not hasattr(_converters, "inline"):
+        _converters.inline = markdown_lib.Markdown()
+    converter: markdown_lib.Markdown = _converters.inline
+    return converter
+
+
 @register.filter
 def inline_markdown(text: str | None) -> SafeString:
     """One line of Markdown (a title, a cause, a step) as inline HTML: `code` becomes code,
     never raw backticks; block syntax and links are left as plain text."""
-    html = markdown_lib.markdown(" ".join((text or "").split()))
+    html = inline_converter().reset().convert(" ".join((text or "").split()))
     html = re.sub(r"^<p>|</p>$", "", html.strip())
     return mark_safe(nh3.clean(html, tags=INLINE_TAGS, attributes={}))  # noqa: S308 - nh3 kept inline tags only
 
