@@ -9,9 +9,10 @@ from dataclasses import dataclass, replace
 from django.db import connection
 from rapidfuzz import fuzz, process
 
+from decisiontree import flags
 from kb.models.search import SearchWord
 from kb.search.backend import postgres
-from kb.search.text import Term
+from kb.search.text import ALNUM, Term
 
 # Past this many terms a query is a pasted log, not a search: any term may match.
 ALL_TERMS_UP_TO = 8
@@ -39,6 +40,11 @@ class Reading:
     corrected: tuple[tuple[str, str], ...] = ()  # (as written, as searched)
     ignored: tuple[str, ...] = ()  # words no finding has, left out
 
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        """Indexed words searched for a flag's other spellings (marked in snippets)."""
+        return tuple(word for term in self.terms if term.option for word in term.completions)
+
 
 def read_query(terms: tuple[Term, ...]) -> Reading:
     """A word no finding has cannot narrow a search; it can only empty it. Such a word
@@ -50,6 +56,10 @@ def read_query(terms: tuple[Term, ...]) -> Reading:
     corrected: list[tuple[str, str]] = []
     ignored: list[str] = []
     for term in terms:
+        spellings = indexed_spellings(term)
+        if spellings:
+            kept.append(replace(term, completions=spellings))
+            continue
         completions = words_starting(term.joined)
         if completions:
             # A word the index has is matched as written; the start of one (`flashml`),
@@ -65,6 +75,23 @@ def read_query(terms: tuple[Term, ...]) -> Reading:
             kept.append(Term((closest,), written=term.written))
             corrected.append((term.written, closest))
     return Reading(tuple(dict.fromkeys(kept)), tuple(corrected), tuple(ignored))
+
+
+def indexed_spellings(term: Term) -> tuple[str, ...]:
+    """For a flag written as an option, every spelling of it that the index has:
+    `--nsa-decode-backend` also finds `--dsa-decode-backend`, `--tp` finds `--tp-size`."""
+    if not term.option:
+        return ()
+    spellings = {term.joined} | {
+        "".join(ALNUM.findall(spelling.lower()))
+        for framework in flags.FRAMEWORKS
+        if (spec := flags.flag(term.written, framework)) is not None
+        for spelling in (spec.name, *spec.aliases, *(old for old, _ in spec.renamed))
+    }
+    if len(spellings) == 1:
+        return ()  # no table knows it: read as any other word
+    present = SearchWord.objects.filter(word__in=spellings).values_list("word", flat=True)
+    return tuple(sorted(present, key=lambda word: (word != term.joined, len(word), word)))
 
 
 def words_starting(start: str) -> tuple[str, ...]:

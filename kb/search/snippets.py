@@ -144,7 +144,10 @@ def marked_terms(query: str) -> tuple[Term, ...]:
 
 
 def corrected_words(reading: Reading | None) -> list[str]:
-    return [searched for _, searched in reading.corrected] if reading else []
+    """Words the search read in place of the written ones: corrections, flag spellings."""
+    if reading is None:
+        return []
+    return [*(searched for _, searched in reading.corrected), *reading.spellings]
 
 
 def windows(sources: list[Source], pattern: re.Pattern[str] | None) -> list[Window]:

@@ -32,6 +32,8 @@ class Term:
     written: str = field(default="", compare=False)  # as the user typed it
     # The indexed words it matches (see kb.search.reading): itself, or those it starts.
     completions: tuple[str, ...] = field(default=(), compare=False)
+    # Written as an option (`--tp`, `-tp`): every spelling of that flag is searched.
+    option: bool = field(default=False, compare=False)
 
     @property
     def joined(self) -> str:
@@ -54,9 +56,20 @@ def canonical_arch(value: str) -> str:
 
 def parse_query(query: str) -> tuple[Term, ...]:
     text = normalise_arch(query[:MAX_QUERY_CHARS].lower())
-    terms = (Term(tuple(ALNUM.findall(token)), written=token) for token in IDENTIFIER.findall(text))
+    terms = (query_term(text, match) for match in IDENTIFIER.finditer(text))
     unique = dict.fromkeys(term for term in terms if term.parts)
     return tuple(unique)
+
+
+def query_term(text: str, match: re.Match[str]) -> Term:
+    """A word of the query; one written after dashes (`--tp`, `-tp`) keeps them."""
+    before = text[max(0, match.start() - 2) : match.start()]
+    dashes = len(before) - len(before.rstrip("-"))
+    return Term(
+        tuple(ALNUM.findall(match.group())),
+        written="-" * dashes + match.group(),
+        option=dashes > 0,
+    )
 
 
 def searchable(text: str) -> str:

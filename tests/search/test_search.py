@@ -220,3 +220,27 @@ def test_it_ranks_the_same_without_the_rum_index(
     finally:
         forget_index_state()
     assert without == with_rum
+
+
+@pytest.mark.parametrize(
+    ("written", "query"),
+    [
+        ("--dsa-decode-backend trtllm", "--nsa-decode-backend"),  # renamed in SGLang 0.5.10
+        ("--nsa-decode-backend trtllm", "--dsa-decode-backend"),
+        ("--tensor-parallel-size 8", "-tp"),  # vLLM's short form
+        ("--tp-size 8", "--tp"),  # a prefix SGLang's argparse takes
+    ],
+)
+def test_a_flag_is_found_in_any_of_its_spellings(
+    dsa_finding: Finding, oom_finding: Finding, written: str, query: str
+) -> None:
+    ErrorSample.objects.create(finding=dsa_finding, text=f"launched with {written}")
+    result = search(query)
+    assert [f.pk for f in result.findings] == [dsa_finding.pk]
+    snippet = snippet_for(dsa_finding, query, result.reading)
+    assert f"<mark>{written.split()[0].lstrip('-')}</mark>" in snippet
+
+
+def test_an_option_no_table_knows_is_searched_as_written(dsa_finding: Finding) -> None:
+    ErrorSample.objects.create(finding=dsa_finding, text="--enable-frobnication was set")
+    assert found("--enable-frobnication") == [dsa_finding.pk]
