@@ -3,20 +3,28 @@
 Idempotent by content: a document already stored byte-for-byte is skipped; a
 document at a known path whose content changed updates the findings it yielded
 (same rows, so their history shows the edit). Each document is stored in one
-transaction: a document that cannot be read or stored leaves nothing behind.
+transaction: a document that cannot be read or stored leaves nothing behind and
+is reported by name; the run goes on with the next one.
+
+Several ingests may run at once (two operators, a cron job): reading and extracting
+run side by side, storing takes turns, one document at a time (a PostgreSQL advisory
+lock), so shared rows (GPUs, models, signatures) are never created twice and two
+writers never wait on each other's rows.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 
 from decisiontree.documents import (
+    MAX_DOCUMENT_BYTES,
     DocumentRejected,
     ExtractedDocument,
     ExtractedFinding,
@@ -32,6 +40,9 @@ from kb.services.records import (
 )
 
 INGESTIBLE_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".log", ""}
+MAX_PATH_CHARS = SourceDocument._meta.get_field("path").max_length or 500
+# Any constant both ingests agree on; other advisory-lock users pick another number.
+STORE_LOCK = 0x46474E47  # "FGNG"
 
 
 @dataclass
@@ -82,17 +93,38 @@ def iter_documents(paths: Iterable[str | Path]) -> Iterator[Path]:
 
 
 def ingest_file(path: Path, *, publish: bool = False) -> DocumentOutcome:
+    name = str(path)
+    if len(name) > MAX_PATH_CHARS:
+        reason = f"the path has {len(name)} characters; the limit is {MAX_PATH_CHARS}"
+        return DocumentOutcome(name, "failed", reason=reason)
     try:
-        data = path.read_bytes()
+        data = read_within_limit(path)
     except OSError as exc:
-        return DocumentOutcome(str(path), "failed", reason=f"cannot read: {exc.strerror or exc}")
-    return ingest_bytes(data, str(path), publish=publish)
+        return DocumentOutcome(name, "failed", reason=f"cannot read: {exc.strerror or exc}")
+    except DocumentRejected as exc:
+        return DocumentOutcome(name, "failed", reason=str(exc))
+    return ingest_bytes(data, name, publish=publish)
+
+
+def read_within_limit(path: Path) -> bytes:
+    """The file's bytes; DocumentRejected, before reading, when it is over the limit."""
+    with path.open("rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        # A file that grows while we read is cut at the limit plus one byte, and refused.
+        data = b"" if size > MAX_DOCUMENT_BYTES else file.read(MAX_DOCUMENT_BYTES + 1)
+    size = max(size, len(data))
+    if size > MAX_DOCUMENT_BYTES:
+        raise DocumentRejected(
+            f"document is {size / 1024 / 1024:.1f} MB; "
+            f"the limit is {MAX_DOCUMENT_BYTES // 1024 // 1024} MB"
+        )
+    return data
 
 
 def ingest_bytes(data: bytes, path: str, *, publish: bool = False) -> DocumentOutcome:
     """Store one document and its findings; `path` identifies it for later edits."""
     content_hash = hashlib.sha256(data).hexdigest()
-    if SourceDocument.objects.filter(content_hash=content_hash).exists():
+    if already_stored(content_hash):
         return DocumentOutcome(path, "skipped", reason="unchanged")
     try:
         text = decode_document(data, path)
@@ -104,13 +136,23 @@ def ingest_bytes(data: bytes, path: str, *, publish: bool = False) -> DocumentOu
     if not holds_an_incident(extracted):
         reason = "holds no incident: no error, no flag, no GPU, no model"
         return DocumentOutcome(path, "skipped", reason=reason)
-    return store_document(extracted, text, path, content_hash, publish=publish)
+    try:
+        return store_document(extracted, text, path, content_hash, publish=publish)
+    except DatabaseError as exc:  # the document's transaction rolled back; the run goes on
+        return DocumentOutcome(path, "failed", reason=f"could not be stored: {exc}".strip())
+
+
+def already_stored(content_hash: str) -> bool:
+    return SourceDocument.objects.filter(content_hash=content_hash).exists()
 
 
 @transaction.atomic
 def store_document(
     extracted: ExtractedDocument, text: str, path: str, content_hash: str, *, publish: bool
 ) -> DocumentOutcome:
+    take_store_turn()
+    if already_stored(content_hash):  # another ingest stored it while this one extracted
+        return DocumentOutcome(path, "skipped", reason="unchanged")
     document = (
         SourceDocument.objects.select_for_update().filter(path=path).first() if path else None
     )
@@ -149,6 +191,13 @@ def store_document(
     if action == "updated":
         outcome.findings_removed = retire_removed_entries(document, kept)
     return outcome
+
+
+def take_store_turn() -> None:
+    """Wait for any other ingest's document to commit (held until this transaction ends)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [STORE_LOCK])
 
 
 def holds_an_incident(extracted: ExtractedDocument) -> bool:
