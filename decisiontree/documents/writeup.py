@@ -829,16 +829,17 @@ def _worded_attempt(sentence: _Sentence) -> tuple[ExtractedFix, ...]:
 
 def _episode_finding(base: ExtractedFinding, episode: episodes.Episode) -> ExtractedFinding:
     fixes = episodes.deduplicated(episode.fixes)
-    samples_ = tuple(dict.fromkeys(episode.samples or episode.mentions[:1]))
     kind = episodes.kind_of(episode.symptom)
     flags = {k: v for k, v in episode.flags.items() if k not in _NON_FLAGS}
+    told = _plain(episode.mentions[0]) if episode.mentions else ""
     return replace(
         base,
         title=_episode_title(episode, base.title),
+        summary=_trim(told, 400) if told else base.summary,
         kind=kind,
         status=derive.infer_status(fixes, kind),
         flags=tuple(flags.items()),
-        samples=samples_,
+        samples=tuple(dict.fromkeys(episode.samples)),
         fixes=fixes,
         conditions=derive.derived_conditions(
             gpus=base.gpus,
@@ -861,8 +862,29 @@ def _symptom_extra(episode: episodes.Episode) -> dict[str, str]:
 
 
 def _episode_title(episode: episodes.Episode, document_title: str) -> str:
-    text = (episode.samples or episode.mentions or [""])[0]
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    telling = [line for line in lines if episodes.symptom_of(line)] or lines
-    headline = _plain(telling[-1] if episode.samples else text)[:120]
+    """The error line of its first sample, or the clause of the sentence that tells it."""
+    if episode.samples:
+        headline = _error_headline(episode.samples[0])
+    else:
+        told = _plain((episode.mentions or [""])[0])
+        clauses = [c for c in _TITLE_CLAUSE.split(told) if episodes.symptom_of(c)]
+        headline = clauses[0] if clauses else told
+    headline = _trim(headline, 120).rstrip(".")
     return f"{headline} — {document_title}"[:300] if headline else document_title
+
+
+_TITLE_CLAUSE = re.compile(r"\s*(?:[;:]|\s[-\u2013\u2014]{1,2}\s)\s*")
+_BARE_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?\w+(?:Error|Exception)$")
+
+
+def _error_headline(sample: str) -> str:
+    """The last line that names the failure; a bare `AssertionError` takes the source line
+    printed above it (`assert not self.x`), which is what tells one assert from another."""
+    lines = [line.strip() for line in sample.splitlines() if line.strip().strip("^~ ")]
+    telling = [i for i, line in enumerate(lines) if episodes.symptom_of(line)]
+    if not telling:
+        return _plain(lines[-1]) if lines else ""
+    at = telling[-1]
+    if _BARE_EXCEPTION.match(lines[at]) and at > 0 and not lines[at - 1].startswith("File "):
+        return f"{lines[at]}: {lines[at - 1]}"
+    return _plain(lines[at])

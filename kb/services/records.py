@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import asdict
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, cast
 
 from django.db import transaction
 from django.db.models import Q
@@ -70,6 +70,7 @@ def store_extracted_finding(
         finding.save()
     if change == "created":
         Finding.sources.through.objects.create(finding_id=finding.pk, sourcedocument_id=document.pk)
+        _remember_told(finding, extracted)
     else:
         finding.sources.add(document)
     links_changed = link_records(finding, extracted, new=change == "created")
@@ -270,6 +271,7 @@ def add_samples(finding: Finding, samples: Iterable[str], source: SourceDocument
     for text in samples:
         found = signatures_of_sample(text)
         signature_id = error_signature(found[0]) if not isinstance(found, str) else None
+        _index_stored(finding.pk, found if isinstance(found, tuple) else ())
         ErrorSample.objects.create(
             finding=finding,
             text=text,
@@ -363,19 +365,47 @@ def same_symptom(extracted: ExtractedFinding, document: SourceDocument) -> Findi
     failure class and named code, on the same model, is the same symptom.
     """
     others = Finding.objects.exclude(status=Finding.Status.RETIRED).exclude(origin=document)
-    index = SignatureIndex()
-    rows = ErrorSample.objects.filter(finding__in=others).values_list("finding_id", "parsed")
-    for finding_id, parsed in rows.iterator(chunk_size=2000):
-        signatures = from_stored(parsed)
-        for signature in signatures if isinstance(signatures, tuple) else ():
-            index.add(finding_id, signature)
     queries = [
         Query.of(signature) for sample in extracted.samples for signature in _signatures(sample)
     ]
-    best = index.lookup(queries, limit=1) if queries and len(index) else ()
-    if best and best[0].level is MatchLevel.KNOWN:
-        return others.filter(pk=best[0].finding_id).first()
+    index = symptom_index() if queries else None
+    for candidate in index.lookup(queries, limit=5) if index is not None and len(index) else ():
+        if candidate.level is not MatchLevel.KNOWN:
+            break
+        found = others.filter(pk=candidate.finding_id).first()
+        if found is not None:
+            return found
     return _same_told_symptom(extracted, others)
+
+
+_SYMPTOM_INDEX = "symptom-index"
+
+
+def symptom_index() -> SignatureIndex:
+    """The signatures of every stored sample, for telling whether an episode's error is
+    already known. Built once per ingest run and grown as samples are stored (outside a
+    run, built for each call)."""
+    cache = _committed.get()
+    if cache is not None and _SYMPTOM_INDEX in cache:
+        return cast(SignatureIndex, cache[_SYMPTOM_INDEX])
+    index = SignatureIndex()
+    live = ErrorSample.objects.exclude(finding__status=Finding.Status.RETIRED)
+    for finding_id, parsed in live.values_list("finding_id", "parsed").iterator(chunk_size=2000):
+        signatures = from_stored(parsed)
+        for signature in signatures if isinstance(signatures, tuple) else ():
+            index.add(finding_id, signature)
+    if cache is not None:
+        cache[_SYMPTOM_INDEX] = index
+    return index
+
+
+def _index_stored(finding_id: int, signatures: tuple[Signature, ...]) -> None:
+    """New samples join the run's index, if one is built; a lookup checks the finding
+    still exists, so a rolled-back document leaves only misses behind."""
+    cache = _committed.get()
+    if cache is not None and _SYMPTOM_INDEX in cache:
+        for signature in signatures:
+            cache[_SYMPTOM_INDEX].add(finding_id, signature)
 
 
 def _signatures(sample: str) -> tuple[Signature, ...]:
@@ -388,16 +418,64 @@ def _same_told_symptom(extracted: ExtractedFinding, others: Any) -> Finding | No
     names = set(extracted.extra.get("symptom_names", "").split())
     if not classes or not extracted.model:
         return None
-    for finding in others.select_related("model").order_by("pk"):
-        if not _same_model(extracted.model, finding.model.name if finding.model else ""):
+    for told in told_symptoms():
+        if not _same_model(extracted.model, told.model):
             continue
-        their_classes = set(str(finding.extra.get("symptom", "")).split())
-        their_names = set(str(finding.extra.get("symptom_names", "")).split())
-        if names & their_names or (
-            classes & their_classes - {"slow"} and not (names and their_names)
-        ):
-            return finding
+        if names & told.names or (classes & told.classes - {"slow"} and not (names and told.names)):
+            found = others.filter(pk=told.finding_id).first()
+            if found is not None:
+                return found
     return None
+
+
+@dataclass(frozen=True)
+class ToldSymptom:
+    """What tells a stored finding's symptom from others, when no sample can."""
+
+    finding_id: int
+    model: str
+    classes: frozenset[str]
+    names: frozenset[str]
+
+    @classmethod
+    def of(cls, finding_id: int, model: str, extra: Any) -> ToldSymptom:
+        extra = extra if isinstance(extra, dict) else {}
+        return cls(
+            finding_id,
+            model,
+            frozenset(str(extra.get("symptom", "")).split()),
+            frozenset(str(extra.get("symptom_names", "")).split()),
+        )
+
+
+_TOLD_SYMPTOMS = "told-symptoms"
+
+
+def told_symptoms() -> list[ToldSymptom]:
+    """Stored findings with a told symptom and a model, oldest first; once per ingest run,
+    grown as findings are stored."""
+    cache = _committed.get()
+    if cache is not None and _TOLD_SYMPTOMS in cache:
+        return cast(list[ToldSymptom], cache[_TOLD_SYMPTOMS])
+    rows = (
+        Finding.objects.exclude(status=Finding.Status.RETIRED)
+        .exclude(model=None)
+        .order_by("pk")
+        .values_list("pk", "model__name", "extra")
+    )
+    told = [ToldSymptom.of(pk, model, extra) for pk, model, extra in rows.iterator(2000)]
+    told = [t for t in told if t.classes]
+    if cache is not None:
+        cache[_TOLD_SYMPTOMS] = told
+    return told
+
+
+def _remember_told(finding: Finding, extracted: ExtractedFinding) -> None:
+    cache = _committed.get()
+    if cache is not None and _TOLD_SYMPTOMS in cache and extracted.model:
+        told = ToldSymptom.of(finding.pk, extracted.model, dict(extracted.extra))
+        if told.classes:
+            cache[_TOLD_SYMPTOMS].append(told)
 
 
 def _same_model(ours: str, theirs: str) -> bool:

@@ -101,3 +101,19 @@ def test_a_fix_has_a_summary_of_our_own_and_keeps_the_passage(summary, passage_w
     (fix,) = oom.fixes
     assert fix.summary == summary
     assert passage_word in fix.passage
+
+
+def test_a_symptom_told_only_in_words_is_the_findings_symptom_not_an_error_sample():
+    """No error block shows the OOM: its words are the symptom a paste is matched on,
+    never a sample that pretends to be printed output."""
+    oom = episodes("glm5-blackwell-fp8-kv-assert.txt")["oom"]
+    assert oom.samples == ()
+    assert "run out of memory while capturing CUDA graphs" in oom.summary
+    assert oom.title.startswith("Before it, the first launch had run out of memory")
+    assert "lowering" not in oom.title  # the clause that tells the failure, not the cure
+
+
+def test_a_bare_assertion_is_titled_by_the_assert_it_printed():
+    told = episodes("glm5-blackwell-fp8-kv-assert.txt")
+    (assertion,) = [f for key, f in told.items() if "exc:AssertionError" in key]
+    assert assertion.title.startswith("AssertionError: assert not self.nsa_kv_cache_store_fp8 — ")
