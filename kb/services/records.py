@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
 from django.db import transaction
@@ -14,7 +14,7 @@ from simple_history.utils import bulk_create_with_history
 
 from decisiontree.documents import ExtractedFinding, ExtractedFix, GpuMention
 from decisiontree.fingerprint import Signature
-from decisiontree.match import MatchLevel, Query, SignatureIndex
+from decisiontree.match import Candidate, MatchLevel, Query, SignatureIndex
 from decisiontree.samples import from_stored, signatures_of_sample, stored_form
 from decisiontree.server_env import runnable_changes
 from kb.models import (
@@ -368,8 +368,7 @@ def same_symptom(extracted: ExtractedFinding, document: SourceDocument) -> Findi
     queries = [
         Query.of(signature) for sample in extracted.samples for signature in _signatures(sample)
     ]
-    index = symptom_index() if queries else None
-    for candidate in index.lookup(queries, limit=5) if index is not None and len(index) else ():
+    for candidate in symptom_index().lookup(queries) if queries else ():
         if candidate.level is not MatchLevel.KNOWN:
             break
         found = others.filter(pk=candidate.finding_id).first()
@@ -378,25 +377,45 @@ def same_symptom(extracted: ExtractedFinding, document: SourceDocument) -> Findi
     return _same_told_symptom(extracted, others)
 
 
+@dataclass
+class SymptomIndex:
+    """The signatures of stored samples, for telling whether an episode's error is known."""
+
+    index: SignatureIndex = field(default_factory=SignatureIndex)
+    sealed: set[int] = field(default_factory=set)  # findings the index has folded in
+    fresh: set[int] = field(default_factory=set)  # findings added since
+
+    def add(self, finding_id: int, signatures: Iterable[Signature]) -> None:
+        # A folded finding's document is closed: more samples would count its words twice.
+        if finding_id not in self.sealed:
+            for signature in signatures:
+                self.index.add(finding_id, signature)
+            self.fresh.add(finding_id)
+
+    def lookup(self, queries: list[Query]) -> tuple[Candidate, ...]:
+        self.index.finish()
+        self.sealed |= self.fresh
+        self.fresh.clear()
+        return self.index.lookup(queries, limit=5) if len(self.index) else ()
+
+
 _SYMPTOM_INDEX = "symptom-index"
 
 
-def symptom_index() -> SignatureIndex:
-    """The signatures of every stored sample, for telling whether an episode's error is
-    already known. Built once per ingest run and grown as samples are stored (outside a
-    run, built for each call)."""
+def symptom_index() -> SymptomIndex:
+    """Every stored sample of a live finding; built once per ingest run and grown as
+    findings are stored (outside a run, built for each call)."""
     cache = _committed.get()
     if cache is not None and _SYMPTOM_INDEX in cache:
-        return cast(SignatureIndex, cache[_SYMPTOM_INDEX])
-    index = SignatureIndex()
+        return cast(SymptomIndex, cache[_SYMPTOM_INDEX])
+    built = SymptomIndex()
     live = ErrorSample.objects.exclude(finding__status=Finding.Status.RETIRED)
     for finding_id, parsed in live.values_list("finding_id", "parsed").iterator(chunk_size=2000):
         signatures = from_stored(parsed)
-        for signature in signatures if isinstance(signatures, tuple) else ():
-            index.add(finding_id, signature)
+        built.add(finding_id, signatures if isinstance(signatures, tuple) else ())
     if cache is not None:
-        cache[_SYMPTOM_INDEX] = index
-    return index
+        cache[_SYMPTOM_INDEX] = built
+    return built
 
 
 def _index_stored(finding_id: int, signatures: tuple[Signature, ...]) -> None:
@@ -404,8 +423,7 @@ def _index_stored(finding_id: int, signatures: tuple[Signature, ...]) -> None:
     still exists, so a rolled-back document leaves only misses behind."""
     cache = _committed.get()
     if cache is not None and _SYMPTOM_INDEX in cache:
-        for signature in signatures:
-            cache[_SYMPTOM_INDEX].add(finding_id, signature)
+        cast(SymptomIndex, cache[_SYMPTOM_INDEX]).add(finding_id, signatures)
 
 
 def _signatures(sample: str) -> tuple[Signature, ...]:
