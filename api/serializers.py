@@ -13,7 +13,7 @@ from rest_framework import serializers
 
 from api.errors import PayloadTooLarge
 from decisiontree import conditions
-from decisiontree.diagnose import Diagnosis, RankedFix, State
+from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.match import MatchLevel
 from decisiontree.records import Change, ChangeAction, Outcome
 from decisiontree.server_env import change_problem
@@ -355,9 +355,11 @@ class DiagnosisFixSerializer(serializers.Serializer):
     """A fix as a diagnosis shows it; built from the whole entry, which knows the spelling."""
 
     id = serializers.IntegerField(source="fix.id", help_text="Same as the entry's `fix_id`")
-    summary = serializers.CharField(source="fix.summary")
+    summary = serializers.CharField(help_text="Its flags spelled as in `command_changes`")
     outcome = serializers.ChoiceField(source="fix.outcome", choices=enum_choices(Outcome))
-    changes = ChangeSerializer(source="fix.changes", many=True)
+    changes = ChangeSerializer(
+        many=True, help_text="The changes that fit the user's setup (see the entry's `withheld`)"
+    )
     command_changes = serializers.ListField(
         child=serializers.CharField(),
         help_text="Each change as the user's framework release spells it",
@@ -380,7 +382,7 @@ class FindingRefSerializer(serializers.Serializer):
 
 
 class WhyStepSerializer(serializers.Serializer):
-    step = serializers.ChoiceField(choices=["signature", "cause", "condition", "fix"])
+    step = serializers.ChoiceField(choices=["signature", "cause", "condition", "shared", "fix"])
     detail = serializers.CharField()
     key = serializers.CharField(
         allow_null=True, help_text='Condition steps: the key, e.g. "gpu.arch"'
@@ -389,11 +391,37 @@ class WhyStepSerializer(serializers.Serializer):
     state = serializers.ChoiceField(choices=enum_choices(State), allow_null=True)
 
 
+class WithheldChangeSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(source="change.action", choices=enum_choices(ChangeAction))
+    name = serializers.CharField(source="change.name")
+    value = serializers.CharField(source="change.value", allow_null=True)
+    command_change = serializers.CharField(help_text="As the user's release would spell it")
+    reason = serializers.CharField(help_text="Why it is left out of the corrected command")
+
+
+class PathStepSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["signature", "finding", "cause", "fix"])
+    label = serializers.CharField()
+    id = serializers.IntegerField(allow_null=True, help_text="The finding's or the fix's id")
+
+
 class RankedFixSerializer(serializers.Serializer):
     rank = serializers.IntegerField(help_text="1 is the fix to try first")
     score = serializers.FloatField()
     already_applied = serializers.BooleanField(
         help_text="Every change is already in the launch command"
+    )
+    proposed = serializers.BooleanField(
+        help_text="Suggested, never confirmed: validate it (ranks below every fix with evidence)"
+    )
+    withheld = WithheldChangeSerializer(
+        many=True, help_text="Changes left out: the user's framework, release or model lacks them"
+    )
+    spellings = serializers.ListField(
+        child=serializers.CharField(), help_text="Older spellings, when the release is unknown"
+    )
+    path = PathStepSerializer(
+        many=True, help_text="The walk through the decision graph that reached this fix"
     )
     fix_id = serializers.IntegerField(
         source="fix.id", help_text="The fix's id: send it as `fix_id` in feedback"
@@ -433,6 +461,33 @@ class QuestionSerializer(serializers.Serializer):
     text = serializers.CharField()
     answers = serializers.ListField(child=serializers.CharField())
     first_fix_by_answer = AnswerFixSerializer(many=True)
+
+
+class SetupDifferenceSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text='"gpu.arch", "model.arch", "framework", …')
+    finding_value = serializers.CharField()
+    here = serializers.CharField(help_text="The user's value")
+    text = serializers.CharField(source="describe")
+
+
+class NearMissSerializer(FindingRefSerializer):
+    id = serializers.IntegerField(source="finding.id")
+    title = serializers.CharField(source="finding.title")
+    sources = SourceRefSerializer(source="finding.sources", many=True)
+    score = serializers.FloatField()
+    why_not = serializers.CharField(help_text="Why it was not taken as the match")
+
+    def get_html_url(self, near: Any) -> str:
+        return page_url(reverse("kb:finding-detail", args=[near.finding.id]))
+
+
+class LaunchFlagSerializer(serializers.Serializer):
+    flag = serializers.CharField(help_text="As the user's release spells it")
+    value = serializers.CharField()
+
+    def to_representation(self, pair: tuple[str, str]) -> dict[str, str]:
+        flag, value = pair
+        return {"flag": flag, "value": value}
 
 
 class CandidateSerializer(serializers.Serializer):
@@ -479,6 +534,13 @@ class DiagnosisSerializer(serializers.Serializer):
     )
     summary = serializers.SerializerMethodField(help_text="One line a bot can post as is")
     match = serializers.ChoiceField(choices=enum_choices(MatchLevel))
+    verdict = serializers.ChoiceField(
+        choices=enum_choices(Verdict),
+        help_text="The match told truthfully: different_setup when the setup contradicts it",
+    )
+    different_setup = SetupDifferenceSerializer(
+        many=True, help_text="The finding's GPU, model, framework or release that differ here"
+    )
     signature = ErrorSignatureSerializer(allow_null=True)
     corrected_command = serializers.SerializerMethodField(
         help_text="The launch command with the first fix applied; null without one"
@@ -489,8 +551,18 @@ class DiagnosisSerializer(serializers.Serializer):
         many=True, help_text="Unknown facts whose answer would change the first fix"
     )
     context = DiagnosisContextSerializer()
+    launch_flags = LaunchFlagSerializer(
+        many=True, help_text="The context's flags, spelled as the answer spells them"
+    )
     matches = CandidateSerializer(
         many=True, source="candidates", help_text="Known findings the paste resembles"
+    )
+    nearest = NearMissSerializer(
+        many=True, help_text="With no known match: the closest findings (never offered as fixes)"
+    )
+    search_words = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="With no known match: words of the paste the knowledge base holds",
     )
 
     @extend_schema_field(serializers.CharField(allow_null=True))
@@ -527,7 +599,7 @@ def corrected_command_for(ranked: RankedFix, diagnosis: Any, context: dict[str, 
     framework, version = (known.framework, known.framework_version) if known else (None, None)
     fix = {
         "changes": [
-            {"action": str(c.action), "name": c.name, "value": c.value} for c in ranked.fix.changes
+            {"action": str(c.action), "name": c.name, "value": c.value} for c in ranked.changes
         ],
         "command_changes": list(ranked.command_changes),
     }
@@ -544,6 +616,12 @@ def summary_line(diagnosis: Diagnosis) -> str:
             return f"Known issue, but every known fix is already applied: {error}."
         return f"No known match for {error} in FixGraph."
     label = "Known issue" if diagnosis.match is MatchLevel.KNOWN else "Similar to a known issue"
+    if diagnosis.verdict is Verdict.DIFFERENT_SETUP:
+        label = (
+            "Same error, different setup ("
+            + "; ".join(d.describe() for d in diagnosis.different_setup)
+            + ")"
+        )
     # The changes as the user's release spells them, when the fix is made of changes.
     what = " ".join(first.command_changes) or first.fix.summary
     return f"{label}: {first.finding.title}. Try first: {what}."

@@ -43,6 +43,7 @@ class FlagSpec:
     deprecated: bool = False
     last_version: str | None = None  # set when the newest release no longer has the flag
     description: str | None = None
+    model_archs: tuple[str, ...] = ()  # model architectures it acts on; () = every model
 
 
 @dataclass(frozen=True)
@@ -308,6 +309,7 @@ def _spec_from(framework: str, row: Mapping[str, Any]) -> FlagSpec:
         deprecated=bool(row.get("deprecated", False)),
         last_version=row.get("last_version"),
         description=row.get("description"),
+        model_archs=tuple(row.get("model_archs", ())),
     )
 
 

@@ -1,22 +1,41 @@
-"""The decision graph: signatures, conditions, causes and fixes of published findings.
+"""The decision graph: what the published findings know, as nodes they share.
 
-Nodes are keyed by tuples so a key says what it is:
-`("signature", fingerprint)`, `("condition", key, value, negate)`,
-`("cause", finding_id)`, `("fix", fix_id)`. Edges (their kind follows from
-the kinds of their ends):
+Node keys are tuples that say what a node is:
 
-- signature -> cause: the error was observed in that finding;
-- condition -> cause: the cause needs that fact about the context;
-- cause -> fix: with attributes `outcome` and `evidence`.
+- `("signature", fingerprint)`: an error as the parser fingerprints it;
+- `("finding", id)`: one symptom a finding records, with its samples and conditions;
+- `("cause", key)`: a root cause that several findings state (the same words, in any
+  case and spacing); a cause only one finding states is that finding's own, no node;
+- `("fix", id)`: one fix row as its finding reported it;
+- `("remedy", changes)`: what a fix changes, where fixes of one cause make the same
+  changes (evidence for it adds up over the cause's symptoms);
+- `("condition", key, value, negate)`: a fact about the context that a finding needs;
+- `("flag", name)`: a launch flag, shared by the conditions and remedies that name it.
 
-Built in memory from `FindingRecord`s and rebuilt whenever the knowledge base
-changes; `KnowledgeGraph.index` answers "which findings look like this error".
+Edges (their kind follows from the kinds of their ends):
+
+- signature -> finding: the error was observed in that finding;
+- condition -> finding: the finding's cause needs that fact about the context;
+- finding -> cause: the cause explains the finding's symptom;
+- finding -> fix: the fix was tried against that symptom (attributes `outcome`, `evidence`);
+- fix -> remedy, remedy -> flag, condition -> flag.
+
+So what one finding learned reaches another: a remedy validated against one
+symptom of a cause is found again from every other symptom of that cause
+(`decisiontree.walk` ranks fixes by walking these edges). Shared nodes are
+made only where something is shared: at 100k findings a node per unshared
+cause and remedy would cost hundreds of MiB and carry nothing. Built in memory
+from `FindingRecord`s and rebuilt whenever the knowledge base changes;
+`KnowledgeGraph.index` answers "which findings look like this error".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import gc
+import hashlib
+import re
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,28 +46,70 @@ from decisiontree import conditions, flags
 from decisiontree.conditions import framework_of
 from decisiontree.fingerprint import Signature
 from decisiontree.match import SignatureIndex
-from decisiontree.records import Change, ChangeAction, Condition, FindingRecord, FixRecord
+from decisiontree.records import (
+    Change,
+    ChangeAction,
+    Condition,
+    Evidence,
+    FindingRecord,
+    FixRecord,
+)
 from decisiontree.samples import SampleSignatures, signatures_of_sample
 from decisiontree.vocabulary import Vocabulary, load
 
 Node = tuple[Any, ...]
 FLAG_CHANGES = (ChangeAction.SET_FLAG, ChangeAction.REMOVE_FLAG)
+# A stated cause shorter than this says too little to be the same cause as another's.
+MIN_CAUSE_WORDS = 4
 
 
 def signature_node(fingerprint: str) -> Node:
     return ("signature", fingerprint)
 
 
-def condition_node(condition: Condition) -> Node:
-    return ("condition", condition.key, condition.value, condition.negate)
+def finding_node(finding_id: int) -> Node:
+    return ("finding", finding_id)
 
 
-def cause_node(finding_id: int) -> Node:
-    return ("cause", finding_id)
+def cause_node(key: str) -> Node:
+    return ("cause", key)
 
 
 def fix_node(fix_id: int) -> Node:
     return ("fix", fix_id)
+
+
+def remedy_node(changes: Iterable[Change]) -> Node:
+    return ("remedy", remedy_key(changes))
+
+
+def condition_node(condition: Condition) -> Node:
+    return ("condition", condition.key, condition.value, condition.negate)
+
+
+def flag_node(name: str) -> Node:
+    return ("flag", name)
+
+
+def remedy_key(changes: Iterable[Change]) -> tuple[Change, ...]:
+    """The same changes in any order are the same remedy."""
+    return tuple(sorted(set(changes), key=lambda c: (c.action, c.name, c.value or "")))
+
+
+def cause_key(finding: FindingRecord) -> str:
+    """Findings that state the same cause (in any case and spacing) share one cause node.
+
+    A finding that states none, or too little to tell, gets a cause of its own.
+    """
+    words = re.findall(r"[a-z0-9_.+-]+", finding.cause.lower())
+    if len(words) < MIN_CAUSE_WORDS:
+        return own_cause(finding.id)
+    # A short digest, not the text: the key lives as long as the graph.
+    return hashlib.blake2b(" ".join(words).encode(), digest_size=12).hexdigest()
+
+
+def own_cause(finding_id: int) -> str:
+    return f"finding:{finding_id}"
 
 
 @dataclass(frozen=True)
@@ -59,17 +120,61 @@ class KnowledgeGraph:
     skipped_samples: tuple[tuple[int, str], ...] = ()  # (finding id, why) for unreadable samples
 
     def conditions_of(self, finding_id: int) -> tuple[Condition, ...]:
-        preds = self.digraph.predecessors(cause_node(finding_id))
+        preds = self.digraph.predecessors(finding_node(finding_id))
         found = [Condition(n[1], n[2], n[3]) for n in preds if n[0] == "condition"]
         return tuple(sorted(found, key=lambda c: (c.key, c.value, c.negate)))
 
     def fixes_of(self, finding_id: int) -> tuple[FixRecord, ...]:
-        succ = self.digraph.successors(cause_node(finding_id))
-        return tuple(self.digraph.nodes[n]["fix"] for n in succ)
+        succ = self.digraph.successors(finding_node(finding_id))
+        return tuple(self.digraph.nodes[n]["fix"] for n in succ if n[0] == "fix")
 
     def signatures_of(self, finding_id: int) -> tuple[str, ...]:
-        preds = self.digraph.predecessors(cause_node(finding_id))
+        preds = self.digraph.predecessors(finding_node(finding_id))
         return tuple(sorted(n[1] for n in preds if n[0] == "signature"))
+
+    def exception_types_of(self, finding_id: int) -> tuple[str, ...]:
+        """The exception types of the finding's samples, as their signatures name them."""
+        preds = self.digraph.predecessors(finding_node(finding_id))
+        types = {self.digraph.nodes[n]["exception_type"] for n in preds if n[0] == "signature"}
+        return tuple(sorted(t for t in types if t))
+
+    def cause_of(self, finding_id: int) -> Node:
+        """The finding's root cause: a shared cause node, or the finding's own."""
+        succ = self.digraph.successors(finding_node(finding_id))
+        return next((n for n in succ if n[0] == "cause"), cause_node(own_cause(finding_id)))
+
+    def findings_of_cause(self, cause: Node) -> tuple[int, ...]:
+        """Every finding (symptom) the cause explains, in id order."""
+        if cause not in self.digraph:
+            return (int(cause[1].removeprefix("finding:")),)
+        return tuple(sorted(n[1] for n in self.digraph.predecessors(cause)))
+
+    def remedy_evidence(self, cause: Node, changes: Iterable[Change]) -> Evidence:
+        """Evidence for one remedy over every symptom of `cause`: runs and votes add up."""
+        key = remedy_key(changes)
+        fixes = [
+            fix
+            for finding_id in self.findings_of_cause(cause)
+            for fix in self.fixes_of(finding_id)
+            if remedy_key(fix.changes) == key
+        ]
+        return merged_evidence(f.evidence for f in fixes)
+
+
+def merged_evidence(items: Iterable[Evidence]) -> Evidence:
+    passed: dict[str, int] = {}
+    failed: dict[str, int] = {}
+    helped = not_helped = 0
+    for evidence in items:
+        for arch, count in evidence.validated_passed:
+            passed[arch] = passed.get(arch, 0) + count
+        for arch, count in evidence.validated_failed:
+            failed[arch] = failed.get(arch, 0) + count
+        helped += evidence.feedback_helped
+        not_helped += evidence.feedback_not_helped
+    return Evidence(
+        tuple(sorted(passed.items())), tuple(sorted(failed.items())), helped, not_helped
+    )
 
 
 # Sample text -> its signatures, or the reason it was unreadable.
@@ -106,10 +211,12 @@ def _build(
     index = SignatureIndex()
     held: dict[int, FindingRecord] = {}
     skipped: list[tuple[int, str]] = []
+    causes: dict[str, list[int]] = defaultdict(list)
     for raw in findings:
         finding = canonical_finding(raw, vocabulary)
         held[finding.id] = finding
         _add_finding(digraph, finding)
+        causes[cause_key(finding)].append(finding.id)
         skipped.extend(_index_samples(digraph, index, finding, cache))
         index.add_text(
             finding.id,
@@ -117,19 +224,44 @@ def _build(
             summary=finding.summary,
             cause=" ".join([finding.cause, *(fix.summary for fix in finding.fixes)]),
         )
+    for key, finding_ids in causes.items():
+        if len(finding_ids) > 1:
+            _add_shared_cause(digraph, key, [held[i] for i in finding_ids])
     index.finish()
     return KnowledgeGraph(digraph, index, held, tuple(skipped))
 
 
 def _add_finding(digraph: nx.DiGraph, finding: FindingRecord) -> None:
-    # Node keys say what a node is, and the cause's text lives in `findings`:
-    # attribute dicts on 100k causes and conditions would cost hundreds of MiB.
-    cause = cause_node(finding.id)
-    digraph.add_node(cause)
-    digraph.add_edges_from((condition_node(c), cause) for c in finding.conditions)
+    # Node keys say what a node is, and a finding's text lives in `findings`:
+    # attribute dicts on 100k findings and conditions would cost hundreds of MiB.
+    node = finding_node(finding.id)
+    digraph.add_node(node)
+    for condition in finding.conditions:
+        digraph.add_edge(condition_node(condition), node)
+        if condition.key.startswith("flag."):
+            digraph.add_edge(condition_node(condition), flag_node(condition.key[5:]))
     for fix in finding.fixes:
         digraph.add_node(fix_node(fix.id), fix=fix)
-        digraph.add_edge(cause, fix_node(fix.id), outcome=fix.outcome, evidence=fix.evidence)
+        digraph.add_edge(node, fix_node(fix.id), outcome=fix.outcome, evidence=fix.evidence)
+
+
+def _add_shared_cause(digraph: nx.DiGraph, key: str, findings: list[FindingRecord]) -> None:
+    """One cause node for the findings that state it, and a node per remedy they share."""
+    cause = cause_node(key)
+    remedies: dict[tuple[Change, ...], list[FixRecord]] = defaultdict(list)
+    for finding in findings:
+        digraph.add_edge(finding_node(finding.id), cause)
+        for fix in finding.fixes:
+            if fix.changes:  # a fix told only in words shares no remedy with another
+                remedies[remedy_key(fix.changes)].append(fix)
+    for changes, fixes in remedies.items():
+        if len(fixes) < 2:
+            continue
+        remedy = ("remedy", changes)
+        digraph.add_edges_from((fix_node(fix.id), remedy) for fix in fixes)
+        digraph.add_edges_from(
+            (remedy, flag_node(c.name)) for c in changes if c.action in FLAG_CHANGES
+        )
 
 
 def _index_samples(
@@ -177,7 +309,7 @@ def _observe(
         # the term tuples would double the graph's memory.
         shown = (signature.exception_type, signature.template) if signature else ("", "")
         digraph.add_node(node, exception_type=shown[0], template=shown[1])
-    digraph.add_edge(node, cause_node(finding_id))
+    digraph.add_edge(node, finding_node(finding_id))
 
 
 # --- canonical spellings ------------------------------------------------------
@@ -204,3 +336,21 @@ def _canonical_change(change: Change, framework: str | None) -> Change:
         return change
     name = flags.canonical_flag(change.name, framework)
     return change if name == change.name else dataclasses.replace(change, name=name)
+
+
+__all__ = [
+    "KnowledgeGraph",
+    "Node",
+    "build_graph",
+    "canonical_finding",
+    "cause_key",
+    "cause_node",
+    "condition_node",
+    "finding_node",
+    "fix_node",
+    "flag_node",
+    "merged_evidence",
+    "remedy_key",
+    "remedy_node",
+    "signature_node",
+]

@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.finding_list, name="finding-list"),
     path("diagnose/", views.diagnose_page, name="diagnose"),
     path("diagnose/feedback/", views.fix_feedback, name="fix-feedback"),
+    path("diagnose/draft/", views.start_finding, name="diagnose-draft"),
     path("diagnose/<str:slug>/", views.diagnosis_detail, name="diagnosis"),
     path("diagnose/<str:slug>/delete/", views.diagnosis_delete, name="diagnosis-delete"),
     path("findings/<int:pk>/", views.finding_detail, name="finding-detail"),

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import Prefetch
 
+from decisiontree.answer import Diagnosis
 from decisiontree.context import Context, build_context
-from decisiontree.diagnose import Diagnosis
 from decisiontree.diagnose import diagnose as diagnose_with_graph
-from decisiontree.fingerprint import FINGERPRINT_VERSION
+from decisiontree.fingerprint import FINGERPRINT_VERSION, signatures_of
 from decisiontree.graph import KnowledgeGraph, build_graph
 from decisiontree.records import (
     Change,
@@ -30,6 +32,7 @@ from decisiontree.records import (
     SourceRef,
 )
 from decisiontree.samples import SampleSignatures, from_stored
+from decisiontree.traceback import parse
 from kb.models import (
     ErrorSample,
     Finding,
@@ -40,6 +43,7 @@ from kb.models import (
     ValidationRun,
 )
 from kb.services.fingerprints import carry_decisions_forward
+from kb.services.records import link_samples
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,11 @@ def diagnose(
     framework_version: str | None = None,
     answers: dict[str, str] | None = None,
 ) -> Diagnosis:
-    """Ranked fixes for a pasted error. Raises decisiontree InputRejected on bad input."""
+    """Ranked fixes for a pasted error, re-ranked on `answers` to its questions.
+
+    Raises decisiontree's InputRejected on bad input, KeyError for an answer about a key
+    no question asks.
+    """
     context = build_context(
         text,
         launch_command=launch_command,
@@ -106,6 +114,50 @@ def diagnose(
     result = diagnose_with_graph(text, context, graph)
     carry_decisions_forward(result.signature, graph.index.decided())
     return result
+
+
+def start_finding_from_paste(
+    text: str,
+    *,
+    user: AbstractBaseUser | AnonymousUser | None,
+    launch_command: str | None = None,
+    gpu: str | None = None,
+) -> Finding:
+    """A draft finding with the paste as its sample, waiting in the review queue.
+
+    Drafts are never anonymous: only a signed-in user starts one, and the
+    history records who. Raises InputRejected for a paste that cannot be read.
+    """
+    if user is None or not user.is_authenticated:
+        raise PermissionDenied("Sign in to start a finding: drafts carry their author.")
+    signatures = signatures_of(parse(text))
+    context = build_context(text, launch_command=launch_command, gpu=gpu)
+    first = signatures[0] if signatures else None
+    title = f"{first.exception_type}: {first.template}" if first else text.strip().splitlines()[0]
+    with transaction.atomic():
+        finding = Finding.objects.create(
+            title=title[:300],
+            status=Finding.Status.DRAFT,
+            conditions=[_condition_dict(c) for c in paste_conditions(context)],
+            body=f"Started from a pasted error by {user.get_username()}; no known match.",
+            problems=["Started from a paste: write the cause and the fix that worked."],
+        )
+        link_samples(finding, (text,), new=True)
+    return finding
+
+
+def paste_conditions(context: Context) -> list[Condition]:
+    """What the paste's context says about where it happened (the reviewer trims it)."""
+    facts = (
+        ("gpu.arch", context.arch),
+        ("framework", context.framework),
+        ("model.arch", context.model_arch),
+    )
+    return [Condition(key, value) for key, value in facts if value]
+
+
+def _condition_dict(condition: Condition) -> dict[str, Any]:
+    return {"key": condition.key, "value": condition.value, "negate": condition.negate}
 
 
 def finding_records() -> list[FindingRecord]:

@@ -6,6 +6,7 @@ and work without JavaScript. Every piece of text is escaped before it goes in.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -170,6 +171,7 @@ class PathFix:
     rank: int | None  # None: known not to help
     css: str
     anchor: str  # the fix's card on the page, when it has one
+    via: str = ""  # the other symptom of the same cause the walk went through, if any
 
 
 @dataclass
@@ -187,9 +189,17 @@ def decision_path(diagnosis: dict[str, Any]) -> dict[str, Any]:
     entries = [(entry, True) for entry in diagnosis.get("fixes", [])]
     entries += [(entry, False) for entry in diagnosis.get("not_helpful", [])]
     for entry, helps in entries:
-        finding = entry["finding"]
-        cause = causes.setdefault(finding["id"], PathCause(finding["id"], finding["title"], []))
-        cause.fixes.append(path_fix(entry, helps=helps))
+        # The path the walk took: the matched finding first, then any other symptom of its cause.
+        findings = [s for s in entry.get("path", []) if s["kind"] == "finding"] or [
+            entry["finding"]
+        ]
+        matched = {
+            "id": findings[0]["id"],
+            "title": findings[0].get("title", findings[0].get("label")),
+        }
+        cause = causes.setdefault(matched["id"], PathCause(matched["id"], matched["title"], []))
+        via = findings[-1]["label"] if len(findings) > 1 else ""
+        cause.fixes.append(dataclasses.replace(path_fix(entry, helps=helps), via=via))
     signature = diagnosis.get("signature") or {}
     return {
         "signature": signature.get("exception_type") or "the pasted text",

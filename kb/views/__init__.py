@@ -1,6 +1,12 @@
 """Page views, by page. Thin: they call kb.services and render templates."""
 
-from kb.views.diagnose import diagnose_page, diagnosis_delete, diagnosis_detail, fix_feedback
+from kb.views.diagnose import (
+    diagnose_page,
+    diagnosis_delete,
+    diagnosis_detail,
+    fix_feedback,
+    start_finding,
+)
 from kb.views.findings import finding_detail, validate_fix
 from kb.views.review import merge_finding, reject_finding, review_finding, review_queue
 from kb.views.runbook import runbook, runbook_markdown
@@ -19,5 +25,6 @@ __all__ = [
     "review_queue",
     "runbook",
     "runbook_markdown",
+    "start_finding",
     "validate_fix",
 ]

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
@@ -24,7 +25,7 @@ from kb.clients import shared_slot, wait_before_next
 from kb.forms import DiagnoseForm, FeedbackForm, answers_from, paste_too_large_message
 from kb.models import StoredDiagnosis
 from kb.services import occurrences, stored_diagnoses
-from kb.services.diagnosis import record_feedback
+from kb.services.diagnosis import record_feedback, start_finding_from_paste
 
 BODY_SLACK_BYTES = 100_000  # room for the launch command and form fields beside the paste
 ANSWER_ANCHOR = "#diagnosis"
@@ -188,3 +189,27 @@ def fix_feedback(request: HttpRequest) -> HttpResponse:
     context = {"helped": form.cleaned_data["helped"], "fix": form.cleaned_data["fix"]}
     template = "kb/_feedback.html" if getattr(request, "htmx", False) else "kb/feedback.html"
     return render(request, template, context)
+
+
+@login_required(login_url="/accounts/login/")
+@require_POST
+def start_finding(request: HttpRequest) -> HttpResponse:
+    """“Start a finding from this paste”: a draft in the review queue, by a signed-in user."""
+    form = DiagnoseForm(request.POST)
+    if not form.is_valid():
+        message = " ".join(str(e) for errors in form.errors.values() for e in errors)
+        return page(request, form, error=message, status=400)
+    data = form.cleaned_data
+    try:
+        finding = start_finding_from_paste(
+            data["text"],
+            user=request.user,
+            launch_command=data["launch_command"] or None,
+            gpu=data["gpu"] or None,
+        )
+    except InputRejected as rejected:
+        return page(request, form, error=str(rejected), status=400)
+    if request.user.has_perm("kb.change_finding"):
+        return redirect("kb:review-finding", pk=finding.pk)
+    messages.success(request, f"Draft #{finding.pk} waits in the review queue.")
+    return redirect("kb:diagnose")

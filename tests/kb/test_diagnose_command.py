@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import pty
+import sys
 from io import StringIO
 from pathlib import Path
 
@@ -65,10 +69,11 @@ def test_it_puts_the_explicit_kv_dtype_override_first_for_the_decode_crash(
 
 
 def test_it_matches_the_triton_assertion_from_another_install(starter_kb: None) -> None:
-    result = diagnose(TRITON_ASSERT).to_dict()
-    assert result["match"] == "known"
-    assert "nsa_kv_cache_store_fp8" in json.dumps(result["signature"])
-    assert result["fixes"]
+    result = diagnose(TRITON_ASSERT)
+    assert result.match == "known"
+    assert result.signature is not None
+    assert "nsa_kv_cache_store_fp8" in result.signature.template
+    assert result.fixes
 
 
 def test_the_human_readable_output_names_the_fix_and_what_not_to_try(
@@ -108,22 +113,129 @@ def test_it_refuses_a_50_mb_paste(starter_kb: None, tmp_path: Path) -> None:
 
 
 def test_feedback_that_a_fix_did_not_help_moves_it_down(starter_kb: None) -> None:
-    before = diagnose(DECODE_CRASH, gpu="RTX PRO 6000", launch_command=LAUNCH).to_dict()
-    assert len(before["fixes"]) >= 2
-    first_id = before["fixes"][0]["fix"]["id"]
+    before = diagnose(DECODE_CRASH, gpu="RTX PRO 6000", launch_command=LAUNCH)
+    assert len(before.fixes) >= 2
+    first_id = before.fixes[0].fix.id
     for _ in range(5):
         record_feedback(Fix.objects.get(pk=first_id), helped=False, channel="cli")
-    after = diagnose(DECODE_CRASH, gpu="RTX PRO 6000", launch_command=LAUNCH).to_dict()
-    ranks = {item["fix"]["id"]: item["rank"] for item in after["fixes"]}
+    after = diagnose(DECODE_CRASH, gpu="RTX PRO 6000", launch_command=LAUNCH)
+    ranks = {item.fix.id: item.rank for item in after.fixes}
     assert ranks.get(first_id, 99) > 1
 
 
 def test_a_reviewer_split_stops_a_fingerprint_matching_that_finding(starter_kb: None) -> None:
-    before = diagnose(TRITON_ASSERT).to_dict()
-    finding_id = before["fixes"][0]["finding"]["id"]
-    fingerprint = before["signature"]["fingerprint"]
+    before = diagnose(TRITON_ASSERT)
+    finding_id = before.fixes[0].finding.id
+    assert before.signature is not None
     from kb.models import Finding
 
-    decide_signature(fingerprint, Finding.objects.get(pk=finding_id), decision="split")
-    after = diagnose(TRITON_ASSERT).to_dict()
-    assert finding_id not in {item["finding"]["id"] for item in after["fixes"]}
+    decide_signature(
+        before.signature.fingerprint, Finding.objects.get(pk=finding_id), decision="split"
+    )
+    after = diagnose(TRITON_ASSERT)
+    assert finding_id not in {item.finding.id for item in after.fixes}
+
+
+# --- the verdict, the questions, the next step ---------------------------------------
+
+GENERIC_NAN = "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0\n"
+LLAMA_LAUNCH = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 1"
+GLM5_LAUNCH = (
+    "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --tp 8 "
+    "--quantization modelopt_fp4 --attention-backend flashinfer --kv-cache-dtype fp8_e4m3 "
+    "--mem-fraction-static 0.88"
+)
+
+
+def command_changes(result: dict) -> list[str]:  # type: ignore[type-arg]
+    return [change for fix in result["fixes"] for change in fix["fix"]["command_changes"]]
+
+
+def test_the_generic_nan_assert_from_an_h100_llama_is_not_known_and_adds_no_dsa_flag(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "nan.txt"
+    paste.write_text(GENERIC_NAN)
+
+    result = json.loads(run(str(paste), "--json", "--gpu", "H100", "--launch-cmd", LLAMA_LAUNCH))
+
+    assert result["match"] != "known"
+    assert result["verdict"] == "different_setup"
+    assert result["fixes"], "the same error's fixes are still shown, demoted"
+    assert not [c for c in command_changes(result) if "dsa" in c or "nsa" in c]
+    text = run(str(paste), "--gpu", "H100", "--launch-cmd", LLAMA_LAUNCH)
+    assert text.startswith("Same error, different setup (GPU sm_90 here, sm_120 in the finding")
+
+
+def test_the_same_assert_with_the_glm5_launch_on_an_rtx_pro_6000_stays_known(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "nan.txt"
+    paste.write_text(GENERIC_NAN)
+
+    result = json.loads(
+        run(str(paste), "--json", "--gpu", "RTX PRO 6000 Blackwell", "--launch-cmd", GLM5_LAUNCH)
+    )
+
+    assert result["match"] == "known" and result["verdict"] == "known"
+    assert "--dsa-decode-backend trtllm" in command_changes(result)
+
+
+def test_answer_re_ranks_from_the_command_line(db: None, tmp_path: Path) -> None:
+    from tests.questions_kb import ADA_FIX, MOE_OUT_OF_RESOURCES_ELSEWHERE, gpu_split_kb
+
+    gpu_split_kb()
+    paste = tmp_path / "moe.txt"
+    paste.write_text(MOE_OUT_OF_RESOURCES_ELSEWHERE)
+
+    asked = run(str(paste))
+    answered = json.loads(run(str(paste), "--json", "--answer", "gpu.arch=sm_89"))
+
+    assert "? Which GPU?" in asked and "--answer gpu.arch=" in asked
+    assert answered["fixes"][0]["fix"]["summary"] == ADA_FIX
+
+
+def test_a_malformed_answer_is_refused_with_the_form_to_use(db: None, tmp_path: Path) -> None:
+    paste = tmp_path / "moe.txt"
+    paste.write_text("RuntimeError: boom\n")
+
+    with pytest.raises(CommandError, match="write KEY=VALUE"):
+        run(str(paste), "--answer", "gpu.arch")
+    with pytest.raises(CommandError, match="unknown context key: no.such.key"):
+        run(str(paste), "--answer", "no.such.key=1")
+
+
+def test_it_tells_a_terminal_user_how_to_end_the_paste(
+    starter_kb: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A real pseudo-terminal on standard input, typed into as a user would.
+    leader, follower = pty.openpty()
+    os.write(leader, b"RuntimeError: boom\n\x04")
+    terminal = io.TextIOWrapper(open(follower, "rb"))  # noqa: SIM115 - closed below
+    monkeypatch.setattr(sys, "stdin", terminal)
+    err = StringIO()
+    try:
+        call_command("diagnose", stdout=StringIO(), stderr=err)
+    finally:
+        terminal.close()
+        os.close(leader)
+
+    assert "then press Ctrl-D" in err.getvalue()
+
+
+def test_it_does_not_prompt_when_the_paste_comes_from_a_pipe(
+    starter_kb: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader, writer = os.pipe()
+    os.write(writer, DECODE_CRASH.encode())
+    os.close(writer)
+    piped = io.TextIOWrapper(open(reader, "rb"))  # noqa: SIM115 - closed below
+    monkeypatch.setattr(sys, "stdin", piped)
+    out, err = StringIO(), StringIO()
+    try:
+        call_command("diagnose", stdout=out, stderr=err)
+    finally:
+        piped.close()
+
+    assert err.getvalue() == ""
+    assert "--kv-cache-dtype bf16" in out.getvalue()

@@ -1,17 +1,26 @@
-"""`python manage.py diagnose [--gpu NAME] [--launch-cmd CMD] [--json] [FILE]`."""
+"""`python manage.py diagnose [--gpu NAME] [--launch-cmd CMD] [--answer KEY=VALUE] [--json] [FILE]`.
+
+Prints the ordered fixes as plain text (rendered here, from the answer's records),
+or with `--json` the object the REST API returns.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from decisiontree.diagnose import render_text
+from decisiontree.answer import Diagnosis, RankedFix, Verdict
 from decisiontree.traceback import InputRejected
 from kb.services.diagnosis import diagnose
+
+PASTE_PROMPT = (
+    "Paste the error (the traceback or log lines), then press Ctrl-D on a line of its own "
+    "to diagnose it.\n"
+)
 
 
 class Command(BaseCommand):
@@ -24,10 +33,18 @@ class Command(BaseCommand):
         parser.add_argument("--model", help="Model repository id or name")
         parser.add_argument("--framework", help="sglang or vllm, optionally with a version")
         parser.add_argument("--framework-version", help="e.g. 0.5.9")
+        parser.add_argument(
+            "--answer",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="Answer a follow-up question, e.g. --answer gpu.arch=sm_120 (repeatable)",
+        )
         parser.add_argument("--json", action="store_true", help="Print the API's JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        text = read_input(options["file"])
+        answers = parse_answers(options["answer"])
+        text = read_input(options["file"], prompt=self.stderr)
         framework, version = split_framework(options["framework"], options["framework_version"])
         try:
             result = diagnose(
@@ -37,9 +54,12 @@ class Command(BaseCommand):
                 model=options["model"],
                 framework=framework,
                 framework_version=version,
+                answers=answers,
             )
         except InputRejected as exc:
             raise CommandError(str(exc)) from exc
+        except KeyError as exc:  # an answer about a key no question asks
+            raise CommandError(f"--answer: {exc.args[0]}") from None
         if options["json"]:
             from api.serializers import DiagnosisSerializer  # the API's own shape
 
@@ -50,13 +70,25 @@ class Command(BaseCommand):
             self.stdout.write(render_text(result))
 
 
-def read_input(path: str | None) -> str:
+def parse_answers(raw: list[str]) -> dict[str, str]:
+    answers: dict[str, str] = {}
+    for item in raw:
+        key, equals, value = item.partition("=")
+        if not equals or not key.strip() or not value.strip():
+            raise CommandError(f"--answer {item!r}: write KEY=VALUE, e.g. gpu.arch=sm_120")
+        answers[key.strip()] = value.strip()
+    return answers
+
+
+def read_input(path: str | None, *, prompt: TextIO | Any = None) -> str:
     limit = settings.FIXGRAPH_MAX_PASTE_BYTES
     try:
         if path:
             with open(path, "rb") as handle:
                 data = handle.read(limit + 1)
         else:
+            if sys.stdin.isatty() and prompt is not None:
+                prompt.write(PASTE_PROMPT)
             data = sys.stdin.buffer.read(limit + 1)
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
@@ -76,3 +108,64 @@ def split_framework(framework: str | None, version: str | None) -> tuple[str | N
                 name, _, rest = framework.strip().partition(separator)
                 return name.strip(), rest.strip() or None
     return framework, version
+
+
+# --- plain text -------------------------------------------------------------------
+
+
+def render_text(diagnosis: Diagnosis) -> str:
+    lines = [headline(diagnosis)]
+    if diagnosis.verdict is Verdict.NONE:
+        lines += render_next_step(diagnosis)
+    for fix in diagnosis.fixes:
+        lines += render_fix(fix)
+    if diagnosis.not_helpful:
+        lines.append("")
+        lines.append("Known NOT to help:")
+        lines += [
+            f"  - {e.summary or e.fix.summary} [{' '.join(e.command_changes)}]: {e.reason}"
+            for e in diagnosis.not_helpful
+        ]
+    for question in diagnosis.questions:
+        lines.append("")
+        answers = ", ".join(question.answers)
+        lines.append(
+            f"? {question.text} (answers: {answers}; re-run with --answer {question.key}=…)"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def headline(diagnosis: Diagnosis) -> str:
+    signature = diagnosis.signature
+    error = f"{signature.exception_type}: {signature.template}" if signature else "no error found"
+    verdict = diagnosis.verdict
+    if verdict is Verdict.NONE:
+        return f"No known match for {error}"
+    if verdict is Verdict.DIFFERENT_SETUP:
+        differences = "; ".join(d.describe() for d in diagnosis.different_setup)
+        return f"Same error, different setup ({differences}): {error}"
+    label = "Known issue" if verdict is Verdict.KNOWN else "Similar to a known issue"
+    return f"{label}: {error}"
+
+
+def render_next_step(diagnosis: Diagnosis) -> list[str]:
+    lines: list[str] = []
+    if diagnosis.nearest:
+        lines += ["", "Nearest findings, not taken:"]
+        lines += [f"  - #{n.finding.id} {n.finding.title}: {n.why_not}" for n in diagnosis.nearest]
+    if diagnosis.search_words:
+        lines += ["", f"Search the known issues for: {' '.join(diagnosis.search_words)}"]
+    lines += ["", "Once you solve it, start a finding from this paste on the web page."]
+    return lines
+
+
+def render_fix(fix: RankedFix) -> list[str]:
+    notes = " (already applied)" if fix.already_applied else ""
+    notes += " (proposed, not confirmed — validate it)" if fix.proposed else ""
+    lines = ["", f"{fix.rank}. {fix.summary or fix.fix.summary}{notes}  [score {fix.score:.3f}]"]
+    lines += [f"     {change}" for change in fix.command_changes]
+    lines += [f"     not for your setup: {w.command_change} ({w.reason})" for w in fix.withheld]
+    lines += [f"     ({note})" for note in fix.spellings]
+    lines.append(f"   finding {fix.finding.id}: {fix.finding.title}")
+    lines += [f"   - {step.step}: {step.detail}" for step in fix.why]
+    return lines

@@ -1,0 +1,143 @@
+"""What a diagnosis answers: plain frozen records, the contract for every reader.
+
+The REST API's serializer (`api.serializers.DiagnosisSerializer`, the one JSON
+shape, also stored for the web page and posted to Slack) and the CLI's text
+read these; field names here are the ones the JSON keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from decisiontree.context import Context
+from decisiontree.fingerprint import Signature
+from decisiontree.match import Candidate, MatchLevel
+from decisiontree.records import Change, FindingRecord, FixRecord
+from decisiontree.setup import SetupDifference, State
+
+
+class Verdict(StrEnum):
+    """The headline: the match level, told truthfully about the setup."""
+
+    KNOWN = "known"  # the known issue, on a setup that fits
+    SIMILAR = "similar"  # resembles a known issue
+    DIFFERENT_SETUP = "different_setup"  # the same error, seen on another GPU/model/framework
+    NONE = "none"  # no known match
+
+
+@dataclass(frozen=True)
+class WhyStep:
+    step: str  # "signature" | "cause" | "condition" | "shared" | "fix"
+    detail: str
+    key: str | None = None
+    value: str | None = None
+    state: State | None = None
+
+
+@dataclass(frozen=True)
+class PathStep:
+    """One node of the graph on the way from the paste to a fix."""
+
+    kind: str  # "signature" | "finding" | "cause" | "fix"
+    label: str
+    id: int | None = None  # the finding's or fix's id
+
+
+@dataclass(frozen=True)
+class WithheldChange:
+    """A change of a fix that does not fit the user's setup, left out of their command."""
+
+    change: Change
+    command_change: str  # as the user's release would spell it
+    reason: str
+
+
+@dataclass(frozen=True)
+class RankedFix:
+    rank: int
+    score: float
+    fix: FixRecord
+    command_changes: tuple[str, ...]  # `changes`, spelled for the user's release
+    finding: FindingRecord  # the finding that reported the fix
+    why: tuple[WhyStep, ...]
+    already_applied: bool = False
+    changes: tuple[Change, ...] = ()  # the fix's changes that fit the user's setup
+    summary: str = ""  # the fix's summary with flags spelled as in `command_changes`
+    withheld: tuple[WithheldChange, ...] = ()
+    spellings: tuple[str, ...] = ()  # older spellings, when the release is unknown
+    path: tuple[PathStep, ...] = ()  # the walk through the graph that reached it
+    proposed: bool = False  # suggested, never confirmed: validate it
+
+
+@dataclass(frozen=True)
+class NotHelpful:
+    fix: FixRecord
+    command_changes: tuple[str, ...]
+    finding: FindingRecord
+    reason: str
+    summary: str = ""  # the fix's summary with flags spelled as in `command_changes`
+
+    @property
+    def changes(self) -> tuple[Change, ...]:
+        return self.fix.changes
+
+
+@dataclass(frozen=True)
+class Question:
+    key: str
+    text: str
+    answers: tuple[str, ...]
+    first_fix_by_answer: tuple[tuple[str, str], ...]  # (answer, summary of the first fix)
+
+
+@dataclass(frozen=True)
+class NearMiss:
+    """A finding close to a paste that got no known match, and why it was not taken."""
+
+    finding: FindingRecord
+    score: float
+    why_not: str
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    match: MatchLevel
+    signature: Signature | None
+    fixes: tuple[RankedFix, ...]
+    not_helpful: tuple[NotHelpful, ...]
+    questions: tuple[Question, ...]
+    context: Context
+    candidates: tuple[Candidate, ...] = ()
+    different_setup: tuple[SetupDifference, ...] = ()  # why a match is not "known" here
+    nearest: tuple[NearMiss, ...] = ()  # for "none": the closest findings, never as fixes
+    search_words: tuple[str, ...] = ()  # for "none": words of the paste the knowledge base has
+    launch_flags: tuple[tuple[str, str], ...] = ()  # the context's flags, spelled as the answer
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.match is MatchLevel.NONE:
+            return Verdict.NONE
+        if self.different_setup:
+            return Verdict.DIFFERENT_SETUP
+        return Verdict(str(self.match))
+
+
+def first_fix(fixes: Sequence[RankedFix]) -> RankedFix | None:
+    """The fix the user would try first (one already in their command is not it)."""
+    return fixes[0] if fixes and not fixes[0].already_applied else None
+
+
+__all__ = [
+    "Diagnosis",
+    "NearMiss",
+    "NotHelpful",
+    "PathStep",
+    "Question",
+    "RankedFix",
+    "Verdict",
+    "WhyStep",
+    "WithheldChange",
+    "first_fix",
+]

@@ -1,0 +1,161 @@
+"""How the user's setup fits a finding: its conditions, its verdict, its changes.
+
+- `assess`: is a condition of a finding met, contradicted, or unknown here?
+- `setup_differences`: the facts that make a match "the same error on a different
+  setup" (another GPU architecture, model architecture, framework or release);
+- `applicability`: whether a fix's change can go into the user's command at all
+  (a flag their framework or release does not have, or one that only acts on
+  model architectures they are not running, never does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from decisiontree import flags, versions
+from decisiontree.conditions import is_version_key
+from decisiontree.context import Context
+from decisiontree.records import Change, ChangeAction, Condition
+from decisiontree.vocabulary import Vocabulary
+
+
+class State(StrEnum):
+    MET = "met"
+    UNKNOWN = "unknown"
+    CONTRADICTED = "contradicted"
+
+
+# Values that mean "the framework decides": not evidence either way.
+UNDECIDED_VALUES = frozenset({"auto", "default", ""})
+VALUE_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32"}
+
+# What "a different setup" means: a finding seen on another GPU architecture, model
+# architecture, framework or release is the same error, not the same known issue.
+SETUP_KEYS = ("gpu.arch", "model.arch", "framework", "framework.version")
+SETUP_LABELS = {
+    "gpu.arch": "GPU",
+    "model.arch": "model",
+    "framework": "framework",
+    "framework.version": "release",
+}
+
+
+# --- conditions -----------------------------------------------------------------
+
+
+def assess(condition: Condition, context: Context, vocabulary: Vocabulary) -> State:
+    """Does the context meet the condition? Unknown is not a no."""
+    actual = normal_value(context.get(condition.key), condition.key, vocabulary)
+    if actual in UNDECIDED_VALUES and normal_value(condition.value) not in UNDECIDED_VALUES:
+        return State.UNKNOWN
+    equal = _same_value(condition.key, condition.value, actual, vocabulary)
+    return State.MET if equal != condition.negate else State.CONTRADICTED
+
+
+def _same_value(key: str, wanted: str, actual: str, vocabulary: Vocabulary) -> bool:
+    if is_version_key(key):
+        return versions.satisfies(actual, wanted)
+    return normal_value(wanted, key, vocabulary) == actual
+
+
+def normal_value(value: str | None, key: str = "", vocabulary: Vocabulary | None = None) -> str:
+    if value is None:
+        return ""
+    text = value.strip().strip("'\"").lower()
+    if key == "gpu.arch" and vocabulary is not None:
+        return vocabulary.arch_of(text) or text
+    return VALUE_ALIASES.get(text, text)
+
+
+# --- the verdict ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SetupDifference:
+    """A fact of the finding's setup that the user's setup contradicts."""
+
+    key: str  # "gpu.arch"
+    finding_value: str  # "sm_120" (or "!=bf16")
+    here: str  # "sm_90"
+
+    def describe(self) -> str:
+        label = SETUP_LABELS.get(self.key, self.key)
+        return f"{label} {self.here} here, {self.finding_value} in the finding"
+
+
+def setup_differences(
+    conditions: Iterable[Condition], context: Context, vocabulary: Vocabulary
+) -> tuple[SetupDifference, ...]:
+    """The finding's setup conditions that the context contradicts, in SETUP_KEYS order."""
+    found = [
+        SetupDifference(
+            c.key,
+            f"!={c.value}" if c.negate else c.value,
+            context.get(c.key) or "",
+        )
+        for c in conditions
+        if c.key in SETUP_KEYS and assess(c, context, vocabulary) is State.CONTRADICTED
+    ]
+    return tuple(sorted(found, key=lambda d: (SETUP_KEYS.index(d.key), d.finding_value)))
+
+
+# --- changes that fit the user's setup ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Applicability:
+    """A change as it can go into the user's command, or why it cannot."""
+
+    change: Change  # translated into the user's framework when the fix came from another
+    reason: str = ""  # empty when the change applies
+
+    @property
+    def applies(self) -> bool:
+        return not self.reason
+
+
+def applicability(change: Change, context: Context, finding_framework: str | None) -> Applicability:
+    """Can this change go into the user's launch command as it stands?"""
+    if change.action not in (ChangeAction.SET_FLAG, ChangeAction.REMOVE_FLAG):
+        return Applicability(change)
+    framework = context.framework or finding_framework
+    if framework is None or not flags.flags_of(framework):
+        return Applicability(change)  # no flag table to judge by
+    translated = _in_framework(change, finding_framework, framework)
+    spec = flags.flag(translated.name, framework)
+    if spec is None:
+        return Applicability(change, f"{framework} has no --{change.name}")
+    version = context.framework_version
+    if spec.last_version and version and not versions.at_or_before(version, spec.last_version):
+        reason = f"--{spec.name} is gone after {framework} {spec.last_version}; you run {version}"
+        return Applicability(translated, reason)
+    archs = spec.model_archs
+    if archs and context.model_arch and context.model_arch not in archs:
+        needs = ", ".join(archs)
+        reason = f"--{spec.name} only acts on {needs} models; yours is {context.model_arch}"
+        return Applicability(translated, reason)
+    return Applicability(translated)
+
+
+def _in_framework(change: Change, source: str | None, target: str) -> Change:
+    """A flag of the finding's framework, named as the user's framework names it."""
+    if source is None or source == target or flags.flag(change.name, target):
+        return change
+    row = flags.equivalent_flag(change.name, source, target)
+    if row is None or row.relation != "same":
+        return change
+    return dataclasses.replace(change, name=flags.canonical_flag(getattr(row, target), target))
+
+
+__all__ = [
+    "Applicability",
+    "SetupDifference",
+    "State",
+    "applicability",
+    "assess",
+    "normal_value",
+    "setup_differences",
+]

@@ -1,0 +1,460 @@
+"""Fixes ranked by walking the decision graph from the findings a paste matched.
+
+The walk starts at each matched finding, weighted by its match score, and follows
+the graph's edges:
+
+    signature -> finding F --> F's fixes
+                          \\-> cause C -> finding G (another symptom of C) -> G's fixes
+
+A path scores the product of what it crosses: the match score, the condition
+factor of every finding on it (met / unknown / contradicted in the user's
+context), `same_cause_step` for the step to another symptom of the cause, and
+the evidence for the fix's remedy over every symptom of the cause (reported
+outcome, validated runs, the user's architecture counting most, and votes). So
+a change validated against one symptom of a cause ranks for all its symptoms.
+Each remedy keeps its best path, and that path is the one the answer draws.
+
+`plain=True` ranks as FixGraph first did, a lookup table (the matched findings'
+own fixes, each with its own evidence), for the benchmark's comparison.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from decisiontree.answer import NotHelpful, PathStep, RankedFix, WhyStep, WithheldChange
+from decisiontree.conditions import framework_of
+from decisiontree.context import Context
+from decisiontree.graph import KnowledgeGraph, remedy_key
+from decisiontree.match import Candidate, MatchLevel
+from decisiontree.records import (
+    Change,
+    ChangeAction,
+    Condition,
+    Evidence,
+    FindingRecord,
+    FixRecord,
+    Outcome,
+)
+from decisiontree.setup import State, applicability, assess, normal_value
+from decisiontree.spelling import flag_names, older_spellings, respell, spell_change, spell_flag
+from decisiontree.vocabulary import Vocabulary
+
+TUNING_FILE = Path(__file__).resolve().parent / "data" / "ranking.json"
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The factors of data/ranking.json (each with its reason there)."""
+
+    condition: Mapping[State, float]
+    reported: Mapping[str, float]
+    same_arch: float
+    unknown_arch: float
+    other_arch: float
+    max_runs: int
+    per_vote: float
+    max_votes: int
+    min_evidence: float
+    same_cause_step: float
+    relative_cutoff: float
+    nearest_specificity: float
+
+
+@cache
+def tuning() -> Tuning:
+    data: dict[str, Any] = json.loads(TUNING_FILE.read_text(encoding="utf-8"))
+
+    def value(*path: str) -> Any:
+        node: Any = data
+        for part in path:
+            node = node[part]
+        return node["value"]
+
+    return Tuning(
+        condition={state: value("condition", str(state)) for state in State},
+        reported={name: value("reported", name) for name in data["reported"]},
+        same_arch=value("validated", "same_arch"),
+        unknown_arch=value("validated", "unknown_arch"),
+        other_arch=value("validated", "other_arch"),
+        max_runs=value("validated", "max_runs"),
+        per_vote=value("feedback", "per_vote"),
+        max_votes=value("feedback", "max_votes"),
+        min_evidence=value("min_evidence"),
+        same_cause_step=value("same_cause_step"),
+        relative_cutoff=value("relative_cutoff"),
+        nearest_specificity=value("nearest_specificity"),
+    )
+
+
+# --- visiting findings ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Visit:
+    """A finding the walk reached, with the weight and the way it got there."""
+
+    finding: FindingRecord
+    matched: FindingRecord  # the finding the paste matched (itself on a direct visit)
+    score: float
+    reach: float  # the match score of the finding the walk came from, before the context
+    steps: tuple[WhyStep, ...]
+    path: tuple[PathStep, ...]
+
+    @property
+    def direct(self) -> bool:
+        return self.finding.id == self.matched.id
+
+
+@dataclass(frozen=True)
+class Walk:
+    fixes: tuple[RankedFix, ...]
+    not_helpful: tuple[NotHelpful, ...]
+    visits: tuple[Visit, ...]  # every finding shown, best first
+
+
+def walk(
+    candidates: Sequence[Candidate],
+    context: Context,
+    graph: KnowledgeGraph,
+    vocabulary: Vocabulary,
+    *,
+    plain: bool = False,
+) -> Walk:
+    """Fixes that help, best first (already applied ones last), those that do not, and why."""
+    visits = shown(visit_findings(candidates, context, graph, vocabulary, plain=plain))
+    helpful: list[RankedFix] = []
+    useless: list[NotHelpful] = []
+    for visit in visits:
+        cause = graph.cause_of(visit.finding.id)
+        for fix in carried_fixes(visit, graph):
+            evidence = fix.evidence if plain else graph.remedy_evidence(cause, fix.changes)
+            verdict = unhelpful_reason(fix, evidence, context.arch, visit)
+            if verdict:
+                useless.append(_not_helpful(fix, visit.finding, verdict, context))
+            else:
+                helpful.append(ranked(visit, fix, evidence, context, vocabulary))
+    fixes = order(helpful)
+    return Walk(fixes, dedupe_not_helpful(useless), tuple(visits))
+
+
+def carried_fixes(visit: Visit, graph: KnowledgeGraph) -> tuple[FixRecord, ...]:
+    """The fixes of a visited finding that apply to the symptom the paste matched.
+
+    From another symptom of the cause, a fix that undoes one of that symptom's own
+    triggers (it changes a flag the sibling's conditions name and the matched finding's
+    do not, e.g. the memory fraction an out-of-memory needed) cured that symptom, not
+    the cause: it stays behind. The flag nodes the remedy and the conditions share say so.
+    """
+    fixes = graph.fixes_of(visit.finding.id)
+    if visit.direct:
+        return fixes
+    own = flags_of(graph.conditions_of(visit.finding.id))
+    triggers = own - flags_of(graph.conditions_of(visit.matched.id))
+    return tuple(fix for fix in fixes if not triggers & set(flag_names(fix.changes)))
+
+
+def flags_of(conditions: Iterable[Condition]) -> set[str]:
+    return {c.key[5:] for c in conditions if c.key.startswith("flag.")}
+
+
+def visit_findings(
+    candidates: Sequence[Candidate],
+    context: Context,
+    graph: KnowledgeGraph,
+    vocabulary: Vocabulary,
+    *,
+    plain: bool = False,
+) -> list[Visit]:
+    """Every finding reachable from the matches, each by its best path."""
+    best: dict[int, Visit] = {}
+    for candidate in candidates:
+        if candidate.level is MatchLevel.NONE:
+            continue
+        start = _start(candidate, context, graph, vocabulary)
+        _keep(best, start)
+        if plain:
+            continue
+        cause = graph.cause_of(start.finding.id)
+        for sibling_id in graph.findings_of_cause(cause):
+            if sibling_id != start.finding.id:
+                _keep(best, _sibling(start, graph.findings[sibling_id], context, graph, vocabulary))
+    return sorted(best.values(), key=lambda v: (-v.score, v.finding.id))
+
+
+def shown(visits: Sequence[Visit]) -> list[Visit]:
+    """Findings reached from a match nearly as good as the best one.
+
+    Judged on the match score before the context: a close match on a contradicted
+    setup stays in view (below the ones that fit, and the verdict says so).
+    """
+    if not visits:
+        return []
+    floor = max(v.reach for v in visits) * tuning().relative_cutoff
+    return [v for v in visits if v.reach >= floor]
+
+
+def _keep(best: dict[int, Visit], visit: Visit) -> None:
+    held = best.get(visit.finding.id)
+    if held is None or visit.score > held.score:
+        best[visit.finding.id] = visit
+
+
+def _start(
+    candidate: Candidate, context: Context, graph: KnowledgeGraph, vocabulary: Vocabulary
+) -> Visit:
+    finding = graph.findings[candidate.finding_id]
+    factor, conditions = condition_steps(graph.conditions_of(finding.id), context, vocabulary)
+    steps = (
+        WhyStep("signature", candidate.explain()),
+        WhyStep("cause", finding.cause),
+        *conditions,
+    )
+    path = (
+        PathStep("signature", "the pasted error"),
+        PathStep("finding", finding.title, finding.id),
+    )
+    return Visit(finding, finding, candidate.score * factor, candidate.score, steps, path)
+
+
+def _sibling(
+    start: Visit,
+    sibling: FindingRecord,
+    context: Context,
+    graph: KnowledgeGraph,
+    vocabulary: Vocabulary,
+) -> Visit:
+    factor, conditions = condition_steps(graph.conditions_of(sibling.id), context, vocabulary)
+    step = tuning().same_cause_step
+    shared = WhyStep(
+        "shared",
+        f"same cause as finding {sibling.id} ({sibling.title}), another symptom of it (x{step:g})",
+    )
+    path = (
+        *start.path,
+        PathStep("cause", sibling.cause or start.finding.cause),
+        PathStep("finding", sibling.title, sibling.id),
+    )
+    steps = (*start.steps, shared, *conditions)
+    score = start.score * step * factor
+    return Visit(sibling, start.finding, score, start.reach, steps, path)
+
+
+def condition_steps(
+    conditions: Iterable[Condition], context: Context, vocabulary: Vocabulary
+) -> tuple[float, tuple[WhyStep, ...]]:
+    """The product of the condition factors, and a step of `why` per condition."""
+    factor = 1.0
+    steps: list[WhyStep] = []
+    for condition in conditions:
+        state = assess(condition, context, vocabulary)
+        factor *= tuning().condition[state]
+        detail = condition_detail(condition, state, context, vocabulary)
+        steps.append(WhyStep("condition", detail, condition.key, shown_value(condition), state))
+    return factor, tuple(steps)
+
+
+def shown_value(condition: Condition) -> str:
+    return f"!={condition.value}" if condition.negate else condition.value
+
+
+def condition_detail(
+    condition: Condition, state: State, context: Context, vocabulary: Vocabulary
+) -> str:
+    needs = f"{key_label(condition.key, context)} {'!=' if condition.negate else '='} "
+    needs += condition.value
+    if state is State.UNKNOWN:
+        return f"needs {needs}; not known here"
+    return f"needs {needs}; here {context.get(condition.key)} ({state})"
+
+
+def key_label(key: str, context: Context) -> str:
+    """A condition key as the answer writes it: flags in the user's spelling."""
+    if not key.startswith("flag."):
+        return key
+    return spell_flag(key[5:], context.framework, context.framework_version)
+
+
+# --- fixes ---------------------------------------------------------------------
+
+
+def is_proposed(fix: FixRecord) -> bool:
+    return fix.outcome is Outcome.PROPOSED
+
+
+def unhelpful_reason(fix: FixRecord, evidence: Evidence, arch: str | None, visit: Visit) -> str:
+    where = f"finding {visit.finding.id} ({visit.finding.title})"
+    if not visit.direct:
+        where += ", another symptom of the same cause"
+    if not fix.outcome.helps and fix.outcome.tried:
+        label = "made it worse" if fix.outcome is Outcome.WORSE else "did not help"
+        return f"{label} in {where}"
+    failed = _runs(evidence.validated_failed, arch)
+    if arch and failed and not _runs(evidence.validated_passed, arch):
+        return f"failed {failed} validation run(s) on {arch} and never passed there"
+    return ""
+
+
+def ranked(
+    visit: Visit,
+    fix: FixRecord,
+    evidence: Evidence,
+    context: Context,
+    vocabulary: Vocabulary,
+) -> RankedFix:
+    factor, detail = evidence_factor(fix, evidence, context.arch)
+    applied = already_applied(fix, context, vocabulary)
+    if applied:
+        detail += "; already in your launch command"
+    fits = fitted_changes(fix.changes, context, visit.finding)
+    framework, version = spelling_release(context, visit.finding)
+    return RankedFix(
+        rank=0,
+        score=round(visit.score * factor, 4),
+        fix=fix,
+        command_changes=tuple(spell_change(c, framework, version) for c in fits[0]),
+        finding=visit.finding,
+        why=(*visit.steps, WhyStep("fix", detail)),
+        already_applied=applied,
+        changes=fits[0],
+        summary=respell(fix.summary, framework, version),
+        withheld=fits[1],
+        spellings=older_spellings(flag_names(fits[0]), framework, version),
+        path=(*visit.path, PathStep("fix", fix.summary, fix.id)),
+        proposed=is_proposed(fix) and not has_evidence(fix, evidence),
+    )
+
+
+def spelling_release(context: Context, finding: FindingRecord) -> tuple[str | None, str | None]:
+    """The framework and release the answer spells flags for."""
+    framework = context.framework or framework_of(finding.conditions)
+    return framework, context.framework_version if context.framework else None
+
+
+def fitted_changes(
+    changes: Iterable[Change], context: Context, finding: FindingRecord
+) -> tuple[tuple[Change, ...], tuple[WithheldChange, ...]]:
+    """The changes that can go into the user's command, and those that cannot (with why)."""
+    framework, version = spelling_release(context, finding)
+    fits: list[Change] = []
+    withheld: list[WithheldChange] = []
+    for change in changes:
+        verdict = applicability(change, context, framework_of(finding.conditions))
+        if verdict.applies:
+            fits.append(verdict.change)
+        else:
+            spelled = spell_change(verdict.change, framework, version)
+            withheld.append(WithheldChange(verdict.change, spelled, verdict.reason))
+    return tuple(fits), tuple(withheld)
+
+
+def _not_helpful(
+    fix: FixRecord, finding: FindingRecord, reason: str, context: Context
+) -> NotHelpful:
+    framework, version = spelling_release(context, finding)
+    spelled = tuple(spell_change(c, framework, version) for c in fix.changes)
+    summary = respell(fix.summary, framework, version)
+    return NotHelpful(fix, spelled, finding, reason, summary)
+
+
+def has_evidence(fix: FixRecord, evidence: Evidence) -> bool:
+    """Anything beyond a proposal: a report that it helped, a passed run, a vote."""
+    reported = tuning().reported.get(str(fix.outcome), 0.0) > 0
+    passed = any(count for _, count in evidence.validated_passed)
+    return reported or passed or evidence.feedback_helped > 0
+
+
+def evidence_factor(fix: FixRecord, evidence: Evidence, arch: str | None) -> tuple[float, str]:
+    """Reported outcome + validated runs (same arch counts most) + user feedback."""
+    knobs = tuning()
+    points = knobs.reported.get(str(fix.outcome), 0.0)
+    parts = [f"reported: {fix.outcome}"]
+    validated, validated_note = _validation_points(evidence, arch)
+    points += validated
+    parts += validated_note
+    helped = min(evidence.feedback_helped, knobs.max_votes)
+    not_helped = min(evidence.feedback_not_helped, knobs.max_votes)
+    points += knobs.per_vote * (helped - not_helped)
+    if helped or not_helped:
+        parts.append(
+            f"feedback: {evidence.feedback_helped} helped, {evidence.feedback_not_helped} did not"
+        )
+    factor = max(knobs.min_evidence, points)
+    return factor, "; ".join(parts) + f" (evidence x{factor:.2f})"
+
+
+def _validation_points(evidence: Evidence, arch: str | None) -> tuple[float, list[str]]:
+    knobs = tuning()
+    cap = knobs.max_runs
+    passed_here = min(_runs(evidence.validated_passed, arch), cap) if arch else 0
+    failed_here = min(_runs(evidence.validated_failed, arch), cap) if arch else 0
+    passed_all = sum(count for _, count in evidence.validated_passed)
+    passed_elsewhere = min(passed_all - passed_here, cap)
+    per_other = knobs.other_arch if arch else knobs.unknown_arch
+    points = knobs.same_arch * (passed_here - failed_here) + per_other * passed_elsewhere
+    notes = (
+        [f"validated on {arch}: {passed_here} passed, {failed_here} failed"]
+        if (passed_here or failed_here)
+        else []
+    )
+    if passed_elsewhere:
+        notes.append(f"validated elsewhere: {passed_all - passed_here} passed")
+    return points, notes
+
+
+def _runs(runs: Iterable[tuple[str, int]], arch: str | None) -> int:
+    return sum(count for run_arch, count in runs if arch and run_arch.lower() == arch.lower())
+
+
+def already_applied(fix: FixRecord, context: Context, vocabulary: Vocabulary) -> bool:
+    """True when every change only sets a flag to the value the context already has."""
+    if not fix.changes:
+        return False
+    return all(_change_in_place(change, context, vocabulary) for change in fix.changes)
+
+
+def _change_in_place(change: Change, context: Context, vocabulary: Vocabulary) -> bool:
+    if change.action is not ChangeAction.SET_FLAG:
+        return False
+    key = f"flag.{change.name}"
+    have = normal_value(context.get(key), key, vocabulary)
+    return bool(have) and have == normal_value(change.value or "true", key, vocabulary)
+
+
+def order(fixes: Iterable[RankedFix]) -> tuple[RankedFix, ...]:
+    """Best first; a remedy reached by several paths keeps its best one."""
+    best: dict[tuple[object, ...], RankedFix] = {}
+    for fix in fixes:
+        key = remedy_of(fix.fix)
+        if key not in best or sort_key(fix) < sort_key(best[key]):
+            best[key] = fix
+    ordered = sorted(best.values(), key=sort_key)
+    return tuple(dataclasses.replace(fix, rank=i) for i, fix in enumerate(ordered, start=1))
+
+
+def remedy_of(fix: FixRecord) -> tuple[object, ...]:
+    """Fixes that make the same changes are one remedy; a fix told in words is its own."""
+    return remedy_key(fix.changes) if fix.changes else ("fix", fix.id)
+
+
+def sort_key(fix: RankedFix) -> tuple[bool, bool, bool, float, int, int]:
+    # A fix already in place, or none of whose changes fits this setup, is no next step;
+    # a proposal never outranks a fix with evidence, whatever the scores.
+    unusable = not fix.changes and bool(fix.withheld)
+    return (fix.already_applied, unusable, fix.proposed, -fix.score, fix.finding.id, fix.fix.id)
+
+
+def dedupe_not_helpful(entries: Iterable[NotHelpful]) -> tuple[NotHelpful, ...]:
+    seen: dict[int, NotHelpful] = {}
+    for entry in entries:
+        seen.setdefault(entry.fix.id, entry)
+    return tuple(seen.values())
+
+
+__all__ = ["Tuning", "Visit", "Walk", "tuning", "visit_findings", "walk"]

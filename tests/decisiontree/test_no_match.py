@@ -1,0 +1,74 @@
+""" "No known match" has a next step, and still offers no fix.
+
+The nearest findings come under their own key with why they were not taken;
+the search words are words of the paste that the knowledge base holds.
+"""
+
+from __future__ import annotations
+
+from decisiontree.context import build_context
+from decisiontree.diagnose import diagnose
+from decisiontree.graph import build_graph
+from decisiontree.records import Change, ChangeAction, Condition, FindingRecord, FixRecord, Outcome
+
+VLLM_OOM = """\
+Traceback (most recent call last):
+  File "/usr/lib/python3/dist-packages/vllm/worker/gpu_worker.py", line 220, in determine_num_available_blocks
+    self.model_runner.profile_run()
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.20 GiB is free.
+"""
+# A training script runs out of memory: the same error class, another program.
+TRAINING_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB "
+    "during loss.backward() in train.py"
+)
+
+LOWER_UTILISATION = FixRecord(
+    1,
+    "Lower --gpu-memory-utilization",
+    (Change(ChangeAction.SET_FLAG, "gpu-memory-utilization", "0.85"),),
+    Outcome.RESOLVES,
+)
+PROFILE_OOM = FindingRecord(
+    id=5,
+    title="vLLM profile run exhausts memory at start-up",
+    kind="oom",
+    cause="the profile run allocates the sampler's worst case on top of the weights",
+    samples=(VLLM_OOM,),
+    conditions=(Condition("framework", "vllm"),),
+    fixes=(LOWER_UTILISATION,),
+)
+
+
+def test_a_none_answer_names_the_nearest_findings_apart_from_the_fixes() -> None:
+    context = build_context(framework="sglang")
+
+    result = diagnose(TRAINING_OOM, context, build_graph([PROFILE_OOM]))
+
+    assert result.verdict == "none"
+    assert result.fixes == () and result.not_helpful == ()
+    assert [near.finding.id for near in result.nearest] == [5]
+    why = result.nearest[0].why_not
+    assert "same error class (OutOfMemoryError)" in why
+    assert "framework sglang here, vllm in the finding" in why
+
+
+def test_the_search_words_are_words_of_the_paste_the_knowledge_base_holds() -> None:
+    graph = build_graph([PROFILE_OOM])
+
+    result = diagnose(TRAINING_OOM, build_context(), graph)
+
+    assert result.search_words
+    for word in result.search_words:
+        assert word.lower() in TRAINING_OOM.lower()
+        assert word in VLLM_OOM.lower()
+
+
+def test_a_paste_with_nothing_in_common_gets_no_nearest_finding() -> None:
+    result = diagnose(
+        "ModuleNotFoundError: No module named 'yaml'", build_context(), build_graph([PROFILE_OOM])
+    )
+
+    assert result.verdict == "none"
+    assert result.nearest == ()
+    assert result.search_words == ()

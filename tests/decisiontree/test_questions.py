@@ -1,0 +1,84 @@
+"""Questions: an unknown fact that splits the reachable fixes is asked; the answer re-ranks.
+
+One NaN decode assert, two causes: on sm_120 the sparse-attention kernel (cure:
+a BF16 KV cache), on sm_90 an old flashinfer sampler (cure: upgrade it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from decisiontree.context import build_context
+from decisiontree.diagnose import diagnose
+from decisiontree.graph import build_graph
+from decisiontree.records import Change, ChangeAction, Condition, FindingRecord, FixRecord, Outcome
+
+FIXTURES = Path(__file__).parent / "fixtures" / "diagnose"
+NAN_ASSERT = (FIXTURES / "decode_assert_rtx_host_a.txt").read_text()
+NAN_ASSERT_ELSEWHERE = (FIXTURES / "decode_assert_rtx_host_b.txt").read_text()
+
+BF16 = FixRecord(
+    1, "Store the KV cache in BF16", (Change(ChangeAction.SET_FLAG, "kv-cache-dtype", "bf16"),),
+    Outcome.RESOLVES,
+)  # fmt: skip
+UPGRADE = FixRecord(
+    2, "Upgrade flashinfer", (Change(ChangeAction.PIN_VERSION, "flashinfer-python", "0.7.2"),),
+    Outcome.RESOLVES,
+)  # fmt: skip
+
+
+def finding(finding_id: int, arch: str, fix: FixRecord, cause: str) -> FindingRecord:
+    return FindingRecord(
+        id=finding_id,
+        title=f"NaN decode on {arch}",
+        kind="crash",
+        cause=cause,
+        samples=(NAN_ASSERT,),
+        conditions=(Condition("gpu.arch", arch), Condition("framework", "sglang")),
+        fixes=(fix,),
+    )
+
+
+GRAPH = build_graph(
+    [
+        finding(10, "sm_120", BF16, "the sparse decode kernel yields NaN on this architecture"),
+        finding(20, "sm_90", UPGRADE, "an old flashinfer sampler mis-scales top-p probabilities"),
+    ]
+)
+
+
+def first_fixes(**answers: str) -> list[int]:
+    context = build_context(framework="sglang")
+    for key, value in answers.items():
+        context = context.with_answer(key.replace("_", "."), value)
+    return [f.fix.id for f in diagnose(NAN_ASSERT_ELSEWHERE, context, GRAPH).fixes]
+
+
+def test_an_unknown_gpu_that_splits_the_fixes_is_the_one_question() -> None:
+    result = diagnose(NAN_ASSERT_ELSEWHERE, build_context(framework="sglang"), GRAPH)
+
+    assert [q.key for q in result.questions] == ["gpu.arch"]
+    question = result.questions[0]
+    assert question.answers == ("sm_120", "sm_90", "other")
+    assert dict(question.first_fix_by_answer)["sm_90"] == "Upgrade flashinfer"
+
+
+def test_answering_the_question_changes_the_order() -> None:
+    assert first_fixes(gpu_arch="sm_90") == [UPGRADE.id, BF16.id]
+    assert first_fixes(gpu_arch="sm_120") == [BF16.id, UPGRADE.id]
+
+
+def test_a_known_gpu_asks_nothing() -> None:
+    context = build_context(gpu="H100", framework="sglang")
+
+    result = diagnose(NAN_ASSERT_ELSEWHERE, context, GRAPH)
+
+    assert result.questions == ()
+    assert result.fixes[0].fix.id == UPGRADE.id
+
+
+def test_a_fact_that_moves_nothing_is_not_asked() -> None:
+    # Both findings need sglang: the framework splits nothing.
+    result = diagnose(NAN_ASSERT_ELSEWHERE, build_context(), GRAPH)
+
+    assert "framework" not in [q.key for q in result.questions]

@@ -1,0 +1,117 @@
+"""The diagnose page tells the truth about the setup, asks what would change the answer,
+and gives "no known match" a next step."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+
+from kb.models import ErrorSample, Finding
+from tests.questions_kb import (
+    ADA_FIX,
+    BLACKWELL_FIX,
+    MOE_OUT_OF_RESOURCES_ELSEWHERE,
+    gpu_split_kb,
+)
+
+pytestmark = pytest.mark.django_db
+
+GENERIC_NAN = "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0\n"
+LLAMA_ON_H100 = {
+    "gpu": "H100",
+    "launch_command": "python -m sglang.launch_server "
+    "--model-path meta-llama/Llama-3.1-8B-Instruct --tp 1",
+}
+UNRELATED = "ModuleNotFoundError: No module named 'yaml_loader_plugin'\n"
+
+
+def page_of(client: Client, text: str, **data: str) -> str:
+    # The form answers with a redirect to the stored diagnosis' own page.
+    response = client.post("/diagnose/", {"text": text, **data}, follow=True)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def fix_headings(page: str) -> list[str]:
+    return re.findall(r'<li class="fix" id="fix-\d+">.*?<h3>(.*?)</h3>', page, re.S)
+
+
+def test_it_asks_the_one_question_that_splits_the_fixes_and_reranks_on_the_answer(
+    client: Client,
+) -> None:
+    gpu_split_kb()
+
+    page = page_of(client, MOE_OUT_OF_RESOURCES_ELSEWHERE)
+    assert page.count('<fieldset class="question">') == 1
+    assert "Which GPU?" in page
+    assert 'value="gpu.arch=sm_89"' in page and 'value="gpu.arch=sm_120"' in page
+
+    ada = page_of(client, MOE_OUT_OF_RESOURCES_ELSEWHERE, answer="gpu.arch=sm_89")
+    blackwell = page_of(client, MOE_OUT_OF_RESOURCES_ELSEWHERE, answer="gpu.arch=sm_120")
+
+    assert fix_headings(ada) == [ADA_FIX, BLACKWELL_FIX]
+    assert fix_headings(blackwell) == [BLACKWELL_FIX, ADA_FIX]
+    assert "Your answers: <code>gpu.arch = sm_89</code>" in ada
+    assert "Which GPU?" not in ada
+
+
+def test_the_generic_nan_assert_on_an_h100_llama_is_not_a_known_issue(
+    client: Client, starter_kb: None
+) -> None:
+    page = page_of(client, GENERIC_NAN, **LLAMA_ON_H100)
+
+    assert "<h2>Known issue</h2>" not in page
+    assert "<h2>Same error, different setup</h2>" in page
+    assert "GPU sm_90 here, sm_120 in the finding" in page
+    commands = re.findall(r'<pre id="cmd-\d+">([^<]+)</pre>', page)
+    chips = re.findall(r'<code class="flag-change">([^<]+)</code>', page)
+    assert not [c for c in commands + chips if "dsa-" in c or "nsa-" in c]
+    assert "Not for your setup" in page
+
+
+def test_no_known_match_offers_the_nearest_findings_a_search_and_a_draft(
+    client: Client, starter_kb: None
+) -> None:
+    page = page_of(client, UNRELATED)
+
+    assert "<h2>No known match</h2>" in page
+    assert 'class="fix" id="fix-' not in page
+    assert 'action="/diagnose/draft/"' in page
+    assert "Start a finding from this paste" in page
+
+
+def test_starting_a_finding_from_a_paste_needs_a_signed_in_user(client: Client) -> None:
+    response = client.post("/diagnose/draft/", {"text": UNRELATED})
+
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+    assert not Finding.objects.exists()
+
+
+def test_a_signed_in_user_starts_a_draft_with_the_paste_as_its_sample(client: Client) -> None:
+    author = User.objects.create_user("ana", password="pw")
+    author.user_permissions.add(Permission.objects.get(codename="change_finding"))
+    client.force_login(author)
+
+    response = client.post("/diagnose/draft/", {"text": UNRELATED, "gpu": "H100"})
+
+    draft = Finding.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"/review/{draft.pk}/"
+    assert draft.status == Finding.Status.DRAFT
+    assert ErrorSample.objects.get(finding=draft).text == UNRELATED
+    assert draft.title.startswith("ModuleNotFoundError")
+    assert {"key": "gpu.arch", "value": "sm_90", "negate": False} in draft.conditions
+    assert draft.history.earliest().history_user == author
+
+
+def test_a_user_who_cannot_review_is_told_the_draft_waits(client: Client) -> None:
+    client.force_login(User.objects.create_user("bo", password="pw"))
+
+    response = client.post("/diagnose/draft/", {"text": UNRELATED}, follow=True)
+
+    draft = Finding.objects.get()
+    assert f"Draft #{draft.pk} waits in the review queue." in response.content.decode()
