@@ -73,12 +73,14 @@ def diagnose(
     parsed = parse(text)
     signatures = signatures_of(parsed)
     context = with_log_evidence(context, parsed.warnings)
-    found = graph.index.lookup(queries_for(signatures, text))
+    queries = queries_for(signatures, text)
+    found = graph.index.lookup(queries)
     signature = signatures[0] if signatures else None
     flags = launch_flags(context)
     candidates = matched(found)
     if not candidates:
-        return no_match(signature, found, context, graph, vocabulary, text, flags)
+        nearest = explained(found[:NEAREST], queries, graph)
+        return no_match(signature, nearest, context, graph, vocabulary, text, flags)
     result = walk(candidates, context, graph, vocabulary, plain=plain)
     questions = ask_questions(candidates, context, graph, vocabulary, result.fixes, plain=plain)
     lead = leading_visit(result.fixes, result.visits)
@@ -129,6 +131,19 @@ def launch_flags(context: Context) -> tuple[tuple[str, str], ...]:
 
 
 # --- no known match: a next step -------------------------------------------------
+
+
+def explained(
+    candidates: Sequence[Candidate], queries: Sequence[Query], graph: KnowledgeGraph
+) -> list[Candidate]:
+    """The candidates with the terms they share with the paste (a lookup explains only
+    those it shows)."""
+    return [
+        c
+        if c.matched_terms
+        else dataclasses.replace(c, matched_terms=graph.index.shared_terms(queries, c.finding_id))
+        for c in candidates
+    ]
 
 
 def no_match(

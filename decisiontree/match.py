@@ -299,6 +299,11 @@ class SignatureIndex:
         ranked = sorted(found.values(), key=lambda c: (-c.score, c.finding_id))
         return tuple(ranked[:limit])
 
+    def shared_terms(self, queries: Sequence[Query], finding_id: int) -> tuple[str, ...]:
+        """The most telling terms a paste shares with one finding, for one not shown
+        (`lookup` explains only candidates above the lower threshold)."""
+        return self._shared(_Paste.of(queries, self), finding_id) if queries else ()
+
     def assess(self, queries: Sequence[Query]) -> list[tuple[int, str, Features]]:
         """(finding id, layer, verifier features) of every candidate, for benches and fits."""
         return self._assessed(_Paste.of(queries, self)) if queries else []

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from decisiontree.context import Context
-from decisiontree.diagnose import State, assess
 from decisiontree.records import Condition
+from decisiontree.setup import State, assess
 from decisiontree.vocabulary import load
 
 
