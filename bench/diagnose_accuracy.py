@@ -10,7 +10,9 @@ Two corpora, side by side in one table:
   each bug's first report is the finding, every other report and every control a query.
 
 Prints top-1 / top-3 over the queries and the false-match rate over the unrelated
-reports for FixGraph and, computed here on the same split, three baselines:
+reports for FixGraph, ranking fixes by a walk of the decision graph and, beside it, by
+the plain ranking (the matched findings' own fixes only), and, computed here on the same
+split, three baselines:
 
 - TF-IDF cosine over the raw text (nearest known report, fixed threshold);
 - BM25 (Okapi, k1 1.2, b 0.75) over the same identifier- and path-aware words the
@@ -127,12 +129,15 @@ def _value(value: object) -> str | None:
 # --- FixGraph ----------------------------------------------------------------------
 
 
-def fixgraph_ranker(graph: KnowledgeGraph, given: dict[str, tuple[str, str]]) -> Ranker:
+def fixgraph_ranker(
+    graph: KnowledgeGraph, given: dict[str, tuple[str, str]], *, plain: bool = False
+) -> Ranker:
+    """`plain=True`: the matched findings' own fixes only, no walk of the graph."""
     by_text = {text: pair for text, pair in given.items()}
 
     def rank(text: str) -> list[int]:
         gpu, launch = by_text.get(text, ("", ""))
-        result = diagnose(text, context_for(text, gpu, launch), graph)
+        result = diagnose(text, context_for(text, gpu, launch), graph, plain=plain)
         return findings_in_order(result)
 
     return rank
@@ -313,7 +318,12 @@ def shared_corpus() -> Corpus | None:
 def scores_of(corpus: Corpus) -> list[Score]:
     graph = build_graph(corpus.findings)
     return [
-        evaluate("FixGraph diagnose", fixgraph_ranker(graph, corpus.given), corpus),
+        evaluate("FixGraph diagnose (graph walk)", fixgraph_ranker(graph, corpus.given), corpus),
+        evaluate(
+            "FixGraph, plain ranking (no walk)",
+            fixgraph_ranker(graph, corpus.given, plain=True),
+            corpus,
+        ),
         evaluate(f"TF-IDF cosine (>= {TFIDF_THRESHOLD})", tfidf_ranker(corpus.known_texts), corpus),
         evaluate("BM25, path-aware words, no cut-off", bm25_ranker(corpus.known_texts), corpus),
         evaluate("exception type + in-app frame", grouping_ranker(corpus.known_texts), corpus),
