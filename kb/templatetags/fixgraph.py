@@ -61,6 +61,11 @@ def render_markdown(text: str | None) -> SafeString:
 INLINE_TAGS = {"code", "em", "strong", "del"}  # no links: a title is often inside one
 
 
+# What can make a line of Markdown more than its text: inline markup, HTML and entities,
+# escapes, an underscore at a word's edge (inside a word it is a letter), block syntax.
+INLINE_SYNTAX = re.compile(
+    r"[`*\[\]!<>&\\]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|^(?:#|[-+] |\d+[.)] )"
+)
 _converters = threading.local()
 
 
@@ -77,7 +82,10 @@ def inline_converter() -> markdown_lib.Markdown:
 def inline_markdown(text: str | None) -> SafeString:
     """One line of Markdown (a title, a cause, a step) as inline HTML: `code` becomes code,
     never raw backticks; block syntax and links are left as plain text."""
-    html = inline_converter().reset().convert(" ".join((text or "").split()))
+    line = " ".join((text or "").split())
+    if not INLINE_SYNTAX.search(line):
+        return mark_safe(escape(line))  # noqa: S308 - escaped: Markdown would leave it so
+    html = inline_converter().reset().convert(line)
     html = re.sub(r"^<p>|</p>$", "", html.strip())
     return mark_safe(nh3.clean(html, tags=INLINE_TAGS, attributes={}))  # noqa: S308 - nh3 kept inline tags only
 
