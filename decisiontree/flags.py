@@ -247,9 +247,20 @@ def _value_in_prose(after: str) -> str | None:
 
 
 def _checked_value(hit: FlagHit, raw: str | None) -> str | None:
-    """Keep a prose value only when it fits the flag's type and choices."""
-    if hit.spec.type == "bool":
-        return "false" if hit.negated else None
+    return checked_value(hit.spec, raw, negated=hit.negated)
+
+
+def takes_value(spec: FlagSpec) -> bool:
+    """A bool flag is a switch; every other type is followed by its value."""
+    return spec.type != "bool"
+
+
+def checked_value(spec: FlagSpec, raw: str | None, *, negated: bool = False) -> str | None:
+    """A value read from prose, kept only when it fits the flag's type and choices
+    ("whatever --attention-backend says" sets nothing); a choice comes back as the
+    table spells it."""
+    if not takes_value(spec):
+        return "false" if negated else None
     if raw is None:
         return None
     value = raw.strip("'\"`.,;:()[]")
@@ -260,10 +271,10 @@ def _checked_value(hit: FlagHit, raw: str | None) -> str | None:
         and not _NUMERIC.match(value)
     ):
         return None
-    if hit.spec.choices:
-        lowered = {c.lower(): c for c in hit.spec.choices}
+    if spec.choices:
+        lowered = {c.lower(): c for c in spec.choices}
         return lowered.get(value.lower())
-    if hit.spec.type in ("int", "float"):
+    if spec.type in ("int", "float"):
         return value if re.fullmatch(r"-?\d+(?:\.\d+)?[kKmM]?", value) else None
     return value if re.fullmatch(r"[\w./:@+-]+", value) else None
 

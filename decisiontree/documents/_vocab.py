@@ -5,9 +5,10 @@ Extraction only needs these calls; tests may pass anything shaped like this.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Protocol
+
+from decisiontree.flags import FlagSpec
 
 
 class GpuLike(Protocol):
@@ -15,15 +16,6 @@ class GpuLike(Protocol):
     def name(self) -> str: ...
     @property
     def arch(self) -> str: ...
-
-
-class FlagSpecLike(Protocol):
-    @property
-    def name(self) -> str: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def choices(self) -> tuple[str, ...]: ...
 
 
 class LaunchLike(Protocol):
@@ -49,7 +41,7 @@ class ModelInfoLike(Protocol):
 class VocabularyLike(Protocol):
     def gpus_in_text(self, text: str) -> Sequence[tuple[GpuLike, int]]: ...
     def arch_of(self, text: str) -> str | None: ...
-    def flag(self, name: str, framework: str | None = None) -> FlagSpecLike | None: ...
+    def flag(self, name: str, framework: str | None = None) -> FlagSpec | None: ...
     def parse_launch_command(self, cmd: str) -> LaunchLike: ...
     def flags_in_text(
         self, text: str, framework: str | None = None
@@ -62,7 +54,7 @@ class CachedVocabulary:
 
     def __init__(self, inner: VocabularyLike) -> None:
         self._inner = inner
-        self._flags: dict[tuple[str, str | None], FlagSpecLike | None] = {}
+        self._flags: dict[tuple[str, str | None], FlagSpec | None] = {}
         self._models: dict[str, ModelInfoLike | None] = {}
         self._arches: dict[str, str | None] = {}
 
@@ -74,7 +66,7 @@ class CachedVocabulary:
             self._arches[text] = self._inner.arch_of(text)
         return self._arches[text]
 
-    def flag(self, name: str, framework: str | None = None) -> FlagSpecLike | None:
+    def flag(self, name: str, framework: str | None = None) -> FlagSpec | None:
         key = (name, framework)
         if key not in self._flags:
             self._flags[key] = self._inner.flag(name, framework)
@@ -107,26 +99,3 @@ def default_vocabulary() -> VocabularyLike:
 
 def cached(vocab: VocabularyLike) -> VocabularyLike:
     return vocab if isinstance(vocab, CachedVocabulary) else CachedVocabulary(vocab)
-
-
-BOOLEAN_TYPES = frozenset({"bool", "boolean", "store_true", "store_false", "flag", "switch"})
-
-
-def takes_value(spec: FlagSpecLike | None) -> bool:
-    """Unknown types take a value: wrongly eating a word is rarer than dropping a value."""
-    return spec is None or spec.type.lower() not in BOOLEAN_TYPES
-
-
-_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:e-?\d+)?$")
-
-
-def fits(spec: FlagSpecLike | None, value: str) -> bool:
-    """Could `value` be this flag's value? Numbers for numeric flags, one of the choices
-    when the flag has choices: "whatever --attention-backend says" sets nothing."""
-    if spec is None:
-        return True
-    bare = value.strip("`'\".,;:)(").lower()
-    if spec.type.lower() in ("int", "float") and not _NUMBER.match(bare):
-        return False
-    choices = getattr(spec, "choices", ()) or ()
-    return not choices or bare in {c.lower() for c in choices}

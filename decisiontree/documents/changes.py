@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from decisiontree.documents._vocab import VocabularyLike, fits, takes_value
+from decisiontree import flags
+from decisiontree.documents._vocab import VocabularyLike
 from decisiontree.records import Change, ChangeAction
 
 FLAG_TOKEN = re.compile(r"(?<![\w-])--([A-Za-z0-9][A-Za-z0-9_.-]{0,60})(?:=([^\s`'\",;)]{0,200}))?")
@@ -165,7 +166,7 @@ def _value_after(
     text: str, end: int, vocabulary: VocabularyLike, raw: str, framework: str | None
 ) -> str | None:
     spec = vocabulary.flag(raw, framework)
-    if not takes_value(spec):
+    if spec is None or not flags.takes_value(spec):
         return None
     tail = text[end : end + 240]
     from_to = _FROM_TO.match(tail)
@@ -174,7 +175,7 @@ def _value_after(
     token = _NEXT_TOKEN.match(tail)
     if token is None or token.group(1).lower().rstrip(".,;:") in _NOT_VALUES:
         return None
-    return token.group(1) if fits(spec, token.group(1)) else None
+    return flags.checked_value(spec, token.group(1))
 
 
 def _clean(value: str | None) -> str | None:
