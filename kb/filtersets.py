@@ -80,6 +80,17 @@ class FacetFilter(django_filters.CharFilter):
         return qs.filter(self.condition(value)) if value else qs
 
 
+class AnyOrChoices(django_filters.fields.MultipleChoiceField):
+    """Several choices; an empty value (the page's "Any" option) chooses none."""
+
+    def clean(self, value: Any) -> Any:
+        return super().clean([v for v in value or () if v])
+
+
+class KindFilter(django_filters.MultipleChoiceFilter):
+    field_class = AnyOrChoices
+
+
 class StatusFilter(django_filters.ChoiceFilter):
     """Published unless another status is asked for (see FindingFilterSet.clean_status)."""
 
@@ -149,7 +160,7 @@ class FindingFilterSet(django_filters.FilterSet):
     flag = FacetFilter(
         flag_condition, label="Flag", help_text="A launch flag in any spelling: --tp, tp_size."
     )
-    kind = django_filters.MultipleChoiceFilter(
+    kind = KindFilter(
         choices=Finding.Kind.choices, label="Kind", distinct=False, help_text="One or more."
     )
     status = StatusFilter(

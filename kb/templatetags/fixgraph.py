@@ -9,14 +9,16 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from html import escape, unescape
 from typing import Any
 
 import markdown as markdown_lib
 import nh3
 from django import template
+from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils.safestring import SafeString, mark_safe
 
 from kb.services import occurrences
@@ -24,7 +26,6 @@ from kb.services import occurrences
 register = template.Library()
 
 MARKDOWN_EXTENSIONS = ["fenced_code", "tables", "sane_lists"]
-LABEL_CHARS = 36
 OUTCOME_CLASS = {"resolves": "ok", "partial": "warn", "no_effect": "bad", "worse": "bad"}
 
 
@@ -96,27 +97,6 @@ def plain_markdown(text: str | None) -> str:
     return unescape(nh3.clean(str(inline_markdown(text)), tags=set()))
 
 
-@register.filter
-def change_label(change: dict[str, Any], summary: str = "") -> str:
-    """A change as a chip reads: `--flag value`, `remove --flag`, `NAME=value`, or the
-    change in words. "" when the chip would only repeat the fix's summary."""
-    action, name = change.get("action"), str(change.get("name") or "")
-    value = "" if change.get("value") is None else str(change["value"])
-    if action == "set_flag":
-        return f"--{name} {value}".strip()
-    if action == "remove_flag":
-        return f"remove --{name}"
-    if action == "set_env":
-        return f"{name}={value}"
-    # A patch or a version pin: its words often already name it ("patch the …").
-    label = value if name.lower() in value.lower() else f"{name} {value}".strip()
-    return "" if same_words(label, summary) else label
-
-
-def same_words(a: str, b: str) -> bool:
-    return " ".join(a.lower().split()) == " ".join(b.lower().split())
-
-
 # A word longer than this may break anywhere (a long model path on a phone); shorter
 # ones, flags included, never break inside.
 UNBREAKABLE_CHARS = 32
@@ -163,6 +143,28 @@ def figures_line(figures: dict[int, occurrences.ListFigures], finding: Any) -> d
 @register.filter
 def outcome_class(outcome: str) -> str:
     return OUTCOME_CLASS.get(outcome, "")
+
+
+@register.filter
+def ago(moment: datetime | None) -> str:
+    """“just now”, “3 minutes ago”, “2 days, 4 hours ago”: how long since, as people say it."""
+    if moment is None:
+        return ""
+    said = str(naturaltime(moment))
+    return "just now" if said == "now" else said
+
+
+@register.filter
+def md_cell(value: Any) -> str:
+    """A value for a Markdown table cell: one line, no column breaks."""
+    return " ".join(str(value if value is not None else "—").split()).replace("|", "\\|")
+
+
+@register.filter
+def md_link_text(value: Any) -> str:
+    """Text for the inside of a Markdown link: brackets escaped, one line."""
+    text = " ".join(str(value).split())
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
 @register.filter
@@ -223,44 +225,4 @@ def path_fix(entry: dict[str, Any], *, helps: bool) -> PathFix:
         return PathFix(label, None, "bad", "")
     return PathFix(
         label, entry.get("rank"), OUTCOME_CLASS.get(fix["outcome"], ""), f"#fix-{fix['id']}"
-    )
-
-
-# --- throughput bars ----------------------------------------------------------------
-
-
-def short(text: str, limit: int = LABEL_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-BAR_HEIGHT = 22
-LABEL_WIDTH = 250
-BAR_WIDTH = 330
-
-
-@register.simple_tag
-def throughput_bars_svg(bars: Sequence[tuple[str, float]], unit: str = "tok/s") -> SafeString:
-    """Horizontal bars, one per measured configuration."""
-    if not bars:
-        return mark_safe("")
-    top = max(value for _, value in bars) or 1.0
-    rows = "".join(bar_row(i, label, value, top, unit) for i, (label, value) in enumerate(bars))
-    height = len(bars) * (BAR_HEIGHT + 8) + 4
-    width = LABEL_WIDTH + BAR_WIDTH + 110
-    return mark_safe(  # noqa: S308 - labels escaped in bar_row
-        f'<svg class="bars" role="img" viewBox="0 0 {width} {height}" '
-        f'aria-label="Measured throughput">{rows}</svg>'
-    )
-
-
-def bar_row(index: int, label: str, value: float, top: float, unit: str) -> str:
-    y = 4 + index * (BAR_HEIGHT + 8)
-    length = max(2, round(BAR_WIDTH * value / top))
-    return (
-        f"<g><title>{escape(label)}: {value:,.1f} {escape(unit)}</title>"
-        f'<text x="0" y="{y + 16}">{escape(short(label))}</text>'
-        f'<rect x="{LABEL_WIDTH}" y="{y}" width="{length}" height="{BAR_HEIGHT}" rx="3"/>'
-        f'<text class="value" x="{LABEL_WIDTH + length + 6}" y="{y + 16}">'
-        f"{value:,.1f} {escape(unit)}</text></g>"
     )

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from kb.models import Finding, Fix, Host, ValidationRun
-from kb.services import occurrences, sources, validation
+from kb.services import changes, occurrences, sources, validation
 from kb.services.history import finding_edits
 
 HISTORY_LIMIT = 50
@@ -25,9 +25,10 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
     fixes = list(finding.fixes.all())
     runs = ValidationRun.objects.filter(fix__finding=finding).select_related("host", "fix")
     may_validate = request.user.has_perm(VALIDATE_PERMISSION)
+    framework, version = release_of(finding)
     context = {
         "finding": finding,
-        "fixes": fixes,
+        "fixes": [changes.fix_line(fix, framework, version) for fix in fixes],
         "feedback": occurrences.feedback_counts(fix.pk for fix in fixes),
         "occurrences": occurrences.of_finding(finding),
         "fingerprints": occurrences.fingerprints_of(finding),
@@ -40,6 +41,12 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "hosts": list(Host.objects.order_by("name")) if may_validate else [],
     }
     return render(request, "kb/finding_detail.html", context)
+
+
+def release_of(finding: Finding) -> tuple[str | None, str | None]:
+    if finding.framework is None:
+        return None, None
+    return finding.framework.name, finding.framework.version or None
 
 
 def visible_findings(request: HttpRequest) -> QuerySet[Finding]:
@@ -55,9 +62,16 @@ def visible_findings(request: HttpRequest) -> QuerySet[Finding]:
     return findings.exclude(status=Finding.Status.DRAFT)
 
 
+FENCED_BLOCK = re.compile(r"^[ ]{0,3}(```|~~~)[^\n]*\n(.*?)^[ ]{0,3}\1[ \t]*$", re.S | re.M)
+
+
 def write_up(finding: Finding) -> str:
-    """The body, less a first paragraph that only repeats the summary shown above it."""
-    body = finding.body.strip()
+    """The body, less what the page already shows above and below it: a first paragraph
+    that only repeats the summary, and code blocks that are the error samples."""
+    samples = {words(sample.text) for sample in finding.samples.all()}
+    body = FENCED_BLOCK.sub(
+        lambda block: "" if words(block.group(2)) in samples else block.group(0), finding.body
+    ).strip()
     first, *rest = re.split(r"\n\s*\n", body, maxsplit=1)
     if finding.summary and words(first) == words(finding.summary):
         return rest[0].strip() if rest else ""

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.utils import timezone
 
 from kb.models import (
     ErrorSample,
@@ -73,6 +74,7 @@ def validated_run(starter_kb: None) -> ValidationRun:
         status=ValidationRun.Status.PASSED,
         arch="sm_120",
         metrics={"throughput_tok_s": 1234.5, "ttft_ms": 210.0},
+        finished_at=timezone.now(),
     )
 
 

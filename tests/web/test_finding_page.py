@@ -136,3 +136,33 @@ def test_it_says_why_a_run_was_not_queued(client: Client, draft: Finding, review
         f"/findings/{draft.pk}/fixes/{fix.pk}/validate/", {"host": "x"}, follow=True
     )
     assert "Choose a registered host" in text_of(bad_host)
+
+
+def test_a_fix_made_only_of_flags_reads_once_as_its_release_spells_them(
+    client: Client, starter_kb: None
+) -> None:
+    finding = finding_titled("Triton attention backend asserts")
+    fix = finding.fixes.get(summary__startswith="--attention-backend flashinfer")
+
+    page = text_of(client.get(f"/findings/{finding.pk}/"))
+
+    item = page.split(f'id="fix-{fix.pk}"', 1)[1].split("</li>", 1)[0]
+    assert '<span class="fix-summary">' not in item  # the chips say it all
+    chips = re.findall(r'<code class="flag-change[^"]*">([^<]+)</code>', item)
+    assert chips == [
+        "--attention-backend flashinfer",
+        "--nsa-decode-backend trtllm",  # SGLang 0.5.9's spelling, as the finding ran
+        "--nsa-prefill-backend trtllm",
+    ]
+
+
+def test_the_write_up_leaves_out_the_error_shown_under_it(client: Client, starter_kb: None) -> None:
+    finding = finding_titled("Triton attention backend asserts")
+    sample = finding.samples.first()
+    assert sample is not None and sample.text.strip() in finding.body
+
+    page = text_of(client.get(f"/findings/{finding.pk}/"))
+
+    write_up = page.split("<h2>Write-up</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "assert not self.nsa_kv_cache_store_fp8" not in write_up
+    assert "Triton was tried as a way around" in write_up

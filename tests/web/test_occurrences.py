@@ -57,7 +57,8 @@ def test_it_does_not_count_an_answered_question_again(
     second = paste(client, answer="gpu.arch=sm_120", refines=first.slug)
 
     assert second.refines == first
-    figures = occurrences.of_finding(decode_finding())
+    assert first.finding is not None
+    figures = occurrences.of_finding(first.finding)
     assert figures.times_seen == 1
 
 

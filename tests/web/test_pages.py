@@ -324,33 +324,6 @@ def test_it_hides_drafts_from_anonymous_visitors(client: Client, draft: Finding)
     assert client.get(f"/findings/{draft.pk}/").status_code == 404
 
 
-# --- runbook -------------------------------------------------------------------------------
-
-
-def test_it_gives_the_working_launch_and_pitfalls_per_model_and_gpu(
-    client: Client, starter_kb: None, validated_run: ValidationRun
-) -> None:
-    page = text_of(client.get("/runbook/"))
-
-    assert "GLM-5-NVFP4 on 8x NVIDIA RTX PRO 6000 Blackwell" in page
-    assert "--nsa-decode-backend trtllm" in page
-    assert '<svg class="bars"' in page
-    assert "1,234.5 tok/s" in page
-    assert "First decode request kills the server" in page
-
-
-def test_it_exports_the_runbook_as_markdown(client: Client, starter_kb: None) -> None:
-    for url in ("/runbook.md", "/runbook/?format=md"):
-        response = client.get(url)
-
-        assert response["Content-Type"].startswith("text/markdown")
-        assert "attachment" in response["Content-Disposition"]
-        text = response.content.decode()
-        assert text.startswith("# FixGraph runbook")
-        assert "## GLM-5-NVFP4 on 8x" in text
-        assert "&lt;" not in text and "&#x27;" not in text
-
-
 # --- review queue -----------------------------------------------------------------------------
 
 

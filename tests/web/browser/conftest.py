@@ -75,5 +75,6 @@ def no_js_page(browser: Browser) -> Iterator[Page]:
 
 def screenshot(page: Page, name: str, *, full_page: bool = True) -> None:
     """Saved under test-artifacts/screenshots/ for a person to look at."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full_page)
+    path = SCREENSHOTS / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), full_page=full_page)

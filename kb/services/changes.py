@@ -1,0 +1,74 @@
+"""How a fix's changes read on a page: one chip per change, each said once.
+
+A flag change reads as the finding's framework release spells it (`--nsa-decode-backend`
+on SGLang 0.5.9, `--dsa-decode-backend` later). A chip that would only repeat the fix's
+summary is left out; a summary that only lists the chips is not shown beside them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from decisiontree.vocabulary import load
+from kb.models import Fix
+
+
+@dataclass(frozen=True)
+class FixLine:
+    fix: Fix
+    chips: tuple[str, ...]
+    summary_shown: bool  # False when the chips already say all the summary says
+
+
+def fix_line(fix: Fix, framework: str | None, version: str | None) -> FixLine:
+    labels = [change_label(change, framework, version) for change in fix.changes or ()]
+    chips = tuple(label for label in labels if label and not same_words(label, fix.summary))
+    summary_shown = not chips or not same_flags(fix.summary, " ".join(chips), framework)
+    return FixLine(fix, chips, summary_shown)
+
+
+def change_label(change: Mapping[str, Any], framework: str | None, version: str | None) -> str:
+    """`--flag value`, `remove --flag`, `NAME=value`, or the change in its own words."""
+    action, name = change.get("action"), str(change.get("name") or "")
+    value = "" if change.get("value") is None else str(change["value"])
+    if action in ("set_flag", "remove_flag"):
+        flag = spelled(name, framework, version)
+        return f"remove {flag}" if action == "remove_flag" else f"{flag} {value}".strip()
+    if action == "set_env":
+        return f"{name}={value}"
+    # A patch or a version pin: its words often already name it ("patch the …").
+    return value if name.lower() in value.lower() else f"{name} {value}".strip()
+
+
+def spelled(name: str, framework: str | None, version: str | None) -> str:
+    vocab = load()
+    spec = vocab.flag(name, framework) if framework else None
+    if spec is None or framework is None:
+        return f"--{name}"
+    return vocab.spell(spec.name, framework, version)
+
+
+def same_words(a: str, b: str) -> bool:
+    return " ".join(a.lower().split()) == " ".join(b.lower().split())
+
+
+FLAG_WORD = re.compile(r"^--?([\w.-]+)$")
+
+
+def same_flags(a: str, b: str, framework: str | None) -> bool:
+    """The two texts set the same flags to the same values, whatever the spelling."""
+    return flag_words(a, framework) == flag_words(b, framework)
+
+
+def flag_words(text: str, framework: str | None) -> list[str]:
+    vocab = load()
+    words = []
+    for word in text.split():
+        found = FLAG_WORD.match(word)
+        if found:
+            word = "--" + (vocab.canonical_flag(found.group(1), framework) or found.group(1))
+        words.append(word.lower())
+    return sorted(words)

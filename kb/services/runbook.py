@@ -1,0 +1,363 @@
+"""The runbook: per model x GPU x framework release, the launch that works, whole.
+
+Built from published findings. A `works` finding gives the flags known to work (or,
+without one, the flags of the latest pitfall with its resolving fix applied); the
+command is completed with the server's entry point, the model and tensor parallelism
+over the GPUs, with every flag spelled for the release. Passed validation runs give
+the measured figures, the verified-on date and host, and the host's CUDA and driver.
+Every other finding on the same model and GPU is a pitfall on the way there.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Prefetch
+
+from decisiontree.recipes import RecipeRefused, recipe_for
+from decisiontree.vocabulary import load
+from kb.models import Finding, FrameworkRelease, Hardware, LanguageModel, ValidationRun
+from kb.models.findings import Fix
+from kb.recipes import LoadSettings
+from kb.services import sources
+
+EntryKey = tuple[int | None, int, int | None]  # model, GPU, framework release
+TENSOR_PARALLEL = "tensor-parallel-size"  # each framework's table knows it (sglang: --tp-size)
+
+
+@dataclass(frozen=True)
+class Pitfall:
+    finding: Finding
+    fix: Fix | None  # the first fix reported to resolve it
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One row of the throughput table: measured on a host, or reported in a finding."""
+
+    output_tok_s: float
+    date: datetime | None
+    host: str  # the host's name; "" when reported, not measured here
+    finding: Finding
+    ttft_ms: float | None = None
+    itl_p50_ms: float | None = None
+    itl_p99_ms: float | None = None
+    itl_mean_ms: float | None = None
+    concurrency: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    run_id: int | None = None
+    fix: Fix | None = None  # the fix the run applied; None for a reported figure
+
+
+@dataclass(frozen=True)
+class Verified:
+    host: str
+    date: datetime
+    run_id: int
+    fix: Fix
+    cuda: str | None
+    driver: str | None
+    framework_version: str | None
+
+
+@dataclass
+class RunbookEntry:
+    model: LanguageModel | None
+    gpu: Hardware
+    framework: FrameworkRelease | None
+    gpu_count: int = 1
+    command: str = ""
+    command_note: str = ""
+    works: Finding | None = None  # the finding the command comes from
+    environment: str = ""  # the environment as a finding wrote it
+    libraries: list[str] = field(default_factory=list)
+    measurements: list[Measurement] = field(default_factory=list)
+    pitfalls: list[Pitfall] = field(default_factory=list)
+    verified: Verified | None = None
+
+    @property
+    def title(self) -> str:
+        model = self.model.name if self.model else "Any model"
+        release = f" · {self.framework}" if self.framework else ""
+        return f"{model} on {self.gpu_count}x {self.gpu.name}{release}"
+
+    @property
+    def anchor(self) -> str:
+        parts = [self.model.pk if self.model else 0, self.gpu.pk, self.framework_id or 0]
+        return "rb-" + "-".join(str(part) for part in parts)
+
+    @property
+    def framework_id(self) -> int | None:
+        return self.framework.pk if self.framework else None
+
+    @property
+    def edit_url(self) -> str:
+        """Where to edit the entry the command came from; "" when nothing says."""
+        if self.works is None or self.works.origin is None:
+            return ""
+        return sources.excerpt(self.works.origin, self.works).edit_url
+
+    @property
+    def chart_points(self) -> list[tuple[datetime, float, str]]:
+        return [
+            (m.date, m.output_tok_s, m.host or "reported")
+            for m in self.measurements
+            if m.date is not None
+        ]
+
+
+def runbook_entries() -> list[RunbookEntry]:
+    entries: dict[EntryKey, RunbookEntry] = {}
+    for finding in published_findings():
+        for placement in finding.findinggpu_set.all():
+            key = (finding.model_id, placement.hardware_id, finding.framework_id)
+            entry = entries.get(key)
+            if entry is None:
+                entry = RunbookEntry(finding.model, placement.hardware, finding.framework)
+                entry.gpu_count = placement.count
+                entries[key] = entry
+            add_finding(entry, finding, placement.count)
+    for entry in entries.values():
+        add_runs(entry)
+        if not entry.command:
+            derive_command(entry)
+    return sorted(entries.values(), key=lambda e: e.title.lower())
+
+
+def published_findings() -> Iterable[Finding]:
+    runs = ValidationRun.objects.select_related("host").order_by("finished_at", "id")
+    fixes = Fix.objects.order_by("position", "id").prefetch_related(
+        Prefetch("validation_runs", queryset=runs)
+    )
+    return (
+        Finding.objects.filter(status=Finding.Status.PUBLISHED)
+        .select_related("model", "framework", "origin")
+        .prefetch_related(
+            "findinggpu_set__hardware",
+            "flag_settings",
+            "libraries",
+            Prefetch("fixes", queryset=fixes),
+        )
+        .order_by("created_at", "id")
+    )
+
+
+def add_finding(entry: RunbookEntry, finding: Finding, gpu_count: int) -> None:
+    entry.environment = entry.environment or str((finding.extra or {}).get("environment", ""))
+    for library in finding.libraries.all():
+        if str(library) not in entry.libraries:
+            entry.libraries.append(str(library))
+    if finding.kind != Finding.Kind.WORKS:
+        entry.pitfalls.append(Pitfall(finding, first_resolving(finding)))
+        return
+    if finding.works_command and entry.works is None:
+        entry.works, entry.gpu_count = finding, gpu_count
+        entry.command, entry.command_note = command_of_works(entry, finding)
+    if finding.throughput_tok_s:
+        entry.measurements.append(
+            Measurement(
+                output_tok_s=finding.throughput_tok_s,
+                date=finding.created_at,
+                host="",
+                finding=finding,
+                ttft_ms=finding.ttft_ms,
+                itl_mean_ms=finding.itl_ms,
+            )
+        )
+
+
+def first_resolving(finding: Finding) -> Fix | None:
+    return next((fix for fix in finding.fixes.all() if fix.outcome == Fix.Outcome.RESOLVES), None)
+
+
+# --- the measured figures -----------------------------------------------------------
+
+
+def add_runs(entry: RunbookEntry) -> None:
+    """Passed runs of the entry's fixes: a table row each; the newest verifies the entry."""
+    findings = [p.finding for p in entry.pitfalls] + ([entry.works] if entry.works else [])
+    passed = [
+        run
+        for finding in findings
+        for fix in finding.fixes.all()
+        for run in fix.validation_runs.all()
+        if run.status == ValidationRun.Status.PASSED and run.finished_at is not None
+    ]
+    passed.sort(key=lambda run: (run.finished_at, run.pk))
+    for run in passed:
+        measured = measurement_of(run)
+        if measured is not None:
+            entry.measurements.append(measured)
+    entry.measurements.sort(key=lambda m: (m.date is None, m.date))
+    if passed:
+        entry.verified = verified_by(passed[-1])
+
+
+def measurement_of(run: ValidationRun) -> Measurement | None:
+    metrics: Mapping[str, Any] = run.metrics or {}
+    tok_s = number(metrics.get("throughput_tok_s"))
+    if tok_s is None:
+        return None
+    load = LoadSettings.from_dict((run.recipe or {}).get("load", {}))
+    return Measurement(
+        output_tok_s=tok_s,
+        date=run.finished_at,
+        host=run.host.name,
+        finding=run.fix.finding,
+        ttft_ms=number(metrics.get("ttft_ms")),
+        itl_p50_ms=number(metrics.get("median_itl_ms")),
+        itl_p99_ms=number(metrics.get("p99_itl_ms")),
+        itl_mean_ms=number(metrics.get("itl_ms")),
+        concurrency=load.concurrency,
+        input_tokens=load.input_tokens,
+        output_tokens=load.output_tokens,
+        run_id=run.pk,
+        fix=run.fix,
+    )
+
+
+def verified_by(run: ValidationRun) -> Verified:
+    facts: Mapping[str, Any] = run.host.facts or {}
+    assert run.finished_at is not None
+    return Verified(
+        host=run.host.name,
+        date=run.finished_at,
+        run_id=run.pk,
+        fix=run.fix,
+        cuda=facts.get("cuda"),
+        driver=facts.get("driver"),
+        framework_version=run.framework_version or None,
+    )
+
+
+def number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+# --- the launch command -------------------------------------------------------------
+
+
+def command_of_works(entry: RunbookEntry, finding: Finding) -> tuple[str, str]:
+    launch = load().parse_launch_command(finding.works_command)
+    flags = dict(launch.flags)
+    framework = launch.framework or framework_name(finding)
+    model = launch.model or (entry.model.name if entry.model else "")
+    command = full_command(
+        framework, version_of(finding), model, entry.gpu_count, flags, launch.env
+    )
+    if command is None:
+        return finding.works_command, f"As recorded in “{finding.title}”"
+    if command_words(command) == command_words(finding.works_command):
+        return command, f"As recorded in “{finding.title}”"
+    return command, (
+        f"The flags recorded in “{finding.title}”, completed with the entry point, "
+        f"the model and tensor parallelism over the {entry.gpu_count} GPUs"
+    )
+
+
+def derive_command(entry: RunbookEntry) -> None:
+    """No working command recorded: the latest pitfall's flags with its resolving fix."""
+    for pitfall in reversed(entry.pitfalls):
+        finding, fix = pitfall.finding, pitfall.fix
+        if fix is None or not finding.flag_settings.exists():
+            continue
+        flags: dict[str, str | None] = {
+            s.name: s.value or None for s in finding.flag_settings.all()
+        }
+        env: dict[str, str] = {}
+        for change in fix.changes or ():
+            apply_change(flags, env, change, framework_name(finding))
+        model = entry.model.name if entry.model else ""
+        command = full_command(
+            framework_name(finding), version_of(finding), model, entry.gpu_count, flags, env
+        )
+        if command:
+            entry.command = command
+            entry.command_note = (
+                f"Derived: the flags of “{finding.title}” with its resolving fix applied "
+                "(not validated as a whole)"
+            )
+            return
+
+
+def apply_change(
+    flags: dict[str, str | None],
+    env: dict[str, str],
+    change: Mapping[str, Any],
+    framework: str | None,
+) -> None:
+    vocab = load()
+    name = str(change.get("name") or "")
+    canonical = vocab.canonical_flag(name, framework) or name
+    if change.get("action") == "set_flag":
+        flags.pop(name, None)
+        flags[canonical] = change.get("value")
+    elif change.get("action") == "remove_flag":
+        flags.pop(canonical, None)
+        flags.pop(name, None)
+    elif change.get("action") == "set_env":
+        env[name] = str(change.get("value") or "")
+
+
+def full_command(
+    framework: str | None,
+    version: str | None,
+    model: str,
+    gpu_count: int,
+    flags: Mapping[str, str | None],
+    env: Mapping[str, str],
+) -> str | None:
+    """`NAME=value … <entry point> <model> --tp N --flag value …`, every flag spelled as
+    `version` of `framework` spells it. None when the framework or the model is unknown."""
+    if not framework or not model:
+        return None
+    try:
+        recipe = recipe_for(framework)
+    except RecipeRefused:
+        return None
+    vocab = load()
+    words = [f"{name}={shlex.quote(value)}" for name, value in env.items()]
+    words += [*recipe.entry]
+    if recipe.model_flag:
+        words.append(vocab.spell(recipe.model_flag, recipe.framework, version))
+    words.append(shlex.quote(model))
+    wanted = {vocab.canonical_flag(name, recipe.framework) or name: v for name, v in flags.items()}
+    tensor_parallel = vocab.canonical_flag(TENSOR_PARALLEL, recipe.framework)
+    if tensor_parallel and tensor_parallel not in wanted and gpu_count > 1:
+        wanted = {tensor_parallel: str(gpu_count), **wanted}
+    for name, value in wanted.items():
+        if name in ("model", "model-path"):
+            continue
+        words += flag_words(recipe.framework, version, name, value)
+    return " ".join(words)
+
+
+def flag_words(framework: str, version: str | None, name: str, value: str | None) -> list[str]:
+    vocab = load()
+    spec = vocab.flag(name, framework)
+    spelled = vocab.spell(spec.name, framework, version) if spec else f"--{name}"
+    if spec is not None and spec.type == "bool":
+        return [spelled] if (value or "true").lower() in ("true", "1", "yes") else []
+    if value is None or value == "true":
+        return [spelled]
+    return [spelled, shlex.quote(value)]
+
+
+def command_words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+def framework_name(finding: Finding) -> str | None:
+    return finding.framework.name if finding.framework else None
+
+
+def version_of(finding: Finding) -> str | None:
+    return (finding.framework.version or None) if finding.framework else None

@@ -1,0 +1,221 @@
+"""The runbook gives a launch that runs as copied, the versions it ran with, what it measured
+over time, and the pitfalls, with links back to the findings (in Markdown too)."""
+
+from __future__ import annotations
+
+import html
+import re
+import shlex
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.test import Client, override_settings
+from django.utils import timezone
+
+from decisiontree.vocabulary import load
+from kb.models import Finding, FindingGpu, Fix, FlagSetting, Hardware, ValidationRun
+from kb.recipes import RequestTiming, summarise
+from kb.services.runbook import runbook_entries
+
+pytestmark = pytest.mark.django_db
+
+RTX = "NVIDIA RTX PRO 6000 Blackwell"
+
+
+def text_of(response) -> str:  # type: ignore[no-untyped-def]
+    return response.content.decode()
+
+
+def copied_command(page: str, entry_title_part: str) -> str:
+    """The text Copy copies for the entry whose heading holds `entry_title_part`."""
+    sections = page.split('<section class="runbook-entry"')[1:]
+    section = next(s for s in sections if entry_title_part in s.split("</h2>", 1)[0])
+    pre = re.search(r"<pre id=\"[\w-]+-cmd\">(.*?)</pre>", section, re.S)
+    assert pre is not None
+    return html.unescape(re.sub(r"<[^>]+>", "", pre.group(1)))
+
+
+def test_the_command_is_a_whole_launch_with_every_recorded_flag(
+    client: Client, starter_kb: None
+) -> None:
+    works = Finding.objects.get(kind="works")
+
+    command = copied_command(text_of(client.get("/runbook/")), "GLM-5-NVFP4 on 8x")
+
+    words = shlex.split(command)
+    assert words[:5] == ["python3", "-m", "sglang.launch_server", "--model-path", "GLM-5-NVFP4"]
+    assert " ".join(words[5:7]) == "--tp-size 8"  # one copy across the 8 GPUs
+    launched = load().parse_launch_command(command)
+    recorded = load().parse_launch_command(works.works_command)
+    assert launched.framework == "sglang"
+    assert {**recorded.flags}.items() <= {**launched.flags}.items()
+    # Spelled as SGLang 0.5.9 spells it: the `dsa` names came later.
+    assert "--nsa-decode-backend trtllm" in command and "--dsa-" not in command
+
+
+def test_a_pair_without_a_working_command_gets_the_flags_of_its_last_pitfall_fixed(
+    client: Client, starter_kb: None
+) -> None:
+    h100 = Hardware.objects.get(name="NVIDIA H100 80GB HBM3")
+    finding = Finding.objects.create(
+        title="OOM at start-up on H100 with a large static fraction",
+        status=Finding.Status.PUBLISHED,
+        kind=Finding.Kind.OOM,
+        model=Finding.objects.get(kind="works").model,
+        framework=Finding.objects.get(kind="works").framework,
+    )
+    FindingGpu.objects.create(finding=finding, hardware=h100, count=4)
+    FlagSetting.objects.create(finding=finding, name="mem-fraction-static", value="0.95")
+    Fix.objects.create(
+        finding=finding,
+        summary="--mem-fraction-static 0.85",
+        outcome="resolves",
+        changes=[{"action": "set_flag", "name": "mem-fraction-static", "value": "0.85"}],
+    )
+
+    page = text_of(client.get("/runbook/"))
+
+    command = copied_command(page, "on 4x NVIDIA H100")
+    assert command.startswith("python3 -m sglang.launch_server --model-path GLM-5-NVFP4")
+    assert "--tp-size 4" in command and "--mem-fraction-static 0.85" in command
+    assert "0.95" not in command
+    assert "Derived: the flags of" in page
+
+
+def test_it_shows_versions_and_where_and_when_the_launch_was_verified(
+    client: Client, starter_kb: None, validated_run: ValidationRun
+) -> None:
+    host = validated_run.host
+    host.facts = {"cuda": "12.8", "driver": "570.86.15", "arch": "sm_120", "gpu_count": 8}
+    host.save()
+    validated_run.finished_at = timezone.now() - timedelta(days=3)
+    validated_run.framework_version = "0.5.9"
+    validated_run.save()
+
+    page = text_of(client.get("/runbook/"))
+
+    versions = page.split("<h3>Versions</h3>", 1)[1].split("<h3>Throughput</h3>", 1)[0]
+    assert "sglang 0.5.9" in versions
+    assert "transformers 5.2.0" in versions
+    assert "12.8" in versions and "570.86.15" in versions
+    assert "Ubuntu 24.04, CUDA Toolkit 13.1" in versions  # as the finding wrote it
+    verified = validated_run.finished_at.date().isoformat()
+    assert re.search(rf"{verified}</time> on <strong>rtx-box-1</strong>", versions)
+
+
+def test_without_a_run_it_says_the_launch_is_not_verified(client: Client, starter_kb: None) -> None:
+    page = text_of(client.get("/runbook/"))
+
+    assert "not yet run on a registered host" in page
+    assert 'CUDA</dt><dd><span class="muted">not recorded' in page
+
+
+def add_run(finding: Finding, host_run: ValidationRun, days_ago: int, tok_s: float) -> None:
+    fix = finding.fixes.order_by("position", "id").first()
+    assert fix is not None
+    ValidationRun.objects.create(
+        fix=fix,
+        host=host_run.host,
+        status=ValidationRun.Status.PASSED,
+        arch="sm_120",
+        finished_at=timezone.now() - timedelta(days=days_ago),
+        recipe={"load": {"concurrency": 16, "input_tokens": 1024, "output_tokens": 128}},
+        metrics={
+            "throughput_tok_s": tok_s,
+            "ttft_ms": 180.0,
+            "median_itl_ms": 6.5,
+            "p99_itl_ms": 19.4,
+        },
+    )
+
+
+def test_the_throughput_table_has_a_row_per_run_and_a_chart_over_time(
+    client: Client, starter_kb: None, validated_run: ValidationRun
+) -> None:
+    validated_run.finished_at = timezone.now() - timedelta(days=20)
+    validated_run.save()
+    add_run(validated_run.fix.finding, validated_run, days_ago=2, tok_s=1500.0)
+
+    page = text_of(client.get("/runbook/"))
+
+    table = page.split("<h3>Throughput</h3>", 1)[1].split("</table>", 1)[0]
+    for column in ("Output tok/s", "TTFT ms", "ITL p50 ms", "ITL p99 ms", "Concurrency"):
+        assert column in table
+    rows = re.findall(r"<tr><td>.*?</tr>", table, re.S)
+    assert len(rows) == 2
+    newest = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", rows[-1]))
+    assert "1,500.0 180 6.5 19.4 16 1024 / 128 rtx-box-1" in newest
+    chart = re.search(r'<svg class="chart".*?</svg>', page, re.S)
+    assert chart is not None
+    assert chart.group().count("<circle") == 2
+    assert "1,234.5" in chart.group() and "1,500.0" in chart.group()
+
+
+def test_the_markdown_export_links_back_to_the_findings(
+    client: Client, starter_kb: None, validated_run: ValidationRun
+) -> None:
+    for url in ("/runbook.md", "/runbook/?format=md"):
+        response = client.get(url)
+
+        assert response["Content-Type"].startswith("text/markdown")
+        assert "attachment" in response["Content-Disposition"]
+        text = response.content.decode()
+        assert text.startswith("# FixGraph runbook")
+        assert "&lt;" not in text and "&#x27;" not in text and "&quot;" not in text
+        works = Finding.objects.get(kind="works")
+        assert f"]({settings.SITE_URL}/findings/{works.pk}/)" in text
+        decode = Finding.objects.get(title__startswith="First decode request")
+        assert (
+            "1. [First decode request kills the server: device-side assert in the flashmla_kv "
+            f"NSA decode path on SM120]({settings.SITE_URL}/findings/{decode.pk}/)"
+        ) in text
+        assert "```\npython3 -m sglang.launch_server --model-path GLM-5-NVFP4 --tp-size 8" in text
+        assert "| 1,234.5 |" in text
+        assert "- Framework: sglang 0.5.9" in text
+
+
+@override_settings(FIXGRAPH_SOURCE_EDIT_URL="https://git.example.com/kb/edit/main/{path}#L{line}")
+def test_it_links_to_the_source_entry_to_edit(client: Client, starter_kb: None) -> None:
+    page = text_of(client.get("/runbook/"))
+    text = text_of(client.get("/runbook.md"))
+
+    edit = "https://git.example.com/kb/edit/main/knowledge/FINDINGS.md#L244"
+    assert f'href="{edit}"' in page
+    assert f"[Edit]({edit})" in text
+
+
+def test_runbook_entries_are_per_framework_release_too(starter_kb: None) -> None:
+    works = Finding.objects.get(kind="works")
+    newer = works.framework
+    assert newer is not None
+    other = Finding.objects.create(
+        title="GLM-5-NVFP4 serves on a later SGLang",
+        kind=Finding.Kind.WORKS,
+        status=Finding.Status.PUBLISHED,
+        model=works.model,
+        framework=type(newer).objects.create(name="sglang", version="0.5.10"),
+        works_command="--attention-backend flashinfer --dsa-decode-backend trtllm",
+    )
+    FindingGpu.objects.create(finding=other, hardware=works.gpus.get(), count=8)
+
+    entries = [e for e in runbook_entries() if e.works is not None]
+
+    assert {str(e.framework) for e in entries} == {"sglang 0.5.9", "sglang 0.5.10"}
+    later = next(e for e in entries if e.framework and e.framework.version == "0.5.10")
+    assert "--dsa-decode-backend trtllm" in later.command  # the 0.5.10 spelling
+
+
+def test_the_load_summary_gives_the_median_and_the_tail(db: None) -> None:
+    def request(i: int) -> RequestTiming:
+        first = 0.1 * (i + 1)
+        gaps = [0.01] * 10 if i < 9 else [0.01] * 8 + [0.5, 0.5]  # one slow stream
+        chunks = [first + sum(gaps[:k]) for k in range(11)]
+        return RequestTiming(True, 0.0, chunks[-1], first, tuple(chunks), 10)
+
+    metrics = summarise([request(i) for i in range(10)]).as_dict()
+
+    assert metrics["median_itl_ms"] == pytest.approx(10.0)
+    assert metrics["p99_itl_ms"] == pytest.approx(500.0)  # the tail, not the mean
+    assert metrics["median_ttft_ms"] == pytest.approx(500.0, abs=100.1)
+    assert metrics["p99_ttft_ms"] == pytest.approx(1000.0)
