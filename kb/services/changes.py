@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from decisiontree.vocabulary import load
+from decisiontree import flags
 from kb.models import Fix
 
 
@@ -44,11 +44,7 @@ def change_label(change: Mapping[str, Any], framework: str | None, version: str 
 
 
 def spelled(name: str, framework: str | None, version: str | None) -> str:
-    vocab = load()
-    spec = vocab.flag(name, framework) if framework else None
-    if spec is None or framework is None:
-        return f"--{name}"
-    return vocab.spell(spec.name, framework, version)
+    return flags.spell(name, framework, version) if framework else f"--{name}"
 
 
 def same_words(a: str, b: str) -> bool:
@@ -64,11 +60,9 @@ def same_flags(a: str, b: str, framework: str | None) -> bool:
 
 
 def flag_words(text: str, framework: str | None) -> list[str]:
-    vocab = load()
     words = []
     for word in text.split():
-        found = FLAG_WORD.match(word)
-        if found:
-            word = "--" + (vocab.canonical_flag(found.group(1), framework) or found.group(1))
+        if FLAG_WORD.match(word):
+            word = "--" + flags.canonical_flag(word, framework)
         words.append(word.lower())
     return sorted(words)

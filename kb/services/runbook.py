@@ -18,15 +18,18 @@ from typing import Any
 
 from django.db.models import Prefetch
 
+from decisiontree import flags
+from decisiontree.launch import apply_changes, parse_launch_command
 from decisiontree.recipes import RecipeRefused, recipe_for
-from decisiontree.vocabulary import load
 from kb.models import Finding, FrameworkRelease, Hardware, LanguageModel, ValidationRun
 from kb.models.findings import Fix
 from kb.recipes import LoadSettings
 from kb.services import sources
+from kb.services.diagnosis import change_of
 
 EntryKey = tuple[int | None, int, int | None]  # model, GPU, framework release
 TENSOR_PARALLEL = "tensor-parallel-size"  # each framework's table knows it (sglang: --tp-size)
+MODEL_FLAGS = ("model", "model-path")  # the model is placed by the entry point
 
 
 @dataclass(frozen=True)
@@ -243,13 +246,13 @@ def number(value: Any) -> float | None:
 
 
 def command_of_works(entry: RunbookEntry, finding: Finding) -> tuple[str, str]:
-    launch = load().parse_launch_command(finding.works_command)
-    flags = dict(launch.flags)
-    framework = launch.framework or framework_name(finding)
+    framework = framework_name(finding)
+    launch = parse_launch_command(finding.works_command, framework)
     model = launch.model or (entry.model.name if entry.model else "")
     command = full_command(
-        framework, version_of(finding), model, entry.gpu_count, flags, launch.env
-    )
+        launch.framework or framework, version_of(finding), model, entry.gpu_count,
+        launch.flags, launch.env,
+    )  # fmt: skip
     if command is None:
         return finding.works_command, f"As recorded in “{finding.title}”"
     if command_words(command) == command_words(finding.works_command):
@@ -264,20 +267,15 @@ def derive_command(entry: RunbookEntry) -> None:
     """No working command recorded: the latest pitfall's flags with its resolving fix."""
     for pitfall in reversed(entry.pitfalls):
         finding, fix = pitfall.finding, pitfall.fix
-        if fix is None or not finding.flag_settings.exists():
+        settings = {s.name: s.value or "true" for s in finding.flag_settings.all()}
+        if fix is None or not settings:
             continue
-        flags: dict[str, str | None] = {
-            s.name: s.value or None for s in finding.flag_settings.all()
-        }
-        env: dict[str, str] = {}
-        for change in fix.changes or ():
-            apply_change(flags, env, change, framework_name(finding))
+        framework, version = framework_name(finding), version_of(finding)
         model = entry.model.name if entry.model else ""
-        command = full_command(
-            framework_name(finding), version_of(finding), model, entry.gpu_count, flags, env
-        )
+        command = full_command(framework, version, model, entry.gpu_count, settings, {})
         if command:
-            entry.command = command
+            changes = [change_of(change) for change in fix.changes or ()]
+            entry.command = apply_changes(command, changes, framework=framework, version=version)
             entry.command_note = (
                 f"Derived: the flags of “{finding.title}” with its resolving fix applied "
                 "(not validated as a whole)"
@@ -285,31 +283,12 @@ def derive_command(entry: RunbookEntry) -> None:
             return
 
 
-def apply_change(
-    flags: dict[str, str | None],
-    env: dict[str, str],
-    change: Mapping[str, Any],
-    framework: str | None,
-) -> None:
-    vocab = load()
-    name = str(change.get("name") or "")
-    canonical = vocab.canonical_flag(name, framework) or name
-    if change.get("action") == "set_flag":
-        flags.pop(name, None)
-        flags[canonical] = change.get("value")
-    elif change.get("action") == "remove_flag":
-        flags.pop(canonical, None)
-        flags.pop(name, None)
-    elif change.get("action") == "set_env":
-        env[name] = str(change.get("value") or "")
-
-
 def full_command(
     framework: str | None,
     version: str | None,
     model: str,
     gpu_count: int,
-    flags: Mapping[str, str | None],
+    settings: Mapping[str, str],
     env: Mapping[str, str],
 ) -> str | None:
     """`NAME=value … <entry point> <model> --tp N --flag value …`, every flag spelled as
@@ -320,32 +299,28 @@ def full_command(
         recipe = recipe_for(framework)
     except RecipeRefused:
         return None
-    vocab = load()
+    fw = recipe.framework
     words = [f"{name}={shlex.quote(value)}" for name, value in env.items()]
     words += [*recipe.entry]
     if recipe.model_flag:
-        words.append(vocab.spell(recipe.model_flag, recipe.framework, version))
+        words.append(flags.spell(recipe.model_flag, fw, version))
     words.append(shlex.quote(model))
-    wanted = {vocab.canonical_flag(name, recipe.framework) or name: v for name, v in flags.items()}
-    tensor_parallel = vocab.canonical_flag(TENSOR_PARALLEL, recipe.framework)
+    wanted = {flags.canonical_flag(name, fw): value for name, value in settings.items()}
+    tensor_parallel = flags.known_flag(TENSOR_PARALLEL, fw)
     if tensor_parallel and tensor_parallel not in wanted and gpu_count > 1:
         wanted = {tensor_parallel: str(gpu_count), **wanted}
     for name, value in wanted.items():
-        if name in ("model", "model-path"):
-            continue
-        words += flag_words(recipe.framework, version, name, value)
+        if name not in MODEL_FLAGS:
+            words += flag_words(fw, version, name, value)
     return " ".join(words)
 
 
-def flag_words(framework: str, version: str | None, name: str, value: str | None) -> list[str]:
-    vocab = load()
-    spec = vocab.flag(name, framework)
-    spelled = vocab.spell(spec.name, framework, version) if spec else f"--{name}"
+def flag_words(framework: str, version: str | None, name: str, value: str) -> list[str]:
+    spec = flags.flag(name, framework)
+    spelled = flags.spell(name, framework, version)
     if spec is not None and spec.type == "bool":
-        return [spelled] if (value or "true").lower() in ("true", "1", "yes") else []
-    if value is None or value == "true":
-        return [spelled]
-    return [spelled, shlex.quote(value)]
+        return [spelled] if value.lower() in ("true", "1", "yes") else []
+    return [spelled] if value == "true" else [spelled, shlex.quote(value)]
 
 
 def command_words(command: str) -> list[str]:

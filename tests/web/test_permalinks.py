@@ -205,3 +205,21 @@ def test_the_service_stores_nothing_when_it_refuses_the_input(starter_kb: None) 
         diagnose_and_store("\x7fELF\x02\x01\x00\x00garbage")
 
     assert not StoredDiagnosis.objects.exists()
+
+
+def test_the_answer_renders_code_in_titles_and_causes(client: Client, starter_kb: None) -> None:
+    paste = (
+        '  File "/srv/sglang/python/sglang/srt/mem_cache/memory_pool.py", line 1498, in set_kv_buffer\n'
+        "    assert not self.nsa_kv_cache_store_fp8\n"
+        "AssertionError\n"
+    )
+    location = client.post("/diagnose/", {"text": paste})["Location"]
+
+    page = text_of(client.get(location.split("#")[0]))
+
+    sources = re.findall(r'<p class="muted source">(.*?)</p>', page, re.S)
+    assert sources
+    assert any("<code>not self.nsa_kv_cache_store_fp8</code>" in line for line in sources)
+    assert not any("`" in line for line in sources)
+    steps = re.findall(r'<li class="step step-cause[^"]*">(.*?)</li>', page, re.S)
+    assert steps and not any("`" in step for step in steps)

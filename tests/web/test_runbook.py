@@ -13,7 +13,7 @@ from django.conf import settings
 from django.test import Client, override_settings
 from django.utils import timezone
 
-from decisiontree.vocabulary import load
+from decisiontree.launch import parse_launch_command
 from kb.models import Finding, FindingGpu, Fix, FlagSetting, Hardware, ValidationRun
 from kb.recipes import RequestTiming, summarise
 from kb.services.runbook import runbook_entries
@@ -46,8 +46,8 @@ def test_the_command_is_a_whole_launch_with_every_recorded_flag(
     words = shlex.split(command)
     assert words[:5] == ["python3", "-m", "sglang.launch_server", "--model-path", "GLM-5-NVFP4"]
     assert " ".join(words[5:7]) == "--tp-size 8"  # one copy across the 8 GPUs
-    launched = load().parse_launch_command(command)
-    recorded = load().parse_launch_command(works.works_command)
+    launched = parse_launch_command(command)
+    recorded = parse_launch_command(works.works_command)
     assert launched.framework == "sglang"
     assert {**recorded.flags}.items() <= {**launched.flags}.items()
     # Spelled as SGLang 0.5.9 spells it: the `dsa` names came later.

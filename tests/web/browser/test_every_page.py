@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.utils.text import slugify
 from playwright.sync_api import Browser, Page, expect
 
-from decisiontree.vocabulary import load
+from decisiontree.launch import parse_launch_command
 from kb.models import Finding, Host, ValidationRun
 from kb.services.stored_diagnoses import diagnose_and_store
 from tests.web.browser.conftest import SIZES, Size, screenshot
@@ -123,10 +123,10 @@ def test_the_runbook_copy_button_gives_a_whole_launch_line(
     context.close()
     assert re.match(r"^python3? -m sglang\.launch_server --model-path \S+ ", copied), copied
     assert "\n" not in copied
-    launched = load().parse_launch_command(copied)
+    launched = parse_launch_command(copied)
     works = Finding.objects.get(kind="works")
     assert launched.model == "GLM-5-NVFP4"
     assert launched.flags["tp-size"] == "8"
-    recorded = load().parse_launch_command(works.works_command).flags
+    recorded = parse_launch_command(works.works_command).flags
     assert all(launched.flags.get(name) == value for name, value in recorded.items())
     assert shlex.split(copied)  # quotes balance: it pastes into a shell as one command
