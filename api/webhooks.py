@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from api.models import Webhook, WebhookDelivery
 from kb.models import Finding, ValidationRun
+from kb.signals import findings_created
 
 FINISHED_RUN_STATES = {
     ValidationRun.Status.PASSED,
@@ -184,6 +185,17 @@ def run_saved(sender: type, instance: ValidationRun, **kwargs: Any) -> None:
         )
 
 
+def findings_bulk_created(sender: type, findings: list[Finding], **kwargs: Any) -> None:
+    """A bulk load's new findings: as if each was saved (one query when nobody listens)."""
+    hooks = Webhook.objects.filter(active=True).values_list("events", flat=True)
+    if not any(Webhook.Event.FINDING_PUBLISHED in (events or []) for events in hooks):
+        return
+    for finding in findings:
+        finding._status_before_save = None
+        finding_saved(sender, finding)
+
+
+findings_created.connect(findings_bulk_created, dispatch_uid="hook-bulk-findings")
 for model, handler in ((Finding, finding_saved), (ValidationRun, run_saved)):
     pre_save.connect(remember_previous_status, sender=model, dispatch_uid=f"hook-pre-{model}")
     post_save.connect(handler, sender=model, dispatch_uid=f"hook-post-{model}")

@@ -4,6 +4,8 @@
 
     python bench/ingest_speed.py --db [--docs 1000]   # the whole ingest, into a database
 
+    python bench/ingest_speed.py --db --entries 250,2000,20000   # one FINDINGS.md each
+
 Half are FINDINGS.md files of a few entries, half incident write-ups with a
 launch command, a traceback, log noise and a story of what was tried. Without
 --db only extraction is timed. With --db the documents are written to files and
@@ -16,9 +18,11 @@ documents in under a minute.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -113,6 +117,118 @@ def findings_md(rng: random.Random) -> str:
     return "".join(parts)
 
 
+ERRORS = [
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {n} MiB in fused_moe_{n}",
+    "RuntimeError: CUDA error: an illegal memory access was encountered in kernel_{n}",
+    "AssertionError: assert not self.kv_store_{n}",
+    "ValueError: unsupported quantization method q{n} for layer {n}",
+]
+
+
+def findings_md_entries(rng: random.Random, entries: int) -> str:
+    """One FINDINGS.md of `entries` short entries (~200 bytes each: a long research log)."""
+    parts = ["# FINDINGS\n\n"]
+    for n in range(entries):
+        name, values = rng.choice(FLAGS)
+        parts.append(
+            f"## Entry {n}: crash {rng.randrange(10**6)}\n"
+            f"- Hardware: {rng.choice(GPUS)}\n"
+            f"- Fix: {name} {values[-1]}\n\n"
+            f"```\n{rng.choice(ERRORS).format(n=n)}\n```\n\n"
+        )
+    return "".join(parts)
+
+
+def time_findings_md(sizes: list[int], rng: random.Random) -> None:
+    """The whole ingest of one FINDINGS.md per size: its findings stored and committed,
+    then their search documents (built at the end of the run, timed apart).
+
+    Wall time moves with whatever else the machine runs, so the CPU time spent (this
+    process and its PostgreSQL backend) is shown too: on an otherwise idle machine
+    the two agree."""
+    import os
+    import tempfile
+
+    from django.db import connection
+
+    import kb.search.refresh as refresh
+    from kb.models import Finding
+    from kb.services.ingest import ingest_paths
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = int(cursor.fetchone()[0])
+
+    def cpu_now() -> float:
+        return time.process_time() + backend_cpu(backend)
+
+    search = {"wall": 0.0, "cpu": 0.0}
+    build = refresh.refresh_queued
+
+    def timed_build(*args: int) -> int:
+        wall, cpu = time.perf_counter(), cpu_now()
+        try:
+            return build(*args)
+        finally:
+            search["wall"] += time.perf_counter() - wall
+            search["cpu"] += cpu_now() - cpu
+
+    refresh.refresh_queued = timed_build  # type: ignore[assignment]
+    print(
+        f"{'entries':>8} {'KB':>6} {'stored s':>9} {'stored/s':>9} {'cpu s':>7} {'per cpu s':>9}"
+        f" {'search docs s':>13} {'its cpu s':>9} {'load':>5}"
+    )
+    for size in sizes:
+        text = findings_md_entries(rng, size)
+        Finding.objects.all().delete()
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder, "FINDINGS.md")
+            path.write_text(text)
+            search.update(wall=0.0, cpu=0.0)
+            wall, cpu = time.perf_counter(), cpu_now()
+            report = ingest_paths([path], publish=True)
+            wall = time.perf_counter() - wall - search["wall"]
+            cpu = cpu_now() - cpu - search["cpu"]
+        assert Finding.objects.count() == size and not report.failed, report.failed
+        print(
+            f"{size:>8} {len(text) / 1024:>6.0f} {wall:>9.2f} {size / wall:>9.0f} "
+            f"{cpu:>7.2f} {size / cpu:>9.0f} {search['wall']:>13.2f} {search['cpu']:>9.2f}"
+            f" {os.getloadavg()[0]:>5.1f}"
+        )
+
+
+def backend_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a local PostgreSQL backend has used; 0 if not readable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def with_test_database(work: Callable[[], None]) -> None:
+    """Run `work` in a throw-away database (the one DATABASE_URL names, as `test_...`)."""
+    import os
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("DEBUG", "True")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test.utils import setup_databases, setup_test_environment, teardown_databases
+
+    setup_test_environment()
+    databases = setup_databases(verbosity=0, interactive=False)
+    try:
+        call_command("load_vocabulary", verbosity=0)
+        print(f"database: {connection.vendor}")
+        work()
+    finally:
+        teardown_databases(databases, verbosity=0)
+
+
 def ingest_into_database(documents: list[str]) -> None:
     import os
     import tempfile
@@ -156,8 +272,15 @@ def main() -> int:
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--db", action="store_true", help="time the whole ingest into a database")
+    parser.add_argument(
+        "--entries", help="comma-separated entry counts: one FINDINGS.md of each (needs --db)"
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
+    if args.entries:
+        sizes = [int(n) for n in args.entries.split(",")]
+        with_test_database(lambda: time_findings_md(sizes, rng))
+        return 0
     documents = [writeup(rng) if i % 2 else findings_md(rng) for i in range(args.docs)]
     if args.db:
         ingest_into_database(documents)

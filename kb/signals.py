@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models.signals import m2m_changed, post_delete, post_save
+from django.dispatch import Signal
 
 from kb.models import (
     ErrorSample,
@@ -18,6 +19,10 @@ from kb.models import (
     ValidationRun,
 )
 from kb.search import queue_refresh
+
+# Sent by a bulk load (kb.services.bulk) with `findings`: the rows it created without
+# saving them one by one, so no post_save was sent for them.
+findings_created = Signal()
 
 WATCHED = (Finding, Fix, ErrorSample, FixFeedback, SignatureDecision, ValidationRun)
 

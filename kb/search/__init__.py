@@ -21,6 +21,7 @@ from kb.search.reading import Reading
 from kb.search.refresh import (
     build_missing_documents,
     queue_refresh,
+    queue_refreshes,
     rebuild_all,
     refresh_afterwards,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "build_missing_documents",
     "page_snippets",
     "queue_refresh",
+    "queue_refreshes",
     "rebuild_all",
     "refresh_afterwards",
     "search",

@@ -40,6 +40,23 @@ def queue_refresh(finding_id: int) -> None:
         transaction.on_commit(refresh_queued)
 
 
+def queue_refreshes(finding_ids: list[int]) -> None:
+    """Queue many new findings at once (a bulk load); rebuilt as `queue_refresh` says."""
+    now = timezone.now()
+    SearchRefresh.objects.bulk_create(
+        [SearchRefresh(finding_id=pk, queued_at=now) for pk in finding_ids],
+        update_conflicts=True,
+        unique_fields=["finding_id"],
+        update_fields=["queued_at"],
+        batch_size=BATCH,
+    )
+    for finding_id in finding_ids:
+        first_time(("search-refresh", finding_id))  # a later save in this run need not
+    queued = any(entry[1] is refresh_queued for entry in connection.run_on_commit)
+    if finding_ids and not _deferred.get() and not queued:
+        transaction.on_commit(refresh_queued)
+
+
 _deferred: ContextVar[bool] = ContextVar("search_refresh_deferred", default=False)
 
 

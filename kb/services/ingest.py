@@ -33,7 +33,9 @@ from decisiontree.documents import (
 )
 from kb.models import Finding, SourceDocument
 from kb.search import refresh_afterwards
+from kb.services.bulk import create_findings
 from kb.services.records import (
+    lookups_in_transaction,
     remembered_lookups,
     store_extracted_finding,
     withdraw_contributions,
@@ -153,10 +155,19 @@ def store_document(
     take_store_turn()
     if already_stored(content_hash):  # another ingest stored it while this one extracted
         return DocumentOutcome(path, "skipped", reason="unchanged")
+    with lookups_in_transaction():
+        return store_findings(extracted, text, path, content_hash, publish=publish)
+
+
+def store_findings(
+    extracted: ExtractedDocument, text: str, path: str, content_hash: str, *, publish: bool
+) -> DocumentOutcome:
+    """The document's row and its findings."""
     document = (
         SourceDocument.objects.select_for_update().filter(path=path).first() if path else None
     )
     action = "updated" if document else "created"
+    previous = document.content if document else ""
     if document is None:
         document = SourceDocument(path=path)
     document.title = extracted.title[:300] or Path(path).name
@@ -166,19 +177,77 @@ def store_document(
     document.save()
     if action == "updated":
         withdraw_contributions(document)
-
     outcome = DocumentOutcome(path, action)
-    # FINDINGS.md entries are reviewed as written; extracted write-ups wait for a reviewer.
-    publish_now = publish and extracted.format == SourceDocument.Format.FINDINGS_MD
+    if extracted.format == SourceDocument.Format.FINDINGS_MD:
+        # FINDINGS.md entries are reviewed as written; extracted write-ups wait for a reviewer.
+        kept = store_entries(document, extracted, previous, outcome, publish=publish)
+    else:
+        kept = store_episodes(document, extracted, outcome, new=action == "created")
+    if action == "updated":
+        outcome.findings_removed = retire_removed_entries(document, kept)
+    return outcome
+
+
+def store_entries(
+    document: SourceDocument,
+    extracted: ExtractedDocument,
+    previous: str,
+    outcome: DocumentOutcome,
+    *,
+    publish: bool,
+) -> set[int]:
+    """A FINDINGS.md's entries: new ones in bulk, changed ones one by one, and the ones
+    that read as before in the stored version untouched (edits reviewers made stay).
+    Returns the ids of the document's findings that are still in it."""
+    stored = {
+        key: (pk, status)
+        for key, pk, status in Finding.objects.filter(origin=document).values_list(
+            "origin_key", "pk", "status"
+        )
+    }
+    unchanged = unchanged_entries(previous, extracted)
+    kept: set[int] = set()
+    new: list[tuple[str, ExtractedFinding]] = []
+    for key, finding in keyed_findings(extracted.findings):
+        if key not in stored:
+            new.append((key, finding))
+            continue
+        pk, status = stored[key]
+        if key in unchanged and not (publish and status == Finding.Status.DRAFT):
+            kept.add(pk)
+            continue
+        _, change = store_extracted_finding(
+            finding, document, key, problems=extracted.problems, publish=publish
+        )
+        kept.add(pk)
+        outcome.findings_updated += change == "updated"
+    created = create_findings(document, new, problems=extracted.problems, publish=publish)
+    outcome.findings_created = len(created)
+    return kept | {finding.pk for finding in created}
+
+
+def unchanged_entries(previous: str, extracted: ExtractedDocument) -> set[str]:
+    """Keys of the entries that read the same in the stored version of the document."""
+    if not previous:
+        return set()
+    try:
+        before = extract_document(previous)
+    except DocumentRejected:
+        return set()
+    if before.format != extracted.format or before.problems != extracted.problems:
+        return set()  # the problems are written on every finding of the document
+    old = dict(keyed_findings(before.findings))
+    return {key for key, finding in keyed_findings(extracted.findings) if old.get(key) == finding}
+
+
+def store_episodes(
+    document: SourceDocument, extracted: ExtractedDocument, outcome: DocumentOutcome, *, new: bool
+) -> set[int]:
+    """A write-up's findings, one by one: each may join the finding of its symptom."""
     kept: set[int] = set()
     for key, finding in keyed_findings(extracted.findings):
         stored, change = store_extracted_finding(
-            finding,
-            document,
-            key,
-            problems=extracted.problems,
-            publish=publish_now,
-            new_document=action == "created",
+            finding, document, key, problems=extracted.problems, new_document=new
         )
         if change == "joined":
             outcome.findings_joined += 1
@@ -188,9 +257,7 @@ def store_document(
             outcome.findings_created += 1
         elif change == "updated":
             outcome.findings_updated += 1
-    if action == "updated":
-        outcome.findings_removed = retire_removed_entries(document, kept)
-    return outcome
+    return kept
 
 
 def take_store_turn() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
@@ -119,17 +119,79 @@ def remembered_lookups() -> Iterator[None]:
         _committed.reset(token)
 
 
+# Within one document's transaction (see `lookups_in_transaction`), the rows it looked
+# up or created: a FINDINGS.md of thousands of entries names the same few again and again.
+_pending: ContextVar[dict[Hashable, int] | None] = ContextVar("pending_rows", default=None)
+
+
+@contextmanager
+def lookups_in_transaction() -> Iterator[None]:
+    """Remember lookups until the transaction this block runs in ends; forgotten after it,
+    so a rolled-back row is never handed out (the run's cache learns them at commit)."""
+    token = _pending.set({})
+    try:
+        yield
+    finally:
+        _pending.reset(token)
+
+
 def cached_pk(key: Hashable, fetch: Callable[[], int]) -> int:
     """`fetch()`'s primary key, remembered for this run once its transaction commits (a
     row created in a transaction that rolls back must not be remembered)."""
     cache = _committed.get()
-    if cache is None:
-        return fetch()
-    if key not in cache:
-        pk = fetch()
+    if cache is not None and key in cache:
+        return int(cache[key])
+    pending = _pending.get()
+    if pending is not None and key in pending:
+        return pending[key]
+    pk = fetch()
+    if pending is not None:
+        pending[key] = pk
+    if cache is not None:
         transaction.on_commit(lambda: cache.__setitem__(key, pk))
-        return pk
-    return int(cache[key])
+    return pk
+
+
+def prime_lookups(entries: Sequence[ExtractedFinding]) -> None:
+    """Look up, and create where missing, the models, releases and GPUs that many entries
+    name, a few statements for all of them; the lookups of the entries then find them
+    remembered. Call it inside `lookups_in_transaction`, holding the ingest's store turn
+    (no other writer creates these rows meanwhile)."""
+    pending = _pending.get()
+    if pending is None:
+        return
+    models = {
+        e.model[:200]: {"arch": e.model_arch or "", "quantization": e.quantization or ""}
+        for e in entries
+        if e.model
+    }
+    releases = {
+        (name.lower()[:60], (version or "")[:60])
+        for e in entries
+        for name, version in [(e.framework, e.framework_version), *e.versions.items()]
+        if name
+    }
+    gpus = {gpu.name[:120]: gpu.arch or "" for e in entries for gpu in e.gpus}
+    pending.update(_rows_by_name(LanguageModel, "model", models))
+    hardware = {name: {"arch": arch, "compute_capability": ""} for name, arch in gpus.items()}
+    pending.update(_rows_by_name(Hardware, "gpu", hardware))
+    pending.update(_releases(releases))
+
+
+def _rows_by_name(model: Any, kind: str, wanted: dict[str, dict[str, str]]) -> dict[Hashable, int]:
+    found = dict(model.objects.filter(name__in=list(wanted)).values_list("name", "pk"))
+    missing = [model(name=name, **wanted[name]) for name in sorted(set(wanted) - set(found))]
+    found.update({row.name: row.pk for row in model.objects.bulk_create(missing)})
+    return {(kind, name): pk for name, pk in found.items()}
+
+
+def _releases(wanted: set[tuple[str, str]]) -> dict[Hashable, int]:
+    names = {name for name, _ in wanted}
+    rows = FrameworkRelease.objects.filter(name__in=names).values_list("name", "version", "pk")
+    found = {(name, version): pk for name, version, pk in rows if (name, version) in wanted}
+    missing = [FrameworkRelease(name=n, version=v) for n, v in sorted(wanted - set(found))]
+    found.update({(r.name, r.version): r.pk for r in FrameworkRelease.objects.bulk_create(missing)})
+    return {("release", name, version): pk for (name, version), pk in found.items()}
 
 
 def language_model(extracted: ExtractedFinding) -> int | None:

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
 
+from api.models import Webhook, WebhookDelivery
 from kb.models import ErrorSignature, Finding, LanguageModel, SourceDocument
 from kb.services.ingest import IngestReport, ingest_paths
 from tests.services import require_services
@@ -139,3 +141,80 @@ def test_two_ingests_at_once_both_finish(
         set(ErrorSignature.objects.values_list("fingerprint", flat=True))
     )
     assert Finding.objects.filter(status=Finding.Status.PUBLISHED).count() >= 24
+
+
+def entries(count: int, *, edited: int | None = None) -> str:
+    """A FINDINGS.md of `count` entries, each its own error; entry `edited` reworded."""
+    parts = ["# Research log\n"]
+    for n in range(count):
+        fix = "--max-model-len 16384" if n == edited else "--max-model-len 32768"
+        parts.append(
+            f"## Model {n} fails to load its rope scaling\n- Model: org/model-{n}\n"
+            f"- Hardware: 8x H100\n- Fix: {fix}\n\n"
+            f"```\nValueError: rope_scaling of org/model-{n} is not supported\n```\n"
+        )
+    return "\n".join(parts)
+
+
+def statements_to_ingest(path: Path) -> tuple[int, IngestReport]:
+    with CaptureQueriesContext(connection) as queries:
+        report = ingest_paths([path], publish=True)
+    return len(queries.captured_queries), report
+
+
+@pytest.mark.django_db
+def test_a_long_findings_md_costs_no_more_statements_than_a_short_one(
+    on_postgres: None, vocabulary: None, tmp_path: Path
+) -> None:
+    """Bug: 20,000 entries took 12 minutes, row by row (superlinear). Each entry now rides
+    in a batch: the statements an ingest sends do not grow with the entries."""
+    short, long = tmp_path / "short.md", tmp_path / "long.md"
+    short.write_text(entries(20))
+    long.write_text(entries(400).replace("# Research log", "# Research log, long"))
+
+    few, _ = statements_to_ingest(short)
+    many, report = statements_to_ingest(long)
+
+    assert report.documents[0].findings_created == 400
+    assert Finding.objects.filter(origin__path=str(long)).count() == 400
+    assert many <= few + 5, f"{few} statements for 20 entries, {many} for 400"
+
+
+@pytest.mark.django_db
+def test_editing_one_entry_rewrites_that_entry_only(
+    on_postgres: None, vocabulary: None, tmp_path: Path
+) -> None:
+    """An edited document is stored again entry by entry: the untouched ones cost nothing
+    and keep what a reviewer changed; the edited one is updated."""
+    path = tmp_path / "FINDINGS.md"
+    path.write_text(entries(300))
+    ingest_paths([path], publish=True)
+    reviewed = Finding.objects.get(origin_key="model-7-fails-to-load-its-rope-scaling")
+    reviewed.cause = "A reviewer's explanation."
+    reviewed.save()
+
+    path.write_text(entries(300, edited=3))
+    statements, report = statements_to_ingest(path)
+
+    assert (report.documents[0].action, report.documents[0].findings_updated) == ("updated", 1)
+    edited = Finding.objects.get(origin_key="model-3-fails-to-load-its-rope-scaling")
+    assert [fix.summary for fix in edited.fixes.all()] == ["--max-model-len 16384"]
+    reviewed.refresh_from_db()
+    assert reviewed.cause == "A reviewer's explanation."
+    assert statements < 150, f"{statements} statements to store one edited entry of 300"
+
+
+@pytest.mark.django_db
+def test_bulk_published_entries_reach_the_webhooks(
+    on_postgres: None, vocabulary: None, tmp_path: Path
+) -> None:
+    """Rows stored in bulk send no post_save; the webhooks still hear of each one."""
+    Webhook.objects.create(name="chatops", url="http://127.0.0.1:9/", events=["finding.published"])
+    path = tmp_path / "FINDINGS.md"
+    path.write_text(entries(3))
+
+    ingest_paths([path], publish=True)
+
+    delivered = WebhookDelivery.objects.filter(event="finding.published")
+    ids = sorted(delivery.payload["finding"]["id"] for delivery in delivered)
+    assert ids == sorted(Finding.objects.values_list("pk", flat=True))
