@@ -40,7 +40,7 @@ from decisiontree.setup import UNDECIDED_VALUES, State, normal_value, setup_diff
 from decisiontree.spelling import spell_flag
 from decisiontree.traceback import parse
 from decisiontree.vocabulary import Vocabulary, load
-from decisiontree.walk import Visit, tuning, walk
+from decisiontree.walk import leading_visit, tuning, walk
 
 NEAREST = 3  # findings shown beside "no known match"
 SEARCH_WORDS = 4
@@ -82,7 +82,7 @@ def diagnose(
         nearest = explained(found[:NEAREST], queries, graph)
         return no_match(signature, nearest, context, graph, vocabulary, text, flags)
     result = walk(candidates, context, graph, vocabulary, plain=plain)
-    questions = ask_questions(candidates, context, graph, vocabulary, result.fixes, plain=plain)
+    questions = ask_questions(candidates, context, graph, vocabulary, plain=plain)
     lead = leading_visit(result.fixes, result.visits)
     level = next(c.level for c in candidates if c.finding_id == lead.matched.id)
     differences = setup_differences(graph.conditions_of(lead.matched.id), context, vocabulary)
@@ -112,14 +112,6 @@ def queries_for(signatures: Sequence[Signature], text: str) -> list[Query]:
 def matched(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
     """Candidates above the lower threshold (the walk weighs them in the context)."""
     return tuple(c for c in candidates if c.level is not MatchLevel.NONE)
-
-
-def leading_visit(fixes: Sequence[RankedFix], visits: Sequence[Visit]) -> Visit:
-    """The visit behind the first fix (or the best visit when no fix helps)."""
-    if fixes:
-        first = fixes[0].finding.id
-        return next((v for v in visits if v.finding.id == first), visits[0])
-    return visits[0]
 
 
 def launch_flags(context: Context) -> tuple[tuple[str, str], ...]:

@@ -1,20 +1,28 @@
-"""Questions: the unknown facts whose answer would change which fix comes first.
+"""Questions: the unknown facts whose answer would change the answer.
 
-A question is a condition node of the graph that splits the fixes the walk
-reaches: one finding on the way needs `gpu.arch = sm_120`, another `sm_90`, and
-the user's context says neither. Each possible answer is walked again; where
-the first fix differs between answers, the question is asked (most decisive
-first), and answering it (`Context.with_answer`) re-ranks.
+A question is a condition node of the graph that splits what the walk reaches:
+one finding on the way needs `gpu.arch = sm_120`, another `sm_90`, and the user's
+context says neither. Each possible answer is walked again; where the first fix
+differs between answers (or, less decisive, what of it goes into the command), the
+question is asked, and answering
+it (`Context.with_answer`) re-ranks.
+
+Why questions never appeared before the walk: conditions belong to a finding, so
+every fix of one finding rises and falls together, and only a change of the first
+fix counted. A paste matching one finding, the usual case, could never be asked
+anything, however much an unknown GPU or model decided whether its fix applies.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from decisiontree.answer import Question, RankedFix, first_fix
 from decisiontree.context import Context
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.match import Candidate
+from decisiontree.records import Change
 from decisiontree.setup import State, assess
 from decisiontree.spelling import spell_flag
 from decisiontree.vocabulary import Vocabulary
@@ -42,28 +50,69 @@ ASK = {
 }
 
 
+@dataclass(frozen=True)
+class Answered:
+    """What the answer would be, were the fact known to be one value."""
+
+    first: RankedFix | None  # the fix to try first
+    command: tuple[Change, ...]  # what of it goes into the user's command
+
+    @property
+    def remedy(self) -> tuple[object, ...] | None:
+        return remedy_of(self.first.fix) if self.first else None
+
+
 def ask_questions(
     candidates: Sequence[Candidate],
     context: Context,
     graph: KnowledgeGraph,
     vocabulary: Vocabulary,
-    fixes: Sequence[RankedFix],
     *,
     plain: bool = False,
 ) -> tuple[Question, ...]:
-    """Unknown facts whose answer would change the first fix, most decisive first."""
-    current = first_fix(fixes)
-    current_remedy = remedy_of(current.fix) if current else None
+    """Unknown facts whose answer would change the answer, most decisive first.
+
+    Most decisive: the first fix changes; then what of it goes into the command (a
+    flag that only acts on some models). A fact that would only turn the verdict to
+    "different setup" is not asked: on the shared real reports that asked "Which
+    serving framework?" of half the pastes, to no use (in-process run, 2026-12-01).
+    """
+    current = answered(candidates, context, graph, vocabulary, plain)
     asked: list[tuple[int, Question]] = []
     for key, answers in unknown_keys(candidates, context, graph, vocabulary, plain=plain).items():
-        firsts = first_fix_by_answer(key, answers, candidates, context, graph, vocabulary, plain)
-        if firsts is None:
+        by_answer = outcomes(key, answers, candidates, context, graph, vocabulary, plain)
+        if by_answer is None:
             continue  # a key the context cannot take an answer for
-        distinct = {remedy_of(f.fix) for f in firsts.values() if f is not None}
-        if len(distinct) > 1 or (distinct and distinct != {current_remedy}):
-            asked.append((len(distinct), _question(key, firsts, current, context, vocabulary)))
+        weight = decisiveness(current, by_answer)
+        if weight:
+            asked.append((weight, _question(key, weight, current, by_answer, context)))
     asked.sort(key=lambda item: (-item[0], _key_order(item[1].key), item[1].key))
     return tuple(question for _, question in asked[:MAX_QUESTIONS])
+
+
+FIRST_FIX, COMMAND = 2, 1
+
+
+def decisiveness(current: Answered, by_answer: Mapping[str, Answered]) -> int:
+    """How much an answer would change: 0 (nothing) .. FIRST_FIX."""
+    outcomes_ = list(by_answer.values())
+    remedies = {o.remedy for o in outcomes_ if o.first is not None}
+    if len(remedies) > 1 or (remedies and remedies != {current.remedy}):
+        return FIRST_FIX
+    if len({o.command for o in outcomes_ if o.first is not None}) > 1:
+        return COMMAND
+    return 0
+
+
+def answered(
+    candidates: Sequence[Candidate],
+    context: Context,
+    graph: KnowledgeGraph,
+    vocabulary: Vocabulary,
+    plain: bool,
+) -> Answered:
+    first = first_fix(walk(candidates, context, graph, vocabulary, plain=plain).fixes)
+    return Answered(first, first.changes if first else ())
 
 
 def unknown_keys(
@@ -83,7 +132,7 @@ def unknown_keys(
     return {key: (*sorted(found), OTHER_ANSWER) for key, found in sorted(values.items())}
 
 
-def first_fix_by_answer(
+def outcomes(
     key: str,
     answers: Iterable[str],
     candidates: Sequence[Candidate],
@@ -91,33 +140,40 @@ def first_fix_by_answer(
     graph: KnowledgeGraph,
     vocabulary: Vocabulary,
     plain: bool = False,
-) -> dict[str, RankedFix | None] | None:
-    firsts: dict[str, RankedFix | None] = {}
+) -> dict[str, Answered] | None:
+    found: dict[str, Answered] = {}
     for answer in answers:
         try:
-            answered = context.with_answer(key, answer)
+            with_answer = context.with_answer(key, answer)
         except KeyError:
             return None
-        fixes = walk(candidates, answered, graph, vocabulary, plain=plain).fixes
-        firsts[answer] = first_fix(fixes)
-    return firsts
+        found[answer] = answered(candidates, with_answer, graph, vocabulary, plain)
+    return found
 
 
 def _question(
     key: str,
-    firsts: Mapping[str, RankedFix | None],
-    current: RankedFix | None,
+    weight: int,
+    current: Answered,
+    by_answer: Mapping[str, Answered],
     context: Context,
-    vocabulary: Vocabulary,
 ) -> Question:
-    current_remedy = remedy_of(current.fix) if current else None
-    changing = [
-        a for a, f in firsts.items() if f is not None and remedy_of(f.fix) != current_remedy
-    ]
-    pivot = next((a for a in changing if a != OTHER_ANSWER), changing[0] if changing else "")
-    text = f"{ask(key, context)} On {_answer_label(key, pivot)} the first fix differs."
-    by_answer = tuple((a, (f.summary or f.fix.summary) if f else "none") for a, f in firsts.items())
-    return Question(key, text, tuple(firsts), by_answer)
+    if weight == FIRST_FIX:
+        pivot = _pivot([a for a, o in by_answer.items() if o.first and o.remedy != current.remedy])
+        then = f"On {_answer_label(key, pivot)} the first fix differs."
+    else:
+        pivot = _pivot([a for a, o in by_answer.items() if o.command != current.command])
+        then = f"On {_answer_label(key, pivot)} the corrected command differs."
+    by_fix = tuple(
+        (a, (o.first.summary or o.first.fix.summary) if o.first else "none")
+        for a, o in by_answer.items()
+    )
+    return Question(key, f"{ask(key, context)} {then}", tuple(by_answer), by_fix)
+
+
+def _pivot(answers: list[str]) -> str:
+    """The answer to name: a real value rather than "other" when there is one."""
+    return next((a for a in answers if a != OTHER_ANSWER), answers[0] if answers else "")
 
 
 def ask(key: str, context: Context) -> str:
@@ -127,9 +183,20 @@ def ask(key: str, context: Context) -> str:
     return ASK.get(key, f"What is {key}?")
 
 
+NOUNS = {
+    "gpu.arch": "GPU",
+    "gpu.name": "GPU",
+    "framework": "framework",
+    "framework.version": "release",
+    "model.arch": "model",
+    "model.name": "model",
+    "model.quantization": "quantization",
+}
+
+
 def _answer_label(key: str, answer: str) -> str:
     if answer == OTHER_ANSWER:
-        return f"any other {key}"
+        return f"another {NOUNS.get(key, key)}"
     return answer if not key.startswith("flag.") else f"{key.removeprefix('flag.')}={answer}"
 
 

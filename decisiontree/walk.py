@@ -164,6 +164,14 @@ def flags_of(conditions: Iterable[Condition]) -> set[str]:
     return {c.key[5:] for c in conditions if c.key.startswith("flag.")}
 
 
+def leading_visit(fixes: Sequence[RankedFix], visits: Sequence[Visit]) -> Visit:
+    """The visit behind the first fix (or the best visit when no fix helps)."""
+    if fixes:
+        first = fixes[0].finding.id
+        return next((v for v in visits if v.finding.id == first), visits[0])
+    return visits[0]
+
+
 def visit_findings(
     candidates: Sequence[Candidate],
     context: Context,
@@ -457,4 +465,4 @@ def dedupe_not_helpful(entries: Iterable[NotHelpful]) -> tuple[NotHelpful, ...]:
     return tuple(seen.values())
 
 
-__all__ = ["Tuning", "Visit", "Walk", "tuning", "visit_findings", "walk"]
+__all__ = ["Tuning", "Visit", "Walk", "leading_visit", "tuning", "visit_findings", "walk"]

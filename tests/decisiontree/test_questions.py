@@ -6,6 +6,7 @@ a BF16 KV cache), on sm_90 an old flashinfer sampler (cure: upgrade it).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from decisiontree.context import build_context
@@ -78,7 +79,68 @@ def test_a_known_gpu_asks_nothing() -> None:
 
 
 def test_a_fact_that_moves_nothing_is_not_asked() -> None:
-    # Both findings need sglang: the framework splits nothing.
-    result = diagnose(NAN_ASSERT_ELSEWHERE, build_context(), GRAPH)
+    # Both causes need an FP8 KV cache: whatever it is, they rise and fall together,
+    # and a flag is no part of the setup the verdict speaks of.
+    fp8 = Condition("flag.kv-cache-dtype", "fp8_e4m3")
+    both = [
+        dataclasses.replace(f, conditions=(*f.conditions, fp8))
+        for f in (
+            finding(10, "sm_120", BF16, "the sparse decode kernel yields NaN on this architecture"),
+            finding(20, "sm_90", UPGRADE, "an old flashinfer sampler mis-scales probabilities"),
+        )
+    ]
+    context = build_context(framework="sglang", gpu="H100")
 
-    assert "framework" not in [q.key for q in result.questions]
+    result = diagnose(NAN_ASSERT_ELSEWHERE, context, build_graph(both))
+
+    assert result.questions == ()
+
+
+# --- one matched finding: what decides whether its fix applies is asked too -----------
+
+DSA_FIX = FixRecord(
+    3,
+    "Use a BF16 KV cache and the trtllm sparse kernels",
+    (
+        Change(ChangeAction.SET_FLAG, "kv-cache-dtype", "bf16"),
+        Change(ChangeAction.SET_FLAG, "dsa-decode-backend", "trtllm"),
+    ),
+    Outcome.RESOLVES,
+)
+ONE_FINDING = build_graph(
+    [
+        FindingRecord(
+            id=30,
+            title="NaN decode of a DSA model on sm_120",
+            kind="crash",
+            cause="the sparse decode kernel yields NaN for DSA models on this architecture",
+            samples=(NAN_ASSERT,),
+            conditions=(
+                Condition("gpu.arch", "sm_120"),
+                Condition("model.arch", "glm_moe_dsa"),
+                Condition("framework", "sglang"),
+            ),
+            fixes=(DSA_FIX,),
+        )
+    ]
+)
+
+
+def test_a_model_that_decides_what_goes_into_the_command_is_asked() -> None:
+    result = diagnose(NAN_ASSERT_ELSEWHERE, build_context(framework="sglang"), ONE_FINDING)
+
+    # The GPU would only turn the verdict, not the fix: not asked.
+    assert [q.key for q in result.questions] == ["model.arch"]
+    assert result.questions[0].text == (
+        "Which model? On another model the corrected command differs."
+    )
+
+
+def test_answering_that_question_changes_the_command_and_the_verdict() -> None:
+    context = build_context(framework="sglang").with_answer("model.name", "meta-llama/Llama-3.1-8B")
+
+    result = diagnose(NAN_ASSERT_ELSEWHERE, context, ONE_FINDING)
+
+    assert result.verdict == "different_setup"
+    assert result.fixes[0].command_changes == ("--kv-cache-dtype bf16",)
+    assert "model.arch" not in [q.key for q in result.questions]
