@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Sequence
+from functools import cache
 
 from decisiontree.answer import (
     Diagnosis,
@@ -36,6 +37,7 @@ from decisiontree.flags import canonical_flag, flags_in_text
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.match import Candidate, MatchLevel, Query
 from decisiontree.questions import ask_questions
+from decisiontree.retrieval import background_documents
 from decisiontree.setup import UNDECIDED_VALUES, State, normal_value, setup_differences
 from decisiontree.spelling import spell_flag
 from decisiontree.traceback import parse
@@ -44,6 +46,7 @@ from decisiontree.walk import leading_visit, tuning, walk
 
 NEAREST = 3  # findings shown beside "no known match"
 SEARCH_WORDS = 4
+HALF_AS_RARE = 0.25
 
 # SGLang reports the sparse-attention kernels it picked; the picked ones are what ran.
 BACKEND_CHOICE = re.compile(
@@ -148,7 +151,11 @@ def no_match(
     flags: tuple[tuple[str, str], ...],
 ) -> Diagnosis:
     """No fixes, ever; the nearest findings under their own key, and words to search by."""
-    near = [c for c in found[:NEAREST] if c.finding_id in graph.findings and is_near(c, graph)]
+    near = [
+        c
+        for c in found[:NEAREST]
+        if c.finding_id in graph.findings and is_near(c, signature, graph)
+    ]
     nearest = tuple(
         NearMiss(
             graph.findings[c.finding_id], c.score, why_not(c, signature, context, graph, vocabulary)
@@ -169,10 +176,26 @@ def no_match(
     )
 
 
-def is_near(candidate: Candidate, graph: KnowledgeGraph) -> bool:
-    """Close enough to name beside "no known match": the words it shares with the paste
-    carry enough identifying information (the index's specificity, 0..1)."""
-    return graph.index.specificity(candidate.matched_terms) >= tuning().nearest_specificity
+def is_near(candidate: Candidate, signature: Signature | None, graph: KnowledgeGraph) -> bool:
+    """Close enough to name beside "no known match": it shares words no ordinary output
+    has, or the same error class, and those words carry enough identifying information
+    (the index's specificity, 0..1)."""
+    if signature and signature.exception_type in graph.exception_types_of(candidate.finding_id):
+        shared = list(candidate.matched_terms)
+    else:
+        shared = telling(candidate.matched_terms)
+    return graph.index.specificity(shared) >= tuning().nearest_specificity
+
+
+@cache
+def ordinary_words() -> frozenset[str]:
+    """Words of the matcher's background of ordinary output ("error", "was", "kernel")."""
+    return frozenset(word for document in background_documents() for word in document)
+
+
+def telling(words: Iterable[str]) -> list[str]:
+    """The words no ordinary output has: what a search or a near finding can go by."""
+    return [w for w in words if w not in ordinary_words()]
 
 
 def why_not(
@@ -193,8 +216,8 @@ def why_not(
     differences = setup_differences(graph.conditions_of(candidate.finding_id), context, vocabulary)
     if differences:
         parts.append("different setup: " + "; ".join(d.describe() for d in differences))
-    shared = ", ".join(candidate.matched_terms[:3])
-    common = f"shares only {shared}" if shared else "shares no specific words"
+    shared = ", ".join(telling(candidate.matched_terms)[:3])
+    common = f"shares only {shared}" if shared else "shares only ordinary words"
     parts.append(f"{common}: too little to be the same issue")
     return "; ".join(parts)
 
@@ -205,12 +228,15 @@ def search_words(
     nearest: Sequence[Candidate],
     graph: KnowledgeGraph,
 ) -> tuple[str, ...]:
-    """The paste's most specific words that the knowledge base also holds: the words
-    it shares with the nearest findings' samples, rarest first."""
+    """The paste's most specific words that the knowledge base also holds: the words it
+    shares with the nearest findings, those no ordinary output has first, then the
+    rarest others (none commoner than half the rarest word)."""
     paste = set(signature.terms if signature else text_terms(text))
-    shared = {t for c in nearest for t in c.matched_terms}
-    words = [w for w in paste & shared if re.fullmatch(r"[\w.-]{3,}", w)]
-    words.sort(key=lambda w: (-graph.index.weight(w), w))
+    shared = {t for c in nearest for t in c.matched_terms} & paste
+    words = [w for w in shared if re.fullmatch(r"[\w.-]{3,}", w)]
+    # One word's specificity is its idf over twice the rarest word's: 0.25 is half as rare.
+    words = [w for w in words if telling([w]) or graph.index.specificity([w]) >= HALF_AS_RARE]
+    words.sort(key=lambda w: (w not in telling([w]), -graph.index.weight(w), w))
     return tuple(words[:SEARCH_WORDS])
 
 
