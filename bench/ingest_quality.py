@@ -263,45 +263,73 @@ def _aligned(key: str, wanted: set[str]) -> str:
     return close[0] if close else key
 
 
+Changes = frozenset[str]
+
+
+def _label_changes(text: str, framework: str | None) -> Changes:
+    changes = changes_in(text, load(), framework)
+    if changes:
+        return frozenset(change.describe() for change in changes)
+    return frozenset({" ".join(text.lower().split())})
+
+
+@dataclass(frozen=True)
+class _Placed:
+    changes: Changes
+    outcome: str
+    symptom: str | None  # the labelled symptom of the finding it sits on
+
+
 def score_episodes(document: ExtractedDocument, labels: dict, name: str) -> EpisodeScore:
+    """An extracted fix stands for each labelled attempt whose changes it holds: two
+    changes tried in one relaunch are one fix that answers both labels."""
     framework = next((f.framework for f in document.findings if f.framework), None)
     wanted = [
-        (_change_key(a["change"], framework), a["outcome"], a["symptom"])
+        _Placed(_label_changes(a["change"], framework), a["outcome"], a["symptom"])
         for a in labels["attempts"]
     ]
-    keys = {key for key, _, _ in wanted}
-    got = []  # (key, outcome, symptom of the finding it sits on)
+    words = {change for w in wanted for change in w.changes}
+    got = []
     for finding in document.findings:
         on = symptom_of_finding(finding_text(finding, document.title), labels["symptoms"])
         for fix in finding.fixes:
-            key = " ".join(sorted(change.describe() for change in fix.changes))
-            got.append((_aligned(key, keys), fix.outcome.value, on))
+            changes = frozenset(_aligned(c.describe(), words) for c in fix.changes)
+            got.append(_Placed(changes, fix.outcome.value, on))
     score = EpisodeScore(attempts=len(wanted))
-    for key, outcome, symptom in wanted:
-        same = [g for g in got if g[0] == key]
+    for want in wanted:
+        same = [g for g in got if want.changes <= g.changes]
         score.found += bool(same)
-        score.outcome += any(g[1] == outcome for g in same)
-        score.symptom += any(g[2] == symptom for g in same)
-        right = any(g[1:] == (outcome, symptom) for g in same)
+        score.outcome += any(g.outcome == want.outcome for g in same)
+        score.symptom += any(g.symptom == want.symptom for g in same)
+        right = any((g.outcome, g.symptom) == (want.outcome, want.symptom) for g in same)
         score.all_right += right
         if not right:
-            seen = ", ".join(f"{o} on {s}" for _, o, s in same) or "not found"
-            score.misses.append(f"{name}: {key} wants {outcome} on {symptom}; got {seen}")
-    pairs = {(key, outcome) for key, outcome, _ in got}
-    score.extracted, score.precise = len(pairs), len(pairs & {(k, o) for k, o, _ in wanted})
+            seen = ", ".join(f"{g.outcome} on {g.symptom}" for g in same) or "not found"
+            score.misses.append(
+                f"{name}: {_shown(want)} wants {want.outcome} on {want.symptom}; got {seen}"
+            )
+    pairs = {(g.changes, g.outcome) for g in got}
+    precise = {pair for pair in pairs if _told_by_labels(*pair, wanted)}
+    score.extracted, score.precise = len(pairs), len(precise)
     score.misses += [
-        f"{name}: extra {k} ({o})"
-        for k, o in sorted(pairs)
-        if (
-            k,
-            o,
-        )
-        not in {(w[0], w[1]) for w in wanted}
+        f"{name}: extra {_shown(_Placed(c, o, None))} ({o})" for c, o in pairs - precise
     ]
-    placed = [(key, symptom) for key, _, symptom in got if key in keys]
+    placed = [g for g in got if any(w.changes <= g.changes for w in wanted)]
     score.placements = len(placed)
-    score.placed_right = sum((k, s) in {(w[0], w[2]) for w in wanted} for k, s in placed)
+    score.placed_right = sum(
+        any(w.changes <= g.changes and w.symptom == g.symptom for w in wanted) for g in placed
+    )
     return score
+
+
+def _told_by_labels(changes: Changes, outcome: str, wanted: list[_Placed]) -> bool:
+    """The fix is exactly one or more labelled attempts with its outcome."""
+    held = [w for w in wanted if w.changes <= changes and w.outcome == outcome]
+    return bool(held) and frozenset().union(*(w.changes for w in held)) == changes
+
+
+def _shown(placed: _Placed) -> str:
+    return " ".join(sorted(placed.changes))
 
 
 def episode_documents(directories: list[Path]) -> Iterable[tuple[str, Path, dict]]:
