@@ -68,6 +68,7 @@ class Lexicon:
     remedy: frozenset[str]
     remedy_nouns: frozenset[str]
     removal: frozenset[str]
+    over: frozenset[str]  # idioms of a failure that is over, whatever is said to be over
     problem: frozenset[str]
     breakage: frozenset[str]
     success: frozenset[str]
@@ -124,6 +125,7 @@ def lexicon() -> Lexicon:
         success["irregular"],
         persistence["phrases"],
         persistence["idioms"],
+        data["removal"]["idioms"],
         data["partial"]["phrases"],
         negation["phrases"],
         data["hypothetical"]["counterfactual"],
@@ -140,6 +142,7 @@ def lexicon() -> Lexicon:
         remedy=frozenset(_forms(remedy["verbs"]) | _forms(remedy["irregular"])),
         remedy_nouns=frozenset(remedy["nouns"]) | {"anything", "avail"},
         removal=frozenset(data["removal"]["words"]),
+        over=_plain(data["removal"]["idioms"]),
         problem=frozenset(
             _forms(problem["verbs"]) | _plain(problem["irregular"]) | set(problem["nouns"])
         ),
@@ -169,7 +172,7 @@ def lexicon() -> Lexicon:
         modals=frozenset(proposal["modals"]) | {"let_me", "let's", "lets_try"},
         proposal_cues=frozenset(proposal["cues"])
         | _plain(p for p in proposal["phrases"] if p not in ("let me", "let's", "lets try")),
-        advice=frozenset(_forms(proposal["advice"])),
+        advice=frozenset(_forms(proposal["advice"])) | frozenset(proposal["advice_irregular"]),
         actions=frozenset(_forms(proposal["actions"])),
         phrases={k: tuple(sorted(v, key=len, reverse=True)) for k, v in phrases.items()},
         metric=data["metric"],
@@ -280,11 +283,34 @@ def _read(words: tuple[str, ...], lex: Lexicon) -> _Reading:
             negated |= set(range(i + 1, min(len(words), i + 1 + lex.negation_scope)))
         if word in lex.hypothetical:
             masked |= set(range(i + 1, len(words)))
-        if (word == "to" or word.endswith("_to")) and not _CAUSATIVE & set(words[:i]):
+        if (word == "to" or word.endswith("_to")) and not _causative(words[:i]):
             masked.add(i + 1)  # "waited for it to load": a purpose, not a result
         if word in lex.modals and not _negated_or_perfect(words, i, lex):
-            masked |= set(range(i + 1, min(len(words), i + 4)))
+            if word == "can" and words[i + 1 : i + 2] and words[i + 1] in lex.success:
+                continue  # "we can serve again": what the change made possible, now
+            # "the crash would be the same": an expectation; nothing after it is a result.
+            masked |= set(range(i + 1, len(words)))
     return _Reading(words, frozenset(negated), frozenset(masked), lex)
+
+
+def _causative(before: Sequence[str]) -> bool:
+    """ "got it to load", "enough to start" make the verb after "to" a result; "long
+    enough for the model to load" is a length of time, not a cause."""
+    found = _CAUSATIVE & set(before)
+    if found == {"enough"} and "long" in before:
+        return False
+    return bool(found)
+
+
+_EXPECTING = frozenset({"would", "might", "may", "will", "shall"})
+
+
+def _expects(reading: _Reading) -> bool:
+    """ "The crash would be the same": a clause that expects, about anything in it."""
+    words, lex = reading.words, reading.lex
+    return any(
+        w in _EXPECTING and not _negated_or_perfect(words, i, lex) for i, w in enumerate(words)
+    )
 
 
 def _negated_or_perfect(words: tuple[str, ...], i: int, lex: Lexicon) -> bool:
@@ -295,7 +321,7 @@ def _negated_or_perfect(words: tuple[str, ...], i: int, lex: Lexicon) -> bool:
 def judge_clause(clause: Clause, lex: Lexicon | None = None) -> Signal | None:
     lex = lex or lexicon()
     reading = _read(clause.words, lex)
-    found = _ellipsis(clause.words) or _result(reading, clause)
+    found = _ellipsis(clause.words) or (None if _expects(reading) else _result(reading, clause))
     if found is not None:
         return found
     if _proposes(reading):
@@ -341,7 +367,10 @@ def _result(reading: _Reading, clause: Clause) -> Signal | None:
         )
     if reading.has(lex.cost):
         return Signal.COST
-    if reading.has(lex.better):
+    better = reading.live(lex.better)
+    if better:
+        if better[0] in reading.negated:
+            return Signal.NO_EFFECT  # "nothing improved"
         return _limited(Signal.GOOD, reading, clause)
     if reading.has(lex.partial):
         return Signal.PARTIAL
@@ -358,7 +387,9 @@ def _unchanged(reading: _Reading) -> bool:
         return True
     if any(words[i + 1 : i + 2] and words[i + 1] in lex.same_nouns for i in reading.live(lex.same)):
         return True
-    return reading.has(frozenset({"stayed", "stays"})) and _has_figure(words)
+    # "stayed at 310 tok/s" is a figure of merit; "attention stays TP 4" is a setting.
+    stayed = reading.has(frozenset({"stayed", "stays"})) and _has_figure(words)
+    return stayed and _higher_is_better(words, None, reading.lex.metric) is not None
 
 
 def _limited(found: Signal, reading: _Reading, clause: Clause) -> Signal:
@@ -366,6 +397,16 @@ def _limited(found: Signal, reading: _Reading, clause: Clause) -> Signal:
     if found is Signal.GOOD and reading.has(reading.lex.partial):
         return Signal.PARTIAL
     return found
+
+
+def _part_of(words: Sequence[str]) -> bool:
+    """ "recovered to about 80% of the old number": short of what it was."""
+    return any(
+        _NUMBER.match(w)
+        and tuple(words[i + 1 : i + 3]) == ("%", "of")
+        and float(w.replace(",", "")) < 100
+        for i, w in enumerate(words)
+    )
 
 
 def _shortfall(reading: _Reading, clause: Clause) -> Signal | None:
@@ -424,6 +465,8 @@ def _removal(reading: _Reading) -> Signal | None:
         for i in reading.live(reading.lex.removal)
         if reading.words[i] != "away" or reading.words[i - 1] in ("go", "goes", "went", "gone")
     ]
+    if reading.has(reading.lex.over):
+        return Signal.GOOD  # "the illegal memory access is history"
     about = reading.lex.problem | {"it", "they", "this", "that"}
     if not hits or not _any_in(reading.words, about):
         return None
@@ -432,9 +475,18 @@ def _removal(reading: _Reading) -> Signal | None:
     return Signal.NO_EFFECT if negated else Signal.GOOD
 
 
+_ADJECTIVE_BEFORE = frozenset({"the", "a", "an", "its", "their", "our", "my", "his", "her", "this"})
+
+
 def _problem(reading: _Reading) -> Signal | None:
     lex, words = reading.lex, reading.words
-    hits = reading.live(lex.problem)
+    # "its failed patch", "the crashed server": a past form after a determiner describes
+    # the noun after it; it does not report a failure.
+    hits = [
+        i
+        for i in reading.live(lex.problem)
+        if not (words[i].endswith("ed") and i > 0 and words[i - 1] in _ADJECTIVE_BEFORE)
+    ]
     if not hits:
         return None
     if any(i in reading.negated for i in hits):
@@ -443,9 +495,24 @@ def _problem(reading: _Reading) -> Signal | None:
         return Signal.NO_EFFECT
     if ("now" in words and "only" in words) or _any_in(words, lex.partial):
         return Signal.PARTIAL  # "the crash now happens only under load", "fewer timeouts"
+    if reading.has(lex.better):
+        return Signal.PARTIAL  # "made the hangs rarer": less often, still there
     if _any_in(words, lex.novelty):
         return Signal.NEW_PROBLEM
     return Signal.PROBLEM
+
+
+_THROUGH = frozenset({"went_through", "goes_through", "go_through", "gone_through"})
+_AFTER_SUCCESS = frozenset({"without", "now", "this", "finally", "again", "then", "at"})
+
+
+def _route(words: tuple[str, ...], i: int, lex: Lexicon) -> bool:
+    """ "decode still went through FlashMLA" is the path it took; "it went through" and
+    "went through without errors" are a success."""
+    after = words[i + 1 : i + 2]
+    return (
+        words[i] in _THROUGH and bool(after) and after[0] not in lex.success_states | _AFTER_SUCCESS
+    )
 
 
 def _success(reading: _Reading) -> Signal | None:
@@ -455,6 +522,7 @@ def _success(reading: _Reading) -> Signal | None:
         for i in reading.live(lex.success | lex.success_states)
         if not (words[i].endswith("ing") and i > 0 and words[i - 1] in _TEMPORAL)
         and not (words[i].endswith("ing") and words[i] in lex.success and "_" not in words[i])
+        and not _route(words, i, lex)
     ]
     if not hits:
         return None
@@ -560,13 +628,15 @@ def _proposes(reading: _Reading) -> bool:
         modal = word in lex.modals and not _negated_or_perfect(words, i, lex)
         if modal and _any_in(ahead, lex.actions | lex.remedy):
             return True
+        wanted = [w for w in words[i + 1 : i + 5] if w not in _OBJECTS][:2]
         if word in lex.advice and any(
-            w in lex.actions or (w.endswith("ing") and len(w) > 5) for w in ahead[:2]
+            w in lex.actions or (w.endswith("ing") and len(w) > 5) for w in wanted
         ):
-            return True
+            return True  # "suggests pinning", "asked us to retry with"
     return False
 
 
+_OBJECTS = frozenset({"us", "me", "them", "him", "her", "you", "to", "everyone"})
 _PAST = frozenset({"was", "were", "did", "had", "went", "got", "came", "ran", "took", "made"})
 
 
@@ -601,6 +671,8 @@ def judge_outcome(sentence: str) -> Outcome | None:
     """The outcome a sentence reports for the change it mentions, or None when it reports none."""
     judged = clause_signals(sentence)
     signals = [signal for _, signal in judged]
+    if _part_of(tokens(sentence)):
+        signals.append(Signal.SHORTFALL)  # better, yet short of what it was
     # "Works, but <anything>": what follows a success after "but" is a caveat.
     after_good = False
     for clause, signal in judged:
@@ -615,9 +687,13 @@ def combine(signals: Sequence[Signal | None], words: Sequence[str] = ()) -> Outc
     found = _resolve_ellipses(signals)
     if _UNTESTED & set(words):
         return Outcome.PROPOSED  # "haven't tried it yet, but the docs say X avoids this"
+    good = Signal.GOOD in found
+    said_partial = Signal.PARTIAL in found
+    failed = {Signal.NEW_PROBLEM, Signal.PROBLEM} & found
+    if Signal.WORSE in found and (good or said_partial) and not failed:
+        return Outcome.PARTIAL  # "works; fine for throughput, worse for long contexts": a trade
     if Signal.WORSE in found or Signal.NEW_PROBLEM in found:
         return Outcome.WORSE  # a new failure after a change is worse for the one it was tried on
-    good = Signal.GOOD in found
     if Signal.PARTIAL in found or (good and (_BAD | {Signal.SHORTFALL}) & found):
         return Outcome.PARTIAL
     if Signal.NEW_PROBLEM in found or Signal.COST in found:

@@ -169,3 +169,41 @@ def test_a_new_way_it_breaks_still_beats_the_words_for_success():
     assert judge_outcome("The build passed, then every request failed. Made it worse.") is (
         Outcome.WORSE
     )
+
+
+@pytest.mark.parametrize(
+    ("sentence", "outcome"),
+    [
+        # A comparative under negation: nothing got better.
+        ("Sadly nothing got better after the upgrade.", Outcome.NO_EFFECT),
+        # An idiom of a failure being over, whatever its name.
+        ("The segfault in the tokenizer is a thing of the past.", Outcome.RESOLVES),
+        # "kept" + a failure: it goes on.
+        ("The worker kept crashing on the second batch.", Outcome.NO_EFFECT),
+        # A request from someone else to try something: a proposal.
+        ("Upstream told us to pin the older wheel.", Outcome.PROPOSED),
+        # Better, but short of what it was.
+        ("Decode speed improved, reaching 70% of the old rate.", Outcome.PARTIAL),
+        # A trade: better for one thing, worse for another.
+        ("Fine for short prompts, worse for long ones.", Outcome.PARTIAL),
+    ],
+)
+def test_it_reads_ordinary_ways_of_saying_a_verdict(sentence, outcome):
+    assert judge_outcome(sentence) is outcome
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        # How long one waited is not whether it loaded.
+        "We gave it five minutes, long enough for the weights to load, then read the log.",
+        # The path a call took is not a success.
+        "The decode call still went through the old kernel.",
+        # An expectation about a crash is not a crash seen.
+        "The crash would be the same if the cache stayed in FP8.",
+        # A past form before a noun describes it.
+        "The assistant reverted its failed patch before the next run.",
+    ],
+)
+def test_it_hears_no_verdict_in_a_purpose_a_route_an_expectation_or_an_adjective(sentence):
+    assert judge_outcome(sentence) in (None, Outcome.PROPOSED)
