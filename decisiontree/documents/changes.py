@@ -44,11 +44,25 @@ _PIN_WORDS = re.compile(
     r"|from \S+ to)\s+v?(\d+(?:\.\d+){1,3}[\w.+-]{0,20})",
     re.IGNORECASE,
 )
-_PATCH = re.compile(r"\bpatch(?:ed|ing|es)?\b", re.IGNORECASE)
-# "The patch made it worse" refers to a patch told before; reverting it is a change of its own.
+# "to investigate or patch" names something one could do; it reports no patch.
+# A patch made, applied or taken back: "patched the MLA backend", "the fix was to patch X",
+# "reverting the flashinfer patch". "A well-reasoned patch failed" or "a location to
+# investigate or patch" tells of a patch, it makes none.
+_PATCH = re.compile(
+    r"(?<!\bor )(?<!\band )\bpatch(?:ed|ing|es)?\s+(?!that\b|which\b|was\b|is\b|failed\b)"
+    r"(?:the|a|an|its|our|my|their|it|this|that|[\w`'\"./-]+\.(?:py|cuh?|cpp|h)|[A-Z`]\w*)"
+    r"|\b(?:appl(?:y|ied|ying)|wr[io]te|writing|add(?:ed|ing)?|revert\w*|undo\w*|undid"
+    r"|roll\w* back|land\w*|merg\w*|cherry-pick\w*)\s+(?:[\w`'-]+\s+){0,3}patch(?:es)?\b"
+    r"|\bpatch(?:es)?\s+(?:was|were|got|is|has been)\s+(?:\w+\s+)?(?:revert\w*|undone|rolled"
+    r" back|appl\w*|merged|landed)",
+    re.IGNORECASE,
+)
+# "The patch made it worse", "its failed patch", "the attempt to patch it" refer to a patch
+# told before; reverting it is a change of its own.
 _PATCH_REFERENCE = re.compile(
     r"^(?!.*\b(?:revert\w*|undo\w*|undid|roll\w* back)\b)(?!.*\.(?:py|cuh?|cpp|h)\b)"
-    r".*\b(?:the|this|that|our|my) patch\b",
+    r".*(?:\b(?:the|this|that|our|my|its|their|his|her|your)(?:\s+[\w-]+){0,2}\s+patch\b"
+    r"|\b(?:attempt|effort|try)\s+to\s+patch\b)",
     re.IGNORECASE,
 )
 _PY_PATH = re.compile(r"[\w./-]{1,200}\.(?:py|cuh?|cpp|h)\b")
@@ -312,12 +326,18 @@ def _clause(text: str) -> str:
     return (text[: end.start()] if end else text[:160]).strip(" `'\"")
 
 
+# Words ending like a past tense or a gerund that are not verbs.
+_NOT_VERBS = frozenset({"nothing", "something", "anything", "everything", "during", "thing"})
+
+
 def _is_action(clause: str) -> bool:
     """Starts with a verb ("disable", "disabled", "running") and says something about it."""
     words = clause.split()
     if len(words) < 2 or len(clause) > 160:
         return False
     verb = words[0].lower()
+    if verb in _NOT_VERBS or (verb in ("made", "make", "makes") and words[1].lower() == "it"):
+        return False  # "Made it worse" judges an attempt; it is not one
     stem = verb[:-3] if verb.endswith("ing") else verb.rstrip("d").rstrip("e")
     return (
         verb in _ACTION_VERBS

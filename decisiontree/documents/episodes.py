@@ -103,6 +103,7 @@ class Event:
     fixes: tuple[ExtractedFix | PendingFix, ...] = ()  # attempts made here
     verdict: Outcome | None = None  # an outcome said without a change
     text: str = ""
+    restates: bool = False  # a launch command: it says every setting, changed or not
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,12 @@ class _Walk:
     in_force: dict[str, str | None]
     open: list[int] = field(default_factory=list)  # episode indexes, top last
     pending: list[tuple[int, PendingFix]] = field(default_factory=list)
+    # Attempts a later sentence called a success ("the server loaded again"), with no other
+    # attempt since: a new failure right after them is what they led to.
+    provisional: list[tuple[int, ExtractedFix]] = field(default_factory=list)
+    # Attempts said to make things worse, with no other attempt since: the next new
+    # failure is the worse thing they brought.
+    worsened: list[tuple[int, ExtractedFix]] = field(default_factory=list)
     early: list[ExtractedFix | PendingFix] = field(default_factory=list)  # before any symptom
 
     @property
@@ -152,7 +159,7 @@ def walk(events: Iterable[Event], baseline: dict[str, str | None]) -> list[Episo
 
 def _step(state: _Walk, event: Event) -> None:
     known = len(state.episodes)
-    named = _episode_for(state, event.symptom, event.at[0]) if event.symptom else None
+    named = _episode_for(state, event.symptom, event.at[0], event.sample)
     if event.sample is not None and named is not None:
         state.episodes[named].samples.append(event.sample)
     elif event.symptom is not None and named is not None:
@@ -163,17 +170,22 @@ def _step(state: _Walk, event: Event) -> None:
     if named is not None and named != state.current and not event.fixes and happens:
         _new_failure(state, named)
     if event.fixes:
+        state.provisional, state.worsened = [], []
         target = named if named is not None else state.current
         for fix in event.fixes:
-            _attempt(state, target, fix)
+            _attempt(state, target, fix, restated=event.restates)
     elif event.verdict is not None and state.pending:
         _settle_pending(state, event.verdict)
 
 
-def _episode_for(state: _Walk, symptom: Symptom | None, line: int) -> int | None:
+def _episode_for(
+    state: _Walk, symptom: Symptom | None, line: int, sample: str | None = None
+) -> int | None:
     if symptom is None:
         return None
     for index, episode in enumerate(state.episodes):
+        if sample is not None and _cured(episode) and sample not in episode.samples:
+            continue  # an error shown after its shown look-alike was cured is the next failure
         if episode.symptom.same_as(symptom):
             merged = Symptom(
                 episode.symptom.classes | symptom.classes,
@@ -181,16 +193,27 @@ def _episode_for(state: _Walk, symptom: Symptom | None, line: int) -> int | None
             )
             episode.symptom = merged
             return index
-    state.episodes.append(Episode(symptom, flags=dict(state.in_force), first_line=line))
+    state.episodes.append(Episode(symptom, flags=_flags_only(state.in_force), first_line=line))
     return len(state.episodes) - 1
 
 
+def _cured(episode: Episode) -> bool:
+    """An error shown, then cured (a summary's "X fixed it" cures nothing shown yet)."""
+    return bool(episode.samples) and any(f.outcome is Outcome.RESOLVES for f in episode.fixes)
+
+
 def _new_failure(state: _Walk, index: int) -> None:
-    """A failure shown after attempts with no verdict yet: they made it worse for theirs."""
+    """A failure shown after attempts with no verdict yet, or with only a success said of
+    them: they made it worse for theirs."""
+    _overturn(state, index)
+    for target, fix in state.worsened:
+        if target != index:
+            state.episodes[index].fixes.append(fix)
+    state.worsened = []
     if state.pending and state.pending[-1][0] != index:
         brought = [fix for _, fix in state.pending]
         _settle_pending(state, Outcome.WORSE)
-        state.episodes[index].flags = dict(state.in_force)
+        state.episodes[index].flags = _flags_only(state.in_force)
         # The change that brought this failure is known not to help against it either.
         for fix in brought:
             done = ExtractedFix(fix.text, fix.changes, Outcome.WORSE, summary=fix.summary)
@@ -200,7 +223,20 @@ def _new_failure(state: _Walk, index: int) -> None:
     state.open.append(index)
 
 
-def _attempt(state: _Walk, target: int | None, fix: ExtractedFix | PendingFix) -> None:
+def _attempt(
+    state: _Walk, target: int | None, fix: ExtractedFix | PendingFix, *, restated: bool = False
+) -> None:
+    """An attempt on its symptom. Settings already in force are not changes: an attempt
+    that only says them again ("--x fp8 forces the NSA backend") is none, and a relaunch
+    command's attempt is what it changes. A sentence that names a setting in force beside
+    a new one ("0.88 together with --y 128 fixed it") tells the combination that worked."""
+    overlapping = [p for _, p in state.pending if set(p.changes) & set(fix.changes)]
+    if not overlapping:
+        changes = tuple(c for c in fix.changes if not _in_force(state.in_force, c))
+        if not changes:
+            return
+        if restated and changes != fix.changes:
+            fix = replace(fix, changes=changes, summary="")
     if target is None:  # a summary above the error ("`--x 64` fixed it"): the first symptom's
         state.early.append(fix)
         return
@@ -210,10 +246,11 @@ def _attempt(state: _Walk, target: int | None, fix: ExtractedFix | PendingFix) -
         state.pending.append((target, fix))
         _apply(state.in_force, fix.changes)
         return
-    overlapping = [p for _, p in state.pending if set(p.changes) & set(fix.changes)]
     if overlapping:  # "relaunched with X ..." then "so X did not change ...": one verdict
         _settle_pending(state, fix.outcome)
     state.episodes[target].fixes.append(fix)
+    if fix.outcome is Outcome.WORSE:
+        state.worsened.append((target, fix))
     if fix.outcome.tried:
         _apply(state.in_force, fix.changes)
     if fix.outcome is Outcome.RESOLVES and target in state.open and len(state.open) > 1:
@@ -225,7 +262,35 @@ def _settle_pending(state: _Walk, outcome: Outcome | None) -> None:
         if outcome is not None:
             done = ExtractedFix(fix.text, fix.changes, outcome, summary=fix.summary)
             state.episodes[target].fixes.append(done)
+            if outcome is Outcome.RESOLVES:
+                state.provisional.append((target, done))
     state.pending = []
+
+
+def _overturn(state: _Walk, index: int) -> None:
+    """ "The server loaded again ... then it crashed with a different error": the success
+    was a stage on the way, the new failure the result."""
+    overturned = [(t, fix) for t, fix in state.provisional if t != index]
+    for target, fix in overturned:
+        held = state.episodes[target].fixes
+        held[held.index(fix)] = replace(fix, outcome=Outcome.WORSE)
+        state.episodes[index].fixes.append(replace(fix, outcome=Outcome.WORSE))
+    state.provisional = []
+
+
+_ENV = "env:"  # environment variables in force, beside the flags
+
+
+def _flags_only(in_force: dict[str, str | None]) -> dict[str, str | None]:
+    return {k: v for k, v in in_force.items() if not k.startswith(_ENV)}
+
+
+def _in_force(flags: dict[str, str | None], change: Change) -> bool:
+    if change.action is ChangeAction.SET_ENV:
+        return flags.get(_ENV + change.name) == (change.value or "")
+    if change.action is not ChangeAction.SET_FLAG or change.name not in flags:
+        return False
+    return (change.value if change.value is not None else "true") == (flags[change.name] or "true")
 
 
 def _apply(flags: dict[str, str | None], changes: Sequence[Change]) -> None:
@@ -234,6 +299,8 @@ def _apply(flags: dict[str, str | None], changes: Sequence[Change]) -> None:
             flags[change.name] = change.value if change.value is not None else "true"
         elif change.action is ChangeAction.REMOVE_FLAG:
             flags.pop(change.name, None)
+        elif change.action is ChangeAction.SET_ENV:
+            flags[_ENV + change.name] = change.value or ""
 
 
 def deduplicated(fixes: Sequence[ExtractedFix]) -> tuple[ExtractedFix, ...]:

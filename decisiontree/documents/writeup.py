@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from decisiontree import flags
 from decisiontree.documents import derive, episodes, facts, samples
 from decisiontree.documents._vocab import VocabularyLike
 from decisiontree.documents.changes import changes_in, describe_changes, summarize, worded_change
@@ -81,7 +82,9 @@ def parse_writeup(
     if len(told) < 2:
         finding = _with_summaries(finding)
         if told:
-            finding = replace(finding, extra={**dict(finding.extra), **_symptom_extra(told[0])})
+            fixes = _with_summaries(replace(finding, fixes=episodes.deduplicated(told[0].fixes)))
+            extra = {**dict(finding.extra), **_symptom_extra(told[0])}
+            finding = replace(finding, fixes=fixes.fixes, extra=extra)
         return finding.title, (finding,), tuple(problems)
     return finding.title, tuple(_episode_finding(finding, e) for e in told), tuple(problems)
 
@@ -95,6 +98,7 @@ def _cut(text: str, vocabulary: VocabularyLike) -> _Document:
     found = [fence_text(lines, f) for f in error_fences]
     found += [_unindent(lines[s.start : s.end]) for s in spans]
     narrative = [line if prose[i] else "" for i, line in enumerate(lines)]
+    _blank_title_line(narrative)
     for span in spans:
         narrative[span.start : span.end] = [""] * (span.end - span.start)
     launches = facts.launches_in(lines, vocabulary)
@@ -114,6 +118,23 @@ def _cut(text: str, vocabulary: VocabularyLike) -> _Document:
     return _Document(
         lines, kept, launches, narrative, head, min(starts, default=0), tuple(sorted(placed))
     )
+
+
+_TITLE_LINE_MAX = 200
+
+
+def _blank_title_line(narrative: list[str]) -> None:
+    """A plain-text title ("Debugging an FP8 incompatibility") names the story; it reports
+    no failure and no attempt of its own. Markdown headings are units of their own already."""
+    first = next((i for i, line in enumerate(narrative) if line.strip()), None)
+    if first is None:
+        return
+    line = narrative[first].strip()
+    after = narrative[first + 1] if first + 1 < len(narrative) else ""
+    titled = not line.endswith((".", "!", "?", ":")) and len(line) <= _TITLE_LINE_MAX
+    alone = not after.strip() or bool(_SETEXT_RULE.match(after))
+    if titled and alone and not line.startswith("#"):
+        narrative[first] = ""
 
 
 def _line_of(lines: list[str], sample: str) -> int:
@@ -338,11 +359,7 @@ def _fixes(
 ) -> tuple[tuple[ExtractedFix, ...], str | None]:
     diffs, works = _launch_fixes(doc, vocabulary, framework)
     # The first launch is the setup prose restates, unless it is the only, working one.
-    baseline = (
-        dict(doc.launches[0].flags)
-        if doc.launches and works != doc.launches[0].command.strip()
-        else {}
-    )
+    baseline = _first_launch(doc, vocabulary, framework)
     found = _prose_fixes(sentences, vocabulary, framework, baseline, doc.setup_end)
     told = {change for fix in found for change in fix.changes}
     by_changes: dict[frozenset[Change], ExtractedFix] = {}
@@ -422,9 +439,13 @@ _KEEPS_THE_REST = re.compile(
 )
 
 
+_ASIDE = re.compile(r"\([^()]{0,300}\)")
+
+
 def _is_description(text: str) -> bool:
-    """A restated setup, unless it only says the rest of the launch stayed as it was."""
-    found = _DESCRIPTION.search(text)
+    """A restated setup, unless it only says the rest of the launch stayed as it was. An
+    aside in brackets ("(expecting it to default to BF16)") does not make one."""
+    found = _DESCRIPTION.search(_ASIDE.sub(" ", text))
     if found is None:
         return False
     original = found.group(0).lower().startswith(("initial", "original"))
@@ -560,6 +581,44 @@ def _launch_fixes(
     return fixes, works
 
 
+def _first_launch(
+    doc: _Document, vocabulary: VocabularyLike, framework: str | None
+) -> dict[str, str]:
+    """The failing launch the story starts from; none when the only launch shown is the one
+    that finally worked (its flags are the fixes, not the setting that failed)."""
+    if not doc.launches:
+        return {}
+    _, works = _launch_fixes(doc, vocabulary, framework)
+    first = doc.launches[0]
+    return {} if works == first.command.strip() else dict(first.flags)
+
+
+def _launch_events(doc: _Document, framework: str | None) -> list[episodes.Event]:
+    """A relaunch shown as a command block is an attempt at that point of the story: its
+    changes against what ran before, judged by the prose around it (or by what follows)."""
+    found: list[episodes.Event] = []
+    flags: dict[str, str] = {}
+    env: dict[str, str] = {}
+    for index, launch in enumerate(doc.launches):
+        changes = (
+            _diff(flags, dict(launch.flags)) + _env_diff(env, dict(launch.env)) if index else ()
+        )
+        flags.update(launch.flags)
+        env.update(launch.env)
+        if not changes or launch.inline:
+            continue  # a command inside a sentence is that sentence's attempt
+        outcome = _verdict_near(doc, launch)
+        passage = launch.command.strip()
+        fix = (
+            ExtractedFix(passage, changes, outcome)
+            if outcome is not None
+            else episodes.PendingFix(passage, changes)
+        )
+        event = episodes.Event((launch.start, -1), fixes=(fix,), text=passage, restates=True)
+        found.append(event)
+    return found
+
+
 def _diff(before: dict[str, str], after: dict[str, str]) -> tuple[Change, ...]:
     changes = [
         Change(ChangeAction.SET_FLAG, name, None if value == "true" else value)
@@ -693,9 +752,33 @@ def _episodes(
         for line, sample in _adjacent_samples_joined(doc.sample_lines)
     ]
     events += _sentence_events(doc, sentences, vocabulary, finding.framework)
+    events += _launch_events(doc, finding.framework)
+    events = _in_story_order(events)
     baseline = _baseline(doc, events, sentences, vocabulary, finding.framework)
     told = episodes.walk(events, baseline)
     return [e for e in told if e.fixes or e.samples]
+
+
+def _in_story_order(events: list[episodes.Event]) -> list[episodes.Event]:
+    """An error block that opens the document ("The message", a TL;DR) and that the prose
+    tells again only after going back to earlier failures or attempts is the end of the
+    story told first: it takes its place where the prose tells it."""
+    ordered = sorted(events, key=lambda e: e.at)
+    symptom = ordered[0].symptom if ordered and ordered[0].sample is not None else None
+    if symptom is None:
+        return ordered
+    opening, rest = ordered[0], ordered[1:]
+    earlier = False  # another failure or an attempt told before the block is told again
+    for event in rest:
+        if event.sample is not None and event.symptom is not None:
+            return ordered  # another error shown: the story goes on in document order
+        if event.symptom is not None and symptom.same_as(event.symptom):
+            if not earlier:
+                return ordered
+            moved = replace(opening, at=event.at)
+            return sorted([moved, *rest], key=lambda e: e.at)  # stable: the block first
+        earlier = earlier or bool(event.fixes) or event.symptom is not None
+    return ordered
 
 
 def _adjacent_samples_joined(placed: tuple[tuple[int, str], ...]) -> list[tuple[int, str]]:
@@ -720,18 +803,23 @@ def _baseline(
     framework: str | None,
 ) -> dict[str, str | None]:
     """The launch before any attempt: the first launch command; without one, the flags the
-    prose states outside attempts, and the "from" side of "from 0.95 to 0.88"."""
-    if doc.launches:
-        return {k: v for k, v in doc.launches[0].flags.items() if k not in _NON_FLAGS}
+    prose states outside attempts, and the "from" side of "from 0.95 to 0.88". Once an
+    attempt has changed a flag, what later prose says of it is the changed setting."""
+    launched = _first_launch(doc, vocabulary, framework)
+    if launched:
+        return {k: v for k, v in launched.items() if k not in _NON_FLAGS}
     flags: dict[str, str | None] = {}
-    attempted = {event.text for event in events if event.fixes}
+    attempted = {event.text: event for event in events if event.fixes}
+    changed: set[str] = set()
     for sentence in sentences:
-        if sentence.text in attempted:
+        attempt = attempted.get(sentence.text)
+        if attempt is not None:
             for name, was in _from_values(sentence.text, vocabulary, framework):
                 flags.setdefault(name, was)
+            changed |= {c.name for fix in attempt.fixes for c in fix.changes}
             continue
         for name, said in vocabulary.flags_in_text(sentence.text, framework):
-            if name not in _NON_FLAGS:
+            if name not in _NON_FLAGS and name not in changed:
                 flags.setdefault(name, said)
     return flags
 
@@ -753,7 +841,7 @@ def _from_values(
 def _sentence_events(
     doc: _Document, sentences: list[_Sentence], vocabulary: VocabularyLike, framework: str | None
 ) -> list[episodes.Event]:
-    baseline = dict(doc.launches[0].flags) if doc.launches else {}
+    baseline = _first_launch(doc, vocabulary, framework)
     found: list[episodes.Event] = []
     for k, sentence in enumerate(sentences):
         at = (sentence.line, k)
@@ -779,18 +867,51 @@ def _attempts(
     sentence = sentences[k]
     if _is_description(sentence.text) and judge_outcome(sentence.text) is not Outcome.PROPOSED:
         return ()
-    groups = _alternatives(sentence.text, vocabulary, framework)
+    groups = _alternatives(sentence.text, vocabulary, framework) or [
+        _pronoun_change(sentences, k, vocabulary, framework)
+    ]
     groups = [g for g in (_real_changes(g, launched) for g in groups) if g]
     if not groups:
         return tuple(_worded_fix(sentence)) or _worded_attempt(sentence)
     outcome = judge_outcome(sentence.text)
-    if sentence.line >= setup_end and outcome is None:
-        outcome = _borrowed_verdict(sentences, k, vocabulary, framework, None)
+    if sentence.line >= setup_end:  # a list item is judged whole; else the sentences after
+        outcome = _borrowed_verdict(sentences, k, vocabulary, framework, outcome)
+    if outcome is Outcome.PROPOSED and (
+        not _names_an_action(sentence.text) or _only_considered(sentence.text)
+    ):
+        return ()  # "perhaps --x 0.95 was too aggressive", "it weighed options: ..."
+    if outcome is None or not outcome.helps:
+        groups = [g for g in (_valued(g, vocabulary, framework) for g in groups) if g]
     if outcome is None:
         if not _starts_experiment(sentence.text) or _only_considered(sentence.text):
             return ()
         return tuple(episodes.PendingFix(sentence.text, g) for g in groups)
     return tuple(ExtractedFix(sentence.text, g, outcome) for g in groups)
+
+
+def _names_an_action(text: str) -> bool:
+    """A proposal proposes doing something: "try", "switch to", "drop", "set"."""
+    return bool(lexicon().actions & set(tokens(text))) or bool(_CHANGE_VERB.search(text))
+
+
+def _valued(
+    changes: tuple[Change, ...], vocabulary: VocabularyLike, framework: str | None
+) -> tuple[Change, ...]:
+    """A flag that takes a value, named without one ("whatever --attention-backend is set")
+    says which flag, not what it was set to. Only a success makes the naming itself the fix
+    (a renamed flag: "the new --dsa-decode-backend spelling fixed the parse")."""
+    return tuple(
+        c
+        for c in changes
+        if c.action is not ChangeAction.SET_FLAG
+        or c.value is not None
+        or not _takes_value(c.name, vocabulary, framework)
+    )
+
+
+def _takes_value(name: str, vocabulary: VocabularyLike, framework: str | None) -> bool:
+    spec = vocabulary.flag(name, framework)
+    return spec is not None and flags.takes_value(spec)
 
 
 def _only_considered(text: str) -> bool:
@@ -801,8 +922,15 @@ def _only_considered(text: str) -> bool:
 def _alternatives(
     text: str, vocabulary: VocabularyLike, framework: str | None
 ) -> list[tuple[Change, ...]]:
-    """ "--x auto (or bf16), or --y trtllm": two alternative changes, not one."""
-    pieces = [changes_in(piece, vocabulary, framework) for piece in _OR.split(text)]
+    """ "--x auto (or bf16), or --y trtllm": two alternative changes, not one; "switch to
+    --x auto or omit it": the second takes the flag away."""
+    pieces: list[tuple[Change, ...]] = []
+    for piece in _OR.split(text):
+        found = changes_in(piece, vocabulary, framework)
+        named = [c.name for c in pieces[-1] if c.action is ChangeAction.SET_FLAG] if pieces else []
+        if not found and len(named) == 1 and _REMOVE_IT.match(piece):
+            found = (Change(ChangeAction.REMOVE_FLAG, named[0]),)
+        pieces.append(found)
     pieces = [piece for piece in pieces if piece]
     if len(pieces) > 1:
         return pieces
@@ -811,19 +939,25 @@ def _alternatives(
 
 
 _OR = re.compile(r",?\s+or\s+(?:to\s+)?(?=\S)|;\s+")
+_REMOVE_IT = re.compile(
+    r"\W*(?:just\s+|simply\s+)?(?:remov|omit|drop|delet|unset|leav)\w*\s+(?:it|that)\b", re.I
+)
 
 
 def _worded_attempt(sentence: _Sentence) -> tuple[ExtractedFix, ...]:
     """ "Option B: gather the active entries and cast only those; that gave 29% more.": an
-    action told in words, with the verdict the same sentence gives it."""
+    action told in words, with the verdict the same sentence gives it apart from the action.
+    A lead-in to a block ("Started small, two GPUs:") is no attempt."""
     outcome = judge_outcome(sentence.text)
-    if outcome is None:
+    if outcome is None or sentence.text.rstrip().endswith(":"):
         return ()
     head, _, rest = sentence.text.partition(":")
     clause = rest if rest and len(head) < 40 else sentence.text
     change = worded_change(clause, opens_fix_section=True)
-    if change is None:
+    if change is None or judge_outcome(sentence.text.replace(change.value or "", " ", 1)) is None:
         return ()
+    if outcome is Outcome.NO_EFFECT:
+        return ()  # "not solved by restarting the container": words, and no lesson to run
     return (ExtractedFix(sentence.text, (change,), outcome),)
 
 

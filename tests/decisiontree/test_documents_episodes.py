@@ -117,3 +117,91 @@ def test_a_bare_assertion_is_titled_by_the_assert_it_printed():
     told = episodes("glm5-blackwell-fp8-kv-assert.txt")
     (assertion,) = [f for key, f in told.items() if "exc:AssertionError" in key]
     assert assertion.title.startswith("AssertionError: assert not self.nsa_kv_cache_store_fp8 — ")
+
+
+def told(text):
+    return extract_document(text, "notes.md").findings
+
+
+OPENS_WITH_THE_END = """\
+Why the second launch died
+
+```
+Traceback (most recent call last):
+  File "/srv/vllm/vllm/attention/backends/xformers.py", line 88, in forward
+    raise NotImplementedError("sliding window is not supported by this backend")
+NotImplementedError: sliding window is not supported by this backend
+```
+
+We run Mistral-7B-Instruct on one NVIDIA L4 with vLLM. The first launch died while loading with
+CUDA out of memory. Lowering --gpu-memory-utilization from 0.95 to 0.85 fixed the OOM.
+Then we set --enforce-eager to save a little more memory.
+The server came up again and we waited for the first request.
+It then failed with a different error, the NotImplementedError above.
+"""
+
+
+def test_an_error_shown_first_and_told_at_the_end_is_the_end_of_the_story():
+    """The block at the top is the result of the last attempt, not the first failure."""
+    findings = told(OPENS_WITH_THE_END)
+    oom = next(f for f in findings if f.kind == "oom")
+    error = next(f for f in findings if "NotImplementedError" in f.title)
+    assert attempts(oom)["--gpu-memory-utilization 0.85"] is Outcome.RESOLVES
+    # "came up again" was a stage on the way: the new error is what the change led to,
+    # worse for the symptom it was tried against and known not to help the new one.
+    assert attempts(oom)["--enforce-eager"] is Outcome.WORSE
+    assert attempts(error) == {"--enforce-eager": Outcome.WORSE}
+
+
+CURED_THEN_AGAIN = """\
+# Two ValueErrors on a T4
+
+vllm serve Qwen/Qwen2.5-1.5B-Instruct on a Tesla T4:
+
+    ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0.
+
+Adding `--dtype half` fixed that one. The next launch stopped at the cache:
+
+    ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (9000).
+
+`--max-model-len 8192` fixed it.
+"""
+
+
+def test_an_error_shown_again_after_its_look_alike_was_cured_is_the_next_failure():
+    findings = told(CURED_THEN_AGAIN)
+    bf16 = next(f for f in findings if any("Bfloat16" in s for s in f.samples))
+    cache = next(f for f in findings if any("max seq len" in s for s in f.samples))
+    assert attempts(bf16) == {"--dtype half": Outcome.RESOLVES}
+    assert attempts(cache) == {"--max-model-len 8192": Outcome.RESOLVES}
+
+
+RELAUNCHED = """\
+# NCCL timeout on two nodes
+
+The job died at startup:
+
+```
+torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error
+```
+
+A guess that went nowhere: perhaps the --dist-timeout of 600 was too short for the slow node.
+The launch as it ran:
+
+```
+python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct --tp 16 --nnodes 2
+```
+
+Relaunched on both nodes with the interface pinned:
+
+```
+NCCL_SOCKET_IFNAME=ens5 python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct --tp 16 --nnodes 2
+```
+
+That came up on both nodes and served the benchmark.
+"""
+
+
+def test_a_relaunch_command_is_an_attempt_and_a_guess_about_a_setting_is_not_one():
+    (finding,) = told(RELAUNCHED)
+    assert attempts(finding) == {"NCCL_SOCKET_IFNAME=ens5": Outcome.RESOLVES}
