@@ -215,8 +215,8 @@ def _new_failure(state: _Walk, index: int) -> None:
         _settle_pending(state, Outcome.WORSE)
         state.episodes[index].flags = _flags_only(state.in_force)
         # The change that brought this failure is known not to help against it either.
-        for fix in brought:
-            done = ExtractedFix(fix.text, fix.changes, Outcome.WORSE, summary=fix.summary)
+        for change in brought:
+            done = ExtractedFix(change.text, change.changes, Outcome.WORSE, summary=change.summary)
             state.episodes[index].fixes.append(done)
     if index in state.open:
         state.open.remove(index)
