@@ -15,6 +15,8 @@ from typing import Any
 from decisiontree import flags
 from kb.models import Fix
 
+COMMAND_ACTIONS = ("set_flag", "remove_flag", "set_env")
+
 
 @dataclass(frozen=True)
 class FixLine:
@@ -24,8 +26,13 @@ class FixLine:
 
 
 def fix_line(fix: Fix, framework: str | None, version: str | None) -> FixLine:
-    labels = [change_label(change, framework, version) for change in fix.changes or ()]
-    chips = tuple(label for label in labels if label and not same_words(label, fix.summary))
+    chips = tuple(
+        label
+        for change in fix.changes or ()
+        if (label := change_label(change, framework, version))
+        # A patch told in words is its summary: the chip would say it twice.
+        and (change.get("action") in COMMAND_ACTIONS or not same_words(label, fix.summary))
+    )
     summary_shown = not chips or not same_flags(fix.summary, " ".join(chips), framework)
     return FixLine(fix, chips, summary_shown)
 

@@ -43,6 +43,7 @@ class Occurrences:
     gpus: tuple[Share, ...] = ()
     archs: tuple[Share, ...] = ()
     frameworks: tuple[Share, ...] = ()
+    recorded: datetime | None = None  # when the error was first written down (its samples)
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ def figures(rows: QuerySet[StoredDiagnosis], recorded: datetime | None) -> Occur
         gpus=shares(gpu for gpu, _, _, _ in facts),
         archs=shares(arch for _, arch, _, _ in facts),
         frameworks=shares(f"{name} {version}".strip() for _, _, name, version in facts),
+        recorded=recorded,
     )
 
 

@@ -24,7 +24,7 @@ from decisiontree.recipes import RecipeRefused, recipe_for
 from kb.models import Finding, FrameworkRelease, Hardware, LanguageModel, ValidationRun
 from kb.models.findings import Fix
 from kb.recipes import LoadSettings
-from kb.services import sources
+from kb.services import changes, sources
 from kb.services.diagnosis import change_of
 
 EntryKey = tuple[int | None, int, int | None]  # model, GPU, framework release
@@ -36,6 +36,13 @@ MODEL_FLAGS = ("model", "model-path")  # the model is placed by the entry point
 class Pitfall:
     finding: Finding
     fix: Fix | None  # the first fix reported to resolve it
+
+    @property
+    def fix_line(self) -> changes.FixLine | None:
+        """The fix as the finding page shows it: its changes, spelled for the release."""
+        if self.fix is None:
+            return None
+        return changes.fix_line(self.fix, framework_name(self.finding), version_of(self.finding))
 
 
 @dataclass(frozen=True)
