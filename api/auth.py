@@ -60,12 +60,15 @@ def note_use(token: ApiToken) -> None:
 
 
 def scopes_of(request: Request, view: APIView | None = None) -> frozenset[str]:
-    """The scopes of the request's token. Without a token, `read` only for what a view
+    """The scopes of the request's token, or of a logged-in user (`session_scopes`).
+    Without either, `read` only for what a view
     lists in `anonymous_actions` (diagnose and search), and only when
     FIXGRAPH_ALLOW_ANONYMOUS_API is on: drafts, hosts, runs and votes stay closed."""
     token = request.auth
     if isinstance(token, ApiToken):
         return frozenset(token.scopes or ())
+    if request.user is not None and request.user.is_authenticated:
+        return session_scopes(request.user)
     if (
         getattr(settings, "FIXGRAPH_ALLOW_ANONYMOUS_API", False)
         and isinstance(request.user, AnonymousUser | type(None))
@@ -74,6 +77,22 @@ def scopes_of(request: Request, view: APIView | None = None) -> frozenset[str]:
     ):
         return frozenset({Scope.READ})
     return frozenset()
+
+
+# A logged-in browser (the browsable API) gets the scopes its user's permissions give.
+PERMISSION_SCOPES = {
+    "kb.change_finding": (Scope.WRITE, Scope.PUBLISH),  # reviewers
+    "kb.add_validationrun": (Scope.VALIDATE,),
+}
+
+
+def session_scopes(user: Any) -> frozenset[str]:
+    """`read` for anyone logged in, more by permission: as the web pages allow."""
+    granted = {Scope.READ.value}
+    for permission, scopes in PERMISSION_SCOPES.items():
+        if user.has_perm(permission):
+            granted.update(scope.value for scope in scopes)
+    return frozenset(granted)
 
 
 def may_publish(request: Request) -> bool:

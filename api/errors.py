@@ -9,6 +9,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -91,6 +92,7 @@ def first_message(fields: dict[str, Any]) -> str:
     return "The request is invalid."
 
 
+@csrf_exempt  # a 404 for every method, never Django's CSRF page
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Unknown paths under /api/v1/ answer in JSON, not the HTML 404 page."""
     return JsonResponse(error_body("not_found", f"No API endpoint at {request.path}."), status=404)

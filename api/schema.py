@@ -1,5 +1,5 @@
-"""How the OpenAPI schema describes FixGraph: the token header, and every error answer
-in the one error shape (api.errors)."""
+"""How the OpenAPI schema describes FixGraph: the token header, Slack's signature, and
+every error answer in the one error shape (api.errors)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,20 @@ class TokenScheme(OpenApiAuthenticationExtension):  # type: ignore[misc]
             "in": "header",
             "name": "Authorization",
             "description": "`Token <token>`; issue one with `manage.py issue_token USERNAME`.",
+        }
+
+
+class SlackSignatureScheme(OpenApiAuthenticationExtension):  # type: ignore[misc]
+    target_class = "api.slack.SlackSignatureAuthentication"
+    name = "slackSignature"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "X-Slack-Signature",
+            "description": "Slack's v0 signature: HMAC-SHA256 of `v0:<X-Slack-Request-Timestamp>"
+            ":<body>` under SLACK_SIGNING_SECRET (docs/slack.md).",
         }
 
 
@@ -120,7 +134,9 @@ class FixGraphAutoSchema(AutoSchema):  # type: ignore[misc]
             description=description,
             examples=[OpenApiExample(example["error"]["code"], value=example)],
         )
-        body: dict[str, Any] = self._get_response_for_code(response, str(status), ERROR_MEDIA_TYPES)
+        # An error is rendered by whichever renderer was asked for: the same Error shape.
+        media_types = self.map_renderers("media_type") or ERROR_MEDIA_TYPES
+        body: dict[str, Any] = self._get_response_for_code(response, str(status), media_types)
         if status == 429:
             body["headers"] = RETRY_AFTER
         return body

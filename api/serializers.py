@@ -20,6 +20,7 @@ from decisiontree.server_env import change_problem
 from kb.models import (
     Finding,
     Fix,
+    FixFeedback,
     Flag,
     FlagSetting,
     FrameworkRelease,
@@ -28,6 +29,7 @@ from kb.models import (
     LanguageModel,
     ValidationRun,
 )
+from kb.services import stored_diagnoses
 
 MAX_ANSWERS = 20
 MAX_FEEDBACK_CONTEXT_BYTES = 10_000
@@ -65,17 +67,52 @@ class DiagnoseRequestSerializer(serializers.Serializer):
         return value
 
 
-class FeedbackSerializer(serializers.Serializer):
-    fix_id = serializers.IntegerField(min_value=1)
-    helped = serializers.BooleanField()
+class FeedbackRequestSerializer(serializers.Serializer):
+    """A vote on a suggested fix; a second vote on the same fix and paste replaces the first."""
+
+    fix_id = serializers.IntegerField(
+        min_value=1, required=False, help_text="The fix: `fixes[].fix_id` of a diagnose answer"
+    )
+    fix = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        write_only=True,
+        help_text="Deprecated: the old name of `fix_id`, accepted until API v2",
+    )
+    helped = serializers.BooleanField(help_text="true: it fixed it; false: it did not help")
+    diagnosis_id = serializers.CharField(
+        required=False,
+        max_length=32,
+        help_text="The diagnose answer's `id`: its paste is kept with the vote, and one "
+        "vote counts per token, fix and paste",
+    )
     fingerprint = optional_text(64)
+    worked_instead_fix_id = serializers.IntegerField(
+        min_value=1, required=False, help_text="Did not help: the fix that worked instead"
+    )
+    worked_instead_text = optional_text(5_000)
     context = serializers.DictField(required=False)
     comment = optional_text(5_000)
 
-    def validate_fix_id(self, value: int) -> int:
-        if not Fix.objects.filter(pk=value).exists():
-            raise serializers.ValidationError("No fix has this id.")
-        return value
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        fix_id = data.pop("fix", None)
+        data.setdefault("fix_id", fix_id)
+        if data["fix_id"] is None:
+            raise serializers.ValidationError({"fix_id": ["This field is required."]})
+        data["fix"] = fix_or_error(data["fix_id"], "fix_id")
+        slug = data.pop("diagnosis_id", "")
+        data["diagnosis"] = stored_diagnoses.stored(slug) if slug else None
+        if slug and data["diagnosis"] is None:
+            raise serializers.ValidationError({"diagnosis_id": ["No diagnosis has this id."]})
+        instead = data.pop("worked_instead_fix_id", None)
+        data["worked_instead_fix"] = (
+            fix_or_error(instead, "worked_instead_fix_id") if instead else None
+        )
+        if data["helped"] and (instead or data.get("worked_instead_text", "").strip()):
+            raise serializers.ValidationError(
+                {"helped": ["`worked_instead_*` goes with helped=false: what worked instead."]}
+            )
+        return data
 
     def validate_context(self, value: dict[str, Any]) -> dict[str, Any]:
         # Stored on every vote: a bot's context, not a place to park megabytes.
@@ -84,6 +121,39 @@ class FeedbackSerializer(serializers.Serializer):
                 f"The context is over {MAX_FEEDBACK_CONTEXT_BYTES:,} bytes of JSON."
             )
         return value
+
+
+def fix_or_error(fix_id: int, field: str) -> Fix:
+    fix = Fix.objects.filter(pk=fix_id).select_related("finding").first()
+    if fix is None:
+        raise serializers.ValidationError({field: ["No fix has this id."]})
+    return fix
+
+
+class FeedbackSerializer(serializers.ModelSerializer):
+    """A vote as stored: yours only (a voter sees and undoes their own votes)."""
+
+    fix_id = serializers.IntegerField(read_only=True)
+    diagnosis_id = serializers.SlugRelatedField(
+        source="diagnosis", slug_field="slug", read_only=True, allow_null=True
+    )
+    worked_instead_fix_id = serializers.IntegerField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = FixFeedback
+        fields = [
+            "id",
+            "fix_id",
+            "helped",
+            "diagnosis_id",
+            "worked_instead_fix_id",
+            "worked_instead_text",
+            "comment",
+            "channel",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
 
 
 class SignatureDecisionSerializer(serializers.Serializer):
@@ -95,12 +165,6 @@ class SignatureDecisionSerializer(serializers.Serializer):
         if not Finding.objects.filter(pk=value).exists():
             raise serializers.ValidationError("No finding has this id.")
         return value
-
-
-class FeedbackReplySerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    fix_id = serializers.IntegerField()
-    helped = serializers.BooleanField()
 
 
 def validate_pairs(value: Any, required: tuple[str, ...], what: str) -> list[dict[str, Any]]:
@@ -329,6 +393,9 @@ def enum_choices(enum: Any) -> list[str]:
     return [str(member) for member in enum]
 
 
+MATCH_LEVELS = enum_choices(MatchLevel)  # one name in the schema for `match` and `level`
+
+
 def page_url(path: str) -> str:
     """A page's public address, for chat messages and bots: SITE_URL, never the request's
     host (a proxy's or a worker's), so every channel gives the same link."""
@@ -493,7 +560,7 @@ class LaunchFlagSerializer(serializers.Serializer):
 class CandidateSerializer(serializers.Serializer):
     finding_id = serializers.IntegerField()
     score = serializers.FloatField()
-    level = serializers.ChoiceField(choices=enum_choices(MatchLevel))
+    level = serializers.ChoiceField(choices=MATCH_LEVELS)
     layer = serializers.CharField(
         help_text="Which matching layer found it: linked, fingerprint, template, terms…"
     )
@@ -533,7 +600,7 @@ class DiagnosisSerializer(serializers.Serializer):
         help_text="The shareable page of this diagnosis; null if not stored"
     )
     summary = serializers.SerializerMethodField(help_text="One line a bot can post as is")
-    match = serializers.ChoiceField(choices=enum_choices(MatchLevel))
+    match = serializers.ChoiceField(choices=MATCH_LEVELS)
     verdict = serializers.ChoiceField(
         choices=enum_choices(Verdict),
         help_text="The match told truthfully: different_setup when the setup contradicts it",
@@ -633,3 +700,48 @@ class SlackMessageSerializer(serializers.Serializer):
     response_type = serializers.ChoiceField(choices=["in_channel", "ephemeral"])
     text = serializers.CharField(help_text="The notification text (mrkdwn, escaped)")
     blocks = serializers.ListField(child=serializers.DictField(), help_text="Block Kit blocks")
+
+
+# --- Slack ---------------------------------------------------------------------------------
+
+
+def slack_text(help_text: str = "") -> serializers.CharField:
+    return serializers.CharField(required=False, allow_blank=True, default="", help_text=help_text)
+
+
+class SlashCommandSerializer(serializers.Serializer):
+    """What Slack posts for `/fixgraph <paste>` (a form; only the fields FixGraph reads)."""
+
+    text = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        trim_whitespace=False,
+        max_length=40_000,
+        help_text="What follows the command: the pasted error",
+    )
+    response_url = slack_text("Where the answer goes when there is no bot token")
+    command = slack_text()
+    channel_id = slack_text("The channel the verdict and its thread go to")
+    team_id = slack_text()
+    user_id = slack_text("The Slack user: feedback counts once per user")
+    trigger_id = slack_text()
+
+
+class SlackInteractionSerializer(serializers.Serializer):
+    """What Slack posts when a button is pressed or a modal sent: one `payload` field."""
+
+    payload = serializers.CharField(help_text="JSON: block_actions or view_submission")
+
+    def validate_payload(self, value: str) -> dict[str, Any]:
+        try:
+            payload = json.loads(value)
+        except ValueError:
+            raise serializers.ValidationError("Not JSON.") from None
+        if not isinstance(payload, dict):
+            raise serializers.ValidationError("Not a Slack interaction.")
+        if payload.get("type") == "block_actions":
+            actions = payload.get("actions")
+            if not isinstance(actions, list) or not actions or not isinstance(actions[0], dict):
+                raise serializers.ValidationError("A button press without an action.")
+        return payload

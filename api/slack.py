@@ -1,8 +1,14 @@
-"""Slack: Block Kit for a diagnosis, signed requests in, replies to `response_url` out.
+"""Slack: `/fixgraph <paste>` answered in a thread, and buttons that record feedback.
 
-Slack waits 3 s for an answer, so the slash command only acknowledges; a Celery
-task diagnoses and posts the blocks. The server only ever posts to the origins
-in SLACK_RESPONSE_ORIGINS (hooks.slack.com), never to a URL a request names.
+Slack waits 3 s for an answer, so the slash command only acknowledges; a Celery task
+diagnoses and posts. With a bot token (SLACK_BOT_TOKEN) the verdict goes to the channel
+and the fixes into a thread under it; without one, the answer goes to the command's
+`response_url`, unthreaded. Replies to `response_url` only ever go to the origins in
+SLACK_RESPONSE_ORIGINS (hooks.slack.com), never to a URL a request names.
+
+Everything from the knowledge base or a user is escaped for mrkdwn (`&`, `<`, `>`), so no
+finding title or paste can mention @channel, ping a person, or dress a link up as another.
+docs/slack.md says how to install the app and what each button does.
 """
 
 from __future__ import annotations
@@ -13,77 +19,139 @@ import json
 import logging
 import time
 import urllib.request
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
+from django.contrib.auth.models import AnonymousUser
+from django.http import HttpRequest
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import authentication, exceptions, parsers, permissions, renderers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from api.errors import error_body
+from api.serializers import (
+    SlackInteractionSerializer,
+    SlackMessageSerializer,
+    SlashCommandSerializer,
+)
+from kb.models import Fix, FixFeedback
+from kb.services import feedback, stored_diagnoses
+from kb.services.feedback import Voter
 
 log = logging.getLogger(__name__)
 
 MAX_SIGNATURE_AGE_S = 5 * 60
 MAX_FIXES_SHOWN = 5
 MAX_BLOCK_TEXT = 2_900  # Slack refuses section text over 3000 characters
+MAX_BUTTON_VALUE = 2_000  # and button values over 2000
 POST_TIMEOUT_S = 10
 
-HELPED, NOT_HELPED, VALIDATE = "fix_helped", "fix_not_helped", "fix_validate"
+HELPED, NOT_HELPED, VALIDATE, OPEN = "fix_helped", "fix_not_helped", "fix_validate", "open"
+UNDO = "feedback_undo"
+WORKED_INSTEAD = "worked_instead"  # the button that opens the modal, and the modal
+INSTEAD_FIX, INSTEAD_TEXT = "instead_fix", "instead_text"
 
 
-# --- blocks ---------------------------------------------------------------------------
+# --- mrkdwn -----------------------------------------------------------------------------
 
 
-def diagnosis_blocks(result: dict[str, Any]) -> dict[str, Any]:
-    """A message a bot can post as is: headline, fixes with buttons, warnings, a question."""
-    fingerprint = (result.get("signature") or {}).get("fingerprint", "")
-    blocks: list[dict[str, Any]] = [section(headline(result))]
-    for fix in result.get("fixes", [])[:MAX_FIXES_SHOWN]:
-        blocks += fix_blocks(fix, fingerprint)
-    blocks += not_helpful_blocks(result.get("not_helpful", []))
-    for question in result.get("questions", [])[:1]:
-        blocks.append(section(f":question: *{question['text']}*"))
-    return {"response_type": "in_channel", "text": headline(result), "blocks": blocks}
+def escape(text: Any) -> str:
+    """Slack's control characters, escaped as Slack documents: `<!channel>`, `<@U1>` and
+    `<https://x|label>` in a finding or a paste arrive as text, not as mentions or links."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def headline(result: dict[str, Any]) -> str:
-    count = len(result.get("fixes", []))
-    match = result.get("match", "none")
-    if match == "none" or not count:
-        return "No known match for this error in FixGraph."
-    known = "Known issue" if match == "known" else "Similar to a known issue"
-    return f"{known}: {count} fix{'es' if count != 1 else ''} worked before."
+def code(text: Any) -> str:
+    """Inline code; a backtick inside would end the span early."""
+    return "`" + escape(text).replace("`", "'") + "`"
+
+
+def link(url: str, label: Any) -> str:
+    # Our own URLs (SITE_URL + a path we built); only the label can carry user text.
+    return f"<{url}|{escape(label).replace('|', '¦')}>"
+
+
+# --- blocks -----------------------------------------------------------------------------
+
+
+def diagnosis_blocks(answer: dict[str, Any]) -> dict[str, Any]:
+    """The whole answer as one message a bot can post as is."""
+    blocks = headline_blocks(answer) + detail_blocks(answer)
+    return {"response_type": "in_channel", "text": escape(answer["summary"]), "blocks": blocks}
+
+
+def headline_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The verdict: the summary line, the error, and a link to the diagnosis page."""
+    lines = [f"*{escape(answer['summary'])}*"]
+    signature = answer.get("signature")
+    if signature:
+        lines.append(code(f"{signature['exception_type']}: {signature['template']}"[:500]))
+    block = section("\n".join(lines))
+    if answer.get("html_url"):
+        block["accessory"] = url_button("Open in FixGraph", OPEN, answer["html_url"])
+    return [block]
+
+
+def detail_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fixes with their buttons, what is known not to help, and the open question."""
+    blocks: list[dict[str, Any]] = []
+    for entry in answer.get("fixes", [])[:MAX_FIXES_SHOWN]:
+        blocks += fix_blocks(entry, answer)
+    blocks += not_helpful_blocks(answer.get("not_helpful", []))
+    for question in answer.get("questions", [])[:1]:
+        blocks.append(section(f":question: *{escape(question['text'])}*"))
+    if not blocks:
+        blocks.append(section("Nothing the team wrote down matches this error yet."))
+    return blocks
 
 
 def section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text[:MAX_BLOCK_TEXT]}}
 
 
-def fix_blocks(ranked: dict[str, Any], fingerprint: str) -> list[dict[str, Any]]:
-    fix = ranked["fix"]
-    lines = [f"*{ranked['rank']}. {fix['summary']}*"]
-    lines += [f"`{change}`" for change in fix.get("command_changes", [])]
-    why = [step["detail"] for step in ranked.get("why", []) if step.get("detail")]
+def fix_blocks(entry: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, Any]]:
+    fix, finding = entry["fix"], entry["finding"]
+    lines = [f"*{entry['rank']}. {escape(fix['summary'])}*"]
+    if entry.get("already_applied"):
+        lines[0] += " _(already in your launch command)_"
+    if fix.get("command_changes"):
+        lines.append(" ".join(code(change) for change in fix["command_changes"]))
+    why = [step["detail"] for step in entry.get("why", []) if step["step"] != "signature"]
     if why:
-        lines.append("_Why:_ " + "; ".join(why[:3]))
-    lines.append(f"_From:_ {ranked['finding']['title']}")
-    return [section("\n".join(lines)), fix_buttons(fix["id"], fingerprint)]
+        lines.append("_Why:_ " + escape("; ".join(why[:3])))
+    lines.append("_From:_ " + link(finding["html_url"], finding["title"]))
+    blocks = [section("\n".join(lines))]
+    if entry.get("corrected_command"):
+        command = escape(entry["corrected_command"]).replace("```", "'''")
+        blocks.append(section(f"```{command}```"))
+    blocks.append(fix_buttons(entry, answer))
+    return blocks
 
 
-def fix_buttons(fix_id: int, fingerprint: str) -> dict[str, Any]:
-    value = json.dumps({"fix": fix_id, "fp": fingerprint[:64]})
+def fix_buttons(entry: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    fix_id = entry["fix_id"]
+    value = button_value(fix_id, answer)
+    finding_page = entry["finding"]["html_url"]
     return {
         "type": "actions",
         "block_id": f"fix-{fix_id}",
         "elements": [
             button("Fixed it", HELPED, value, style="primary"),
             button("Did not help", NOT_HELPED, value, style="danger"),
-            button("Validate on a host", VALIDATE, value),
+            url_button("Validate", VALIDATE, f"{finding_page}#fix-{fix_id}"),
+            url_button("Open in FixGraph", OPEN, answer.get("html_url") or finding_page),
         ],
     }
+
+
+def button_value(fix_id: int, answer: dict[str, Any]) -> str:
+    """What a feedback button carries back: the fix, the diagnosis (whose paste is kept
+    with the feedback) and the fingerprint when the diagnosis is not stored."""
+    fingerprint = (answer.get("signature") or {}).get("fingerprint", "")
+    value = json.dumps({"fix": fix_id, "d": answer.get("id"), "fp": fingerprint[:64]})
+    return value[:MAX_BUTTON_VALUE]
 
 
 def button(label: str, action_id: str, value: str, style: str = "") -> dict[str, Any]:
@@ -96,10 +164,21 @@ def button(label: str, action_id: str, value: str, style: str = "") -> dict[str,
     return {**element, "style": style} if style else element
 
 
+def url_button(label: str, action_id: str, url: str) -> dict[str, Any]:
+    return {
+        "type": "button",
+        "text": {"type": "plain_text", "text": label},
+        "action_id": action_id,
+        "url": url,
+    }
+
+
 def not_helpful_blocks(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not entries:
         return []
-    lines = [f"• {entry['fix']['summary']}: {entry['reason']}" for entry in entries[:5]]
+    lines = [
+        f"• {escape(entry['fix']['summary'])}: {escape(entry['reason'])}" for entry in entries[:5]
+    ]
     return [section(":warning: *Known not to help:*\n" + "\n".join(lines))]
 
 
@@ -119,28 +198,42 @@ def signature_problem(request: HttpRequest, now: float | None = None) -> str | N
         return "The request's timestamp is too old (or in the future)."
     base = b"v0:" + timestamp.encode() + b":" + request.body
     expected = "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
-    return None if hmac.compare_digest(expected, signature) else "The Slack signature is wrong."
+    # Bytes, so a header with characters outside ASCII is a wrong signature, not a crash.
+    sent = signature.encode("utf-8", "replace")
+    return None if hmac.compare_digest(expected.encode(), sent) else "The Slack signature is wrong."
 
 
-def slack_endpoint(view: Callable[[HttpRequest], HttpResponse]) -> Callable[..., HttpResponse]:
-    """Signed, POST only, no CSRF (Slack signs instead), and JSON errors."""
+class SlackSigned:
+    """`request.auth` of a request whose Slack signature checked out."""
 
-    @csrf_exempt
-    @require_POST
-    def wrapped(request: HttpRequest) -> HttpResponse:
-        problem = signature_problem(request)
+
+class SlackSignatureAuthentication(authentication.BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[AnonymousUser, SlackSigned]:
+        problem = signature_problem(request._request)
         if problem is not None:
-            return JsonResponse(error_body("bad_signature", problem), status=401)
-        try:
-            return view(request)
-        except Exception:
-            log.exception("Slack request failed")
-            return JsonResponse(error_body("server_error", "FixGraph failed on this."), status=500)
+            raise exceptions.AuthenticationFailed(problem, code="bad_signature")
+        return AnonymousUser(), SlackSigned()
 
-    return wrapped
+    def authenticate_header(self, request: Request) -> str:
+        return "Slack-Signature"
 
 
-# --- posting back -------------------------------------------------------------------------
+class IsSlackSigned(permissions.BasePermission):
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        return isinstance(request.auth, SlackSigned)
+
+
+class SlackEndpoint(APIView):
+    """Signed by Slack instead of a token; a form body; no CSRF (the signature stands in)."""
+
+    authentication_classes = [SlackSignatureAuthentication]
+    permission_classes = [IsSlackSigned]
+    throttle_classes: list[type] = []  # Slack's own rate limits apply; one IP for everyone
+    parser_classes = [parsers.FormParser]
+    renderer_classes = [renderers.JSONRenderer]
+
+
+# --- talking to Slack -------------------------------------------------------------------------
 
 
 def allowed_response_url(url: str) -> bool:
@@ -159,83 +252,247 @@ class NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def post_to_slack(url: str, payload: dict[str, Any]) -> int:
-    if not allowed_response_url(url):
-        raise ValueError(f"refusing to post to {url!r}: not an allowed Slack origin")
-    request = urllib.request.Request(  # noqa: S310 - the origin was checked just above
+def send_json(url: str, payload: dict[str, Any], headers: dict[str, str]) -> tuple[int, bytes]:
+    request = urllib.request.Request(  # noqa: S310 - callers pass only checked or configured URLs
         url,
         data=json.dumps(payload).encode(),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json; charset=utf-8", **headers},
         method="POST",
     )
     opener = urllib.request.build_opener(NoRedirects)
     with opener.open(request, timeout=POST_TIMEOUT_S) as response:
-        return int(response.status)
+        return int(response.status), response.read()
+
+
+def post_to_slack(url: str, payload: dict[str, Any]) -> int:
+    if not allowed_response_url(url):
+        raise ValueError(f"refusing to post to {url!r}: not an allowed Slack origin")
+    code, _ = send_json(url, payload, {})
+    return code
+
+
+class SlackApiError(Exception):
+    """Slack's Web API answered `ok: false` (the bot is not in the channel, a bad token…)."""
+
+
+def call_api(method: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """One Slack Web API call with the bot token, e.g. chat.postMessage."""
+    url = f"{settings.SLACK_API_URL.rstrip('/')}/{method}"
+    _, body = send_json(url, payload, {"Authorization": f"Bearer {settings.SLACK_BOT_TOKEN}"})
+    reply: dict[str, Any] = json.loads(body or b"{}")
+    if not reply.get("ok"):
+        raise SlackApiError(f"{method}: {reply.get('error', 'no reason given')}")
+    return reply
+
+
+def post_answer(answer: dict[str, Any], *, channel: str, response_url: str) -> None:
+    """The verdict in the channel and the fixes in a thread under it (with a bot token);
+    else the whole answer to `response_url`."""
+    if settings.SLACK_BOT_TOKEN and channel:
+        try:
+            head = call_api(
+                "chat.postMessage",
+                {
+                    "channel": channel,
+                    "text": escape(answer["summary"]),
+                    "blocks": headline_blocks(answer),
+                },
+            )
+            call_api(
+                "chat.postMessage",
+                {
+                    "channel": channel,
+                    "thread_ts": head["ts"],
+                    "text": "Fixes, best first",
+                    "blocks": detail_blocks(answer),
+                },
+            )
+            return
+        except SlackApiError as failed:  # e.g. a private channel the bot was not invited to
+            log.warning("Slack thread not posted (%s); answering through response_url", failed)
+    post_to_slack(response_url, diagnosis_blocks(answer))
 
 
 # --- endpoints ---------------------------------------------------------------------------------
 
 
-def ephemeral(text: str) -> JsonResponse:
-    return JsonResponse({"response_type": "ephemeral", "text": text})
+def ephemeral(text: str) -> Response:
+    return Response({"response_type": "ephemeral", "text": text})
 
 
-@slack_endpoint
-def slash_command(request: HttpRequest) -> HttpResponse:
-    """`/fixgraph <traceback>`: acknowledge now, post the diagnosis when it is ready."""
-    from api.tasks import slack_diagnose
+class SlashCommandView(SlackEndpoint):
+    """`/fixgraph <paste>`: acknowledged at once; the answer follows in a thread."""
 
-    text = request.POST.get("text", "")
-    response_url = request.POST.get("response_url", "")
-    if not text.strip():
-        return ephemeral("Paste the error after the command: `/fixgraph <traceback or error line>`")
-    if not allowed_response_url(response_url):
-        return JsonResponse(error_body("invalid", "response_url is not a Slack URL."), status=400)
-    slack_diagnose.delay(text, response_url, request.POST.get("user_id", ""))
-    return ephemeral("Looking for known fixes…")
+    @extend_schema(
+        tags=["slack"],
+        request={"application/x-www-form-urlencoded": SlashCommandSerializer},
+        responses={200: OpenApiResponse(SlackMessageSerializer, "The acknowledgement")},
+    )
+    def post(self, request: Request) -> Response:
+        from api.tasks import slack_diagnose
+
+        serializer = SlashCommandSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        if not data["text"].strip():
+            return ephemeral("Paste the error after the command: `/fixgraph <traceback>`")
+        if not allowed_response_url(data["response_url"]):
+            raise exceptions.ValidationError({"response_url": ["Not a Slack URL."]})
+        slack_diagnose.delay(
+            data["text"],
+            data["response_url"],
+            channel=data["channel_id"],
+            team=data["team_id"],
+            user=data["user_id"],
+        )
+        return ephemeral("Looking for known fixes…")
 
 
-@slack_endpoint
-def interaction(request: HttpRequest) -> HttpResponse:
-    """The buttons under each fix: feedback, or how to validate it."""
-    try:
-        payload = json.loads(request.POST.get("payload", ""))
-        action = payload["actions"][0]
-        value = json.loads(action["value"])
-        fix_id = int(value["fix"])
-    except (ValueError, KeyError, IndexError, TypeError):
-        return JsonResponse(error_body("invalid", "Not a FixGraph button payload."), status=400)
-    user = (payload.get("user") or {}).get("id", "")
-    reply = act_on_button(action["action_id"], fix_id, str(value.get("fp", "")), user)
+class InteractionView(SlackEndpoint):
+    """The buttons under each fix, the Undo under a vote, and the "what worked instead?"
+    form: feedback through the same service as the web page and the API."""
+
+    @extend_schema(
+        tags=["slack"],
+        request={"application/x-www-form-urlencoded": SlackInteractionSerializer},
+        responses={200: OpenApiResponse(None, "Received; any reply goes to response_url")},
+    )
+    def post(self, request: Request) -> Response:
+        serializer = SlackInteractionSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        payload = serializer.validated_data["payload"]
+        if payload.get("type") == "view_submission":
+            worked_instead_submitted(payload)
+        elif payload.get("type") == "block_actions":
+            act_on_button(payload)
+        return Response(status=status.HTTP_200_OK)
+
+
+def slack_voter(payload: dict[str, Any]) -> Voter:
+    user = payload.get("user") or {}
+    team = (payload.get("team") or {}).get("id") or user.get("team_id") or ""
+    return Voter.for_slack(str(team), str(user.get("id") or ""))
+
+
+def act_on_button(payload: dict[str, Any]) -> None:
+    from api.tasks import slack_post
+
+    action = payload["actions"][0]
+    action_id, value = action.get("action_id"), button_data(action)
+    voter = slack_voter(payload)
+    reply: dict[str, Any] | None = None
+    if action_id in (HELPED, NOT_HELPED):
+        reply = vote_from_button(value, voter, helped=action_id == HELPED)
+    elif action_id == UNDO:
+        taken_back = feedback.undo(int(value.get("vote") or 0), voter)
+        text = "Taken back: your word no longer counts." if taken_back else "Nothing to undo."
+        reply = {"text": text}
+    elif action_id == WORKED_INSTEAD:
+        open_worked_instead(int(value.get("vote") or 0), voter, payload.get("trigger_id", ""))
+    # VALIDATE and OPEN are link buttons: Slack opens the page; nothing to do here.
     response_url = payload.get("response_url", "")
     if reply and allowed_response_url(response_url):
-        from api.tasks import slack_post
-
         slack_post.delay(
-            response_url, {"response_type": "ephemeral", "replace_original": False, "text": reply}
+            response_url, {"response_type": "ephemeral", "replace_original": False, **reply}
         )
-    return HttpResponse(status=200)
 
 
-def act_on_button(action_id: str, fix_id: int, fingerprint: str, slack_user: str) -> str:
-    from kb.models import Fix
-    from kb.services.diagnosis import record_feedback
+def button_data(action: dict[str, Any]) -> dict[str, Any]:
+    try:
+        value = json.loads(action.get("value") or "{}")
+    except ValueError:
+        raise exceptions.ValidationError({"payload": ["Not a FixGraph button."]}) from None
+    if not isinstance(value, dict):
+        raise exceptions.ValidationError({"payload": ["Not a FixGraph button."]})
+    return value
 
-    fix = Fix.objects.filter(pk=fix_id).first()
+
+def vote_from_button(value: dict[str, Any], voter: Voter, *, helped: bool) -> dict[str, Any]:
+    fix = Fix.objects.filter(pk=int_or_zero(value.get("fix"))).first()
     if fix is None:
-        return "That fix is no longer in FixGraph."
-    if action_id in (HELPED, NOT_HELPED):
-        record_feedback(
-            fix,
-            helped=action_id == HELPED,
-            fingerprint=fingerprint,
-            context={"slack_user": slack_user},
-            channel="slack",
+        return {"text": "That fix is no longer in FixGraph."}
+    slug = value.get("d")
+    vote, created = feedback.vote(
+        fix,
+        voter,
+        helped=helped,
+        diagnosis=stored_diagnoses.stored(slug) if isinstance(slug, str) else None,
+        fingerprint=str(value.get("fp") or ""),
+        channel="slack",
+    )
+    said = "fixed it" if helped else "did not help"
+    again = "" if created else " It replaces your earlier word."
+    text = f"Thanks: recorded that *{escape(fix.summary)}* {said}.{again} It counts once."
+    buttons = [button("Undo", UNDO, json.dumps({"vote": vote.pk}))]
+    if not helped and settings.SLACK_BOT_TOKEN:
+        buttons.insert(
+            0, button("What worked instead?", WORKED_INSTEAD, json.dumps({"vote": vote.pk}))
         )
-        return "Thanks: recorded. It will count in the next ranking."
-    if action_id == VALIDATE:
-        return (
-            f"Queue a run with `POST {settings.SITE_URL}/api/v1/validation-runs/` "
-            f'`{{"fix_id": {fix_id}, "host": "<host name>"}}` (a token with `validate`).'
+    blocks = [section(text), {"type": "actions", "elements": buttons}]
+    return {"text": text, "blocks": blocks}
+
+
+def int_or_zero(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def open_worked_instead(vote_id: int, voter: Voter, trigger_id: str) -> None:
+    """A modal asking which fix worked instead, or what did (Slack's views.open)."""
+    vote = FixFeedback.objects.filter(pk=vote_id, voter=voter.key).select_related("fix").first()
+    if vote is None or not trigger_id or not settings.SLACK_BOT_TOKEN:
+        return
+    others = Fix.objects.filter(finding_id=vote.fix.finding_id).exclude(pk=vote.fix_id)
+    blocks: list[dict[str, Any]] = []
+    options = [
+        {"text": {"type": "plain_text", "text": other.summary[:75]}, "value": str(other.pk)}
+        for other in others.order_by("position", "id")[:100]
+    ]
+    if options:
+        blocks.append(
+            {
+                "type": "input",
+                "block_id": INSTEAD_FIX,
+                "optional": True,
+                "label": {"type": "plain_text", "text": "Another fix that worked"},
+                "element": {"type": "static_select", "action_id": INSTEAD_FIX, "options": options},
+            }
         )
-    return ""
+    blocks.append(
+        {
+            "type": "input",
+            "block_id": INSTEAD_TEXT,
+            "optional": True,
+            "label": {"type": "plain_text", "text": "Or what worked, in your words"},
+            "element": {"type": "plain_text_input", "action_id": INSTEAD_TEXT, "multiline": True},
+        }
+    )
+    view = {
+        "type": "modal",
+        "callback_id": WORKED_INSTEAD,
+        "private_metadata": json.dumps({"vote": vote.pk}),
+        "title": {"type": "plain_text", "text": "What worked instead?"},
+        "submit": {"type": "plain_text", "text": "Tell the team"},
+        "blocks": blocks,
+    }
+    try:
+        call_api("views.open", {"trigger_id": trigger_id, "view": view})
+    except SlackApiError as failed:
+        log.warning("Slack modal not opened: %s", failed)
+
+
+def worked_instead_submitted(payload: dict[str, Any]) -> None:
+    view = payload.get("view") or {}
+    if view.get("callback_id") != WORKED_INSTEAD:
+        return
+    try:
+        vote_id = int_or_zero(json.loads(view.get("private_metadata") or "{}").get("vote"))
+    except (ValueError, AttributeError):
+        return
+    values = (view.get("state") or {}).get("values") or {}
+    chosen = ((values.get(INSTEAD_FIX) or {}).get(INSTEAD_FIX) or {}).get("selected_option")
+    text = ((values.get(INSTEAD_TEXT) or {}).get(INSTEAD_TEXT) or {}).get("value") or ""
+    fix = Fix.objects.filter(pk=int_or_zero((chosen or {}).get("value"))).first()
+    feedback.tell_worked_instead(vote_id, slack_voter(payload), fix=fix, text=str(text))

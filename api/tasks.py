@@ -7,22 +7,28 @@ from urllib.error import URLError
 
 from celery import shared_task
 
-from api.slack import diagnosis_blocks, post_to_slack
+from api.slack import escape, post_answer, post_to_slack
 
 
 @shared_task(
     name="api.slack_diagnose", autoretry_for=(URLError,), retry_backoff=True, max_retries=3
 )
-def slack_diagnose(text: str, response_url: str, slack_user: str = "") -> None:
-    from api.serializers import DiagnosisSerializer
+def slack_diagnose(
+    text: str, response_url: str, *, channel: str = "", team: str = "", user: str = ""
+) -> None:
+    """Diagnose a slash command's paste; the verdict to the channel, the fixes in a thread."""
     from decisiontree.traceback import InputRejected
-    from kb.services.diagnosis import diagnose
+    from kb.models import StoredDiagnosis
+    from kb.services.stored_diagnoses import diagnose_and_store
 
     try:
-        payload = diagnosis_blocks(DiagnosisSerializer(diagnose(text)).data)
+        record = diagnose_and_store(
+            text, channel=StoredDiagnosis.Channel.SLACK, requester=f"slack:{team}:{user}"
+        )
     except InputRejected as rejected:
-        payload = {"response_type": "ephemeral", "text": str(rejected)}
-    post_to_slack(response_url, payload)
+        post_to_slack(response_url, {"response_type": "ephemeral", "text": escape(rejected)})
+        return
+    post_answer(record.answer, channel=channel, response_url=response_url)
 
 
 @shared_task(name="api.slack_post", autoretry_for=(URLError,), retry_backoff=True, max_retries=3)

@@ -13,9 +13,9 @@ from drf_spectacular.utils import (
     OpenApiParameter,
     extend_schema,
 )
-from rest_framework import mixins, renderers, status, viewsets
+from rest_framework import generics, mixins, renderers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import NotAuthenticated, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
@@ -29,19 +29,22 @@ from api.filters import FindingFilterBackend, may_read_unpublished
 from api.models import ApiToken, IdempotentReply, Scope
 from api.pagination import FindingCursorPagination
 from api.slack import diagnosis_blocks
-from decisiontree.diagnose import Diagnosis
+from decisiontree.traceback import InputRejected
 from kb.filtersets import FindingFilterSet
 from kb.models import (
     Finding,
     Fix,
+    FixFeedback,
     Flag,
     FrameworkRelease,
     Hardware,
     Host,
     LanguageModel,
+    StoredDiagnosis,
     ValidationRun,
 )
 from kb.search import SearchResult, page_snippets
+from kb.services import feedback, stored_diagnoses
 
 
 class SlackBlocksRenderer(renderers.JSONRenderer):
@@ -51,17 +54,20 @@ class SlackBlocksRenderer(renderers.JSONRenderer):
     format = "slack"
 
 
-def run_diagnosis(data: dict[str, Any]) -> Diagnosis:
-    # Imported on use: the rest of the API keeps working while decisiontree changes.
-    from decisiontree.traceback import InputRejected
-    from kb.services.diagnosis import diagnose
-
-    fields = {
-        k: data.get(k) or None
-        for k in ("launch_command", "gpu", "model", "framework", "framework_version")
-    }
+def run_diagnosis(request: Request, data: dict[str, Any]) -> StoredDiagnosis:
+    """Diagnose and store (the answer's `html_url` is its page); bad input is a 400."""
     try:
-        result = diagnose(data["traceback"], answers=data.get("answers") or None, **fields)
+        return stored_diagnoses.diagnose_and_store(
+            data["traceback"],
+            **{
+                name: data.get(name) or ""
+                for name in ("launch_command", "gpu", "model", "framework", "framework_version")
+            },
+            answers=data.get("answers") or None,
+            channel=StoredDiagnosis.Channel.API,
+            user=request.user,
+            requester=requester_of(request),
+        )
     except InputRejected as rejected:
         raise InputRefused(str(rejected)) from rejected
     except KeyError as unknown:
@@ -69,7 +75,11 @@ def run_diagnosis(data: dict[str, Any]) -> Diagnosis:
             raise
         # An answer to a question FixGraph never asks.
         raise ValidationError({"answers": [str(unknown.args[0])]}) from None
-    return result
+
+
+def requester_of(request: Request) -> str:
+    token = request.auth
+    return f"token:{token.pk} ({token.name or token.prefix})" if isinstance(token, ApiToken) else ""
 
 
 def diagnose_examples() -> list[OpenApiExample]:
@@ -92,12 +102,19 @@ def diagnose_examples() -> list[OpenApiExample]:
     ]
 
 
-class DiagnoseView(APIView):
+class DiagnoseView(generics.GenericAPIView):  # type: ignore[type-arg]
     """A pasted error in, ranked fixes out."""
+
+    serializer_class = s.DiagnoseRequestSerializer  # the browsable API's form
 
     required_scopes = {"unsafe": Scope.READ}
     anonymous_actions = frozenset({"post"})  # with FIXGRAPH_ALLOW_ANONYMOUS_API
-    renderer_classes = [renderers.JSONRenderer, SlackBlocksRenderer]
+    throttle_scope = "diagnose"  # FIXGRAPH_API_RATE_DIAGNOSE, per token
+    renderer_classes = [
+        renderers.JSONRenderer,
+        renderers.BrowsableAPIRenderer,
+        SlackBlocksRenderer,
+    ]
 
     @extend_schema(
         request=s.DiagnoseRequestSerializer,
@@ -112,36 +129,68 @@ class DiagnoseView(APIView):
         serializer = s.DiagnoseRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        result = run_diagnosis(data)
-        context = {"launch_command": data.get("launch_command", "")}
-        answer = s.DiagnosisSerializer(result, context=context).data
+        answer = run_diagnosis(request, data).answer
         if request.accepted_renderer.format == "slack":
             return Response(diagnosis_blocks(answer))
         return Response(answer)
 
 
-class FeedbackView(APIView):
-    required_scopes = {"unsafe": Scope.READ}
+class FeedbackViewSet(
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Whether a suggested fix helped: one vote per token (or login), fix and paste; it
+    becomes ranking evidence. A second vote replaces the first; DELETE takes it back."""
 
-    @extend_schema(request=s.FeedbackSerializer, responses={201: s.FeedbackReplySerializer})
-    def post(self, request: Request) -> Response:
-        """Tell FixGraph whether a suggested fix helped; it becomes ranking evidence."""
-        from kb.services.diagnosis import record_feedback
+    serializer_class = s.FeedbackSerializer
+    required_scopes = {"safe": Scope.READ, "unsafe": Scope.READ}
+    filter_backends: list[type] = []
 
-        serializer = s.FeedbackSerializer(data=request.data)
+    def get_queryset(self) -> QuerySet[FixFeedback]:
+        if getattr(self, "swagger_fake_view", False):  # the schema, drawn without a voter
+            return FixFeedback.objects.none()
+        return feedback.votes_of(voter_of(self.request))
+
+    @extend_schema(
+        request=s.FeedbackRequestSerializer,
+        responses={201: s.FeedbackSerializer, 200: s.FeedbackSerializer},
+    )
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Vote: 201 for a new vote, 200 when it replaced your earlier one."""
+        voter = voter_of(request)
+        serializer = s.FeedbackRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        feedback = record_feedback(
-            Fix.objects.get(pk=data["fix_id"]),
+        vote, created = feedback.vote(
+            data["fix"],
+            voter,
             helped=data["helped"],
+            diagnosis=data["diagnosis"],
             fingerprint=data.get("fingerprint", ""),
-            context=data.get("context") or {},
+            worked_instead_fix=data["worked_instead_fix"],
+            worked_instead_text=data.get("worked_instead_text", ""),
             comment=data.get("comment", ""),
+            context=data.get("context") or {},
             channel="api",
-            user=request.user,
         )
-        reply = {"id": feedback.pk, "fix_id": feedback.fix_id, "helped": feedback.helped}
-        return Response(reply, status=status.HTTP_201_CREATED)
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(s.FeedbackSerializer(vote).data, status=code)
+
+    def perform_destroy(self, instance: FixFeedback) -> None:
+        feedback.undo(instance.pk, voter_of(self.request))
+
+
+def voter_of(request: Request) -> feedback.Voter:
+    """The token, else the logged-in user: a vote always has someone behind it."""
+    if isinstance(request.auth, ApiToken):
+        return feedback.Voter.for_token(request.auth.pk, request.auth.user)
+    try:
+        return feedback.Voter.for_user(request.user)
+    except feedback.NoVoter:
+        raise NotAuthenticated("Feedback needs an API token (or a login).") from None
 
 
 class SignatureDecisionView(APIView):
@@ -185,6 +234,11 @@ class FindingViewSet(
     pagination_class = FindingCursorPagination
     search_result: SearchResult | None = None
 
+    @property
+    def throttle_scope(self) -> str:
+        """Searching has its own budget (FIXGRAPH_API_RATE_SEARCH); reading one does not."""
+        return "search" if self.action == "list" else ""
+
     def perform_create(self, serializer: BaseSerializer[Any]) -> None:
         """Without the `publish` scope a new finding is a draft, for a reviewer."""
         status_asked = serializer.validated_data.get("status", Finding.Status.DRAFT)
@@ -223,7 +277,13 @@ class FindingViewSet(
         return context
 
     @extend_schema(request=s.FixSerializer, responses={200: s.FixSerializer(many=True)})
-    @action(detail=True, methods=["get", "post"], serializer_class=s.FixSerializer)
+    @action(
+        detail=True,
+        methods=["get", "post"],
+        serializer_class=s.FixSerializer,
+        filter_backends=[],  # the list's filters and pages are not this action's
+        pagination_class=None,
+    )
     def fixes(self, request: Request, pk: str | None = None) -> Response:
         """A finding's fixes, in order; POST (scope `write`) adds one."""
         finding = self.get_object()
@@ -238,7 +298,13 @@ class FindingViewSet(
         return Response(serializer.data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: s.FindingHistorySerializer(many=True)})
-    @action(detail=True, methods=["get"], serializer_class=s.FindingHistorySerializer)
+    @action(
+        detail=True,
+        methods=["get"],
+        serializer_class=s.FindingHistorySerializer,
+        filter_backends=[],
+        pagination_class=None,
+    )
     def history(self, request: Request, pk: str | None = None) -> Response:
         """Every saved version of the finding, newest first, with who changed what."""
         from kb.services.history import finding_edits

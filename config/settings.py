@@ -311,6 +311,9 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "token": os.environ.get("FIXGRAPH_API_RATE_TOKEN", "600/min"),
         "anon": os.environ.get("FIXGRAPH_API_RATE_ANON", "60/min"),
+        # Per caller, on top of the above, for the two endpoints that cost CPU.
+        "diagnose": os.environ.get("FIXGRAPH_API_RATE_DIAGNOSE", "60/min"),
+        "search": os.environ.get("FIXGRAPH_API_RATE_SEARCH", "120/min"),
     },
     "NUM_PROXIES": FIXGRAPH_NUM_PROXIES,
     "DEFAULT_PARSER_CLASSES": [
@@ -319,10 +322,14 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "EXCEPTION_HANDLER": "api.errors.api_exception_handler",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "api.negotiation.ContentNegotiation",
 }
 # Off by default: with it on, callers without a token may diagnose and search (nothing else).
 FIXGRAPH_ALLOW_ANONYMOUS_API = envbool("FIXGRAPH_ALLOW_ANONYMOUS_API", "False")
 SLACK_SIGNING_SECRET = envsecret("SLACK_SIGNING_SECRET")
+# With a bot token (xoxb-…, scope chat:write) answers go to a thread; see docs/slack.md.
+SLACK_BOT_TOKEN = envsecret("SLACK_BOT_TOKEN")
+SLACK_API_URL = os.environ.get("SLACK_API_URL", "https://slack.com/api")
 # Signs outgoing webhooks (HMAC-SHA256); unsigned when unset.
 FIXGRAPH_WEBHOOK_SECRET = envsecret("FIXGRAPH_WEBHOOK_SECRET")
 # Refuse webhook URLs that resolve to loopback, private or link-local addresses.
@@ -333,15 +340,23 @@ SLACK_RESPONSE_ORIGINS = envlist("SLACK_RESPONSE_ORIGINS", "https://hooks.slack.
 INSTALLED_APPS += ["drf_spectacular_sidecar"]
 SPECTACULAR_SETTINGS = {
     "TITLE": "FixGraph API",
-    "DESCRIPTION": "Diagnose LLM-serving crashes and search what the team learned.",
+    "DESCRIPTION": (
+        "Diagnose LLM-serving crashes and search what the team learned.\n\n"
+        "Send `Authorization: Token <token>` (`manage.py issue_token USER --scopes read`). "
+        'Every error has one shape, `{"error": {"code", "message", "fields"}}`; '
+        "`429` comes with `Retry-After`. A Python client and curl lines: docs/api.md; the "
+        "Slack app: docs/slack.md."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # No validator badge: it would load an image from validator.swagger.io.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "REDOC_DIST": "SIDECAR",
-    "ENUM_NAME_OVERRIDES": {"MatchLevelEnum": "decisiontree.match.MatchLevel"},
+    "ENUM_NAME_OVERRIDES": {"MatchLevelEnum": "api.serializers.MATCH_LEVELS"},
 }
 
 LOGGING = {

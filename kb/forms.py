@@ -72,12 +72,33 @@ def answers_from(data: Any) -> dict[str, str]:
 
 
 class FeedbackForm(forms.Form):
-    fix = forms.ModelChoiceField(queryset=Fix.objects.all(), widget=forms.HiddenInput)
+    fix_id = forms.ModelChoiceField(queryset=Fix.objects.all(), widget=forms.HiddenInput)
     helped = forms.TypedChoiceField(
         choices=[("yes", "fixed it"), ("no", "did not help")],
         coerce=lambda value: value == "yes",
     )
     fingerprint = forms.CharField(required=False, max_length=64)
+    diagnosis = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput)
+
+    def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        if data is not None and "fix_id" not in data and "fix" in data:
+            data = data.copy()  # the field's old name, from pages still open in a browser
+            data["fix_id"] = data["fix"]
+        super().__init__(data, *args, **kwargs)
+
+
+class WorkedInsteadForm(forms.Form):
+    """After "did not help": another fix that worked, or what did, in the voter's words."""
+
+    worked_instead_fix = forms.ModelChoiceField(
+        queryset=Fix.objects.all(), required=False, label="Another fix that worked"
+    )
+    worked_instead_text = forms.CharField(
+        required=False,
+        max_length=5_000,
+        label="Or what worked, in your words",
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
 
 
 # --- review ------------------------------------------------------------------------

@@ -10,7 +10,18 @@ urlpatterns = [
     path("diagnose/draft/", views.start_finding, name="diagnose-draft"),
     path("diagnose/<str:slug>/", views.diagnosis_detail, name="diagnosis"),
     path("diagnose/<str:slug>/delete/", views.diagnosis_delete, name="diagnosis-delete"),
+    path("feedback/<int:pk>/undo/", views.feedback_undo, name="feedback-undo"),
+    path(
+        "feedback/<int:pk>/worked-instead/",
+        views.feedback_worked_instead,
+        name="feedback-worked-instead",
+    ),
     path("findings/<int:pk>/", views.finding_detail, name="finding-detail"),
+    path(
+        "findings/<int:pk>/samples/from-feedback/<int:vote_pk>/",
+        views.learn_paste,
+        name="learn-paste",
+    ),
     path(
         "findings/<int:pk>/fixes/<int:fix_pk>/validate/",
         views.validate_fix,

@@ -197,6 +197,25 @@ class ErrorSample(models.Model):
     parsed = models.JSONField(
         default=dict, blank=True, help_text="Its signatures, as decisiontree.samples stores them"
     )
+    # Learned from use: a paste someone said a fix fixed, added by a reviewer. Such samples
+    # are not the document's: re-ingesting the document keeps them.
+    learned_at = models.DateTimeField(null=True, blank=True)
+    learned_from = models.ForeignKey(
+        "kb.FixFeedback",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="learned_samples",
+        help_text="The “fixed it” vote whose paste this is",
+    )
+    learned_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The reviewer who added it",
+    )
 
     def __str__(self) -> str:
         return self.text[:80]
@@ -244,11 +263,40 @@ class Fix(models.Model):
 
 
 class FixFeedback(models.Model):
-    """A user's word on a suggested fix: it fixed it, or it did not help."""
+    """One person's word on a suggested fix for one paste: it fixed it, or it did not.
+
+    One vote per voter, fix and paste (kb.services.feedback): a second vote replaces the
+    first. A voter is a FixGraph user, an API token or a Slack user; never nobody.
+    """
 
     fix = models.ForeignKey(Fix, on_delete=models.CASCADE, related_name="feedback")
     helped = models.BooleanField()
+    voter = models.CharField(
+        max_length=120, help_text='Who voted: "user:<id>", "token:<id>", "slack:<team>:<user>"'
+    )
+    paste_key = models.CharField(
+        max_length=64, blank=True, help_text="Digest of the paste the fix was tried on"
+    )
     fingerprint = models.CharField(max_length=64, blank=True)
+    diagnosis = models.ForeignKey(
+        "kb.StoredDiagnosis",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="feedback",
+        help_text="The diagnosis voted on: its paste is kept with the vote",
+    )
+    worked_instead_fix = models.ForeignKey(
+        Fix,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Did not help: the fix that worked instead",
+    )
+    worked_instead_text = models.TextField(
+        blank=True, help_text="Did not help: what worked instead, in the voter's words"
+    )
     context = models.JSONField(default=dict, blank=True)
     comment = models.TextField(blank=True)
     channel = models.CharField(max_length=20, blank=True, help_text="web, api, slack, cli")
@@ -256,9 +304,15 @@ class FixFeedback(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["voter", "fix", "paste_key"], name="one_vote_per_voter_fix_paste"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{'fixed it' if self.helped else 'did not help'}: fix {self.fix_id}"

@@ -37,11 +37,11 @@ from kb.models import (
     ErrorSample,
     Finding,
     Fix,
-    FixFeedback,
     KnowledgeRevision,
     SignatureDecision,
     ValidationRun,
 )
+from kb.services.feedback import votes_per_fix
 from kb.services.fingerprints import carry_decisions_forward
 from kb.services.records import link_samples
 
@@ -226,17 +226,14 @@ def fix_evidence() -> dict[int, Evidence]:
     for fix_id, arch, status in finished:
         bucket = passed if status == ValidationRun.Status.PASSED else failed
         bucket.setdefault(fix_id, Counter())[arch or "unknown"] += 1
-    helped: Counter[int] = Counter()
-    not_helped: Counter[int] = Counter()
-    for fix_id, was_helpful in FixFeedback.objects.values_list("fix_id", "helped"):
-        (helped if was_helpful else not_helped)[fix_id] += 1
-    fix_ids = set(passed) | set(failed) | set(helped) | set(not_helped)
+    votes = votes_per_fix()  # each voter once per fix
+    fix_ids = set(passed) | set(failed) | set(votes)
     return {
         fix_id: Evidence(
             validated_passed=tuple(sorted(passed.get(fix_id, Counter()).items())),
             validated_failed=tuple(sorted(failed.get(fix_id, Counter()).items())),
-            feedback_helped=helped[fix_id],
-            feedback_not_helped=not_helped[fix_id],
+            feedback_helped=votes.get(fix_id, (0, 0))[0],
+            feedback_not_helped=votes.get(fix_id, (0, 0))[1],
         )
         for fix_id in fix_ids
     }
@@ -249,28 +246,6 @@ def signature_decisions() -> dict[tuple[int, str], list[str]]:
     ):
         decisions.setdefault((finding_id, decision), []).append(fingerprint)
     return decisions
-
-
-def record_feedback(
-    fix: Fix,
-    *,
-    helped: bool,
-    fingerprint: str = "",
-    context: Context | dict[str, Any] | None = None,
-    comment: str = "",
-    channel: str = "",
-    user: AbstractBaseUser | AnonymousUser | None = None,
-) -> FixFeedback:
-    """A user says a suggested fix fixed it (or did not). Becomes ranking evidence."""
-    return FixFeedback.objects.create(
-        fix=fix,
-        helped=helped,
-        fingerprint=fingerprint[:64],
-        context=context_dict(context),
-        comment=comment,
-        channel=channel[:20],
-        created_by=user if user is not None and user.is_authenticated else None,
-    )
 
 
 def decide_signature(
@@ -291,15 +266,3 @@ def decide_signature(
         },
     )
     return row
-
-
-def context_dict(context: Context | dict[str, Any] | None) -> dict[str, Any]:
-    if context is None:
-        return {}
-    if isinstance(context, dict):
-        return context
-    return {
-        key: (dict(value) if hasattr(value, "items") else value)
-        for key, value in vars(context).items()
-        if value not in (None, (), {})
-    }

@@ -17,7 +17,8 @@ from django.db.models import Count, F, IntegerField, Max, Min, OuterRef, Q, Quer
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from kb.models import ErrorSignature, Finding, FixFeedback, StoredDiagnosis
+from kb.models import ErrorSignature, Finding, StoredDiagnosis
+from kb.services import feedback
 
 WEEKS = 12  # the sparkline's span: a quarter, as error trackers show by default
 TOP_VALUES = 5  # a distribution lists this many values, then "other"
@@ -149,14 +150,11 @@ def shares(values: Iterable[str]) -> tuple[Share, ...]:
 
 
 def feedback_counts(fix_ids: Iterable[int]) -> dict[int, FeedbackCount]:
-    """“Fixed it” and “did not help” per fix, in one query."""
-    rows = (
-        FixFeedback.objects.filter(fix_id__in=list(fix_ids))
-        .order_by()
-        .values("fix_id")
-        .annotate(yes=Count("pk", filter=Q(helped=True)), no=Count("pk", filter=Q(helped=False)))
-    )
-    return {row["fix_id"]: FeedbackCount(row["yes"], row["no"]) for row in rows}
+    """“Fixed it” and “did not help” per fix: people, each once (kb.services.feedback)."""
+    return {
+        fix_id: FeedbackCount(yes, no)
+        for fix_id, (yes, no) in feedback.votes_per_fix(fix_ids).items()
+    }
 
 
 # --- lists of findings ---------------------------------------------------------------------
@@ -175,7 +173,8 @@ def list_figures(finding_ids: Iterable[int]) -> dict[int, ListFigures]:
     }
     said = {
         row["fix__finding_id"]: row
-        for row in FixFeedback.objects.filter(fix__finding_id__in=ids)
+        for row in feedback.counted()
+        .filter(fix__finding_id__in=ids)
         .order_by()
         .values("fix__finding_id")
         .annotate(yes=Count("pk", filter=Q(helped=True)), no=Count("pk", filter=Q(helped=False)))
@@ -195,7 +194,7 @@ def with_figures(findings: QuerySet[Finding]) -> QuerySet[Finding]:
     list by. None is NULL, so a cursor can resume after any row: a finding never pasted
     was last seen when it was recorded. Subqueries, so no join multiplies rows."""
     occurrences = counted().filter(finding=OuterRef("pk")).order_by()
-    helped = FixFeedback.objects.filter(fix__finding=OuterRef("pk"), helped=True).order_by()
+    helped = feedback.counted().filter(fix__finding=OuterRef("pk"), helped=True).order_by()
     return findings.annotate(
         times_seen=Coalesce(
             Subquery(

@@ -311,7 +311,8 @@ def link_samples(
 ) -> bool:
     """Store the samples with their signatures, parsed once here and not at every rebuild.
     Samples other documents brought to this finding stay."""
-    own = finding.samples.filter(Q(source=source) | Q(source__isnull=True))
+    # Samples learned from use (kb.services.feedback) are nobody's document's: they stay.
+    own = finding.samples.filter(learned_at=None).filter(Q(source=source) | Q(source__isnull=True))
     current = [] if new else list(own.order_by("pk").values_list("text", flat=True))
     if current == list(samples):
         return False

@@ -1,11 +1,11 @@
 """Page views, by page. Thin: they call kb.services and render templates."""
 
-from kb.views.diagnose import (
-    diagnose_page,
-    diagnosis_delete,
-    diagnosis_detail,
+from kb.views.diagnose import diagnose_page, diagnosis_delete, diagnosis_detail, start_finding
+from kb.views.feedback import (
+    feedback_undo,
+    feedback_worked_instead,
     fix_feedback,
-    start_finding,
+    learn_paste,
 )
 from kb.views.findings import finding_detail, validate_fix
 from kb.views.review import merge_finding, reject_finding, review_finding, review_queue
@@ -16,9 +16,12 @@ __all__ = [
     "diagnose_page",
     "diagnosis_delete",
     "diagnosis_detail",
+    "feedback_undo",
+    "feedback_worked_instead",
     "finding_detail",
     "finding_list",
     "fix_feedback",
+    "learn_paste",
     "merge_finding",
     "reject_finding",
     "review_finding",

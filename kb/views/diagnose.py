@@ -22,10 +22,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from decisiontree.traceback import InputRejected
 from kb.clients import shared_slot, wait_before_next
-from kb.forms import DiagnoseForm, FeedbackForm, answers_from, paste_too_large_message
+from kb.forms import DiagnoseForm, answers_from, paste_too_large_message
 from kb.models import StoredDiagnosis
 from kb.services import occurrences, stored_diagnoses
-from kb.services.diagnosis import record_feedback, start_finding_from_paste
+from kb.services.diagnosis import start_finding_from_paste
 
 BODY_SLACK_BYTES = 100_000  # room for the launch command and form fields beside the paste
 ANSWER_ANCHOR = "#diagnosis"
@@ -171,24 +171,6 @@ def diagnosis_delete(request: HttpRequest, slug: str) -> HttpResponse:
     stored_diagnoses.delete(record)
     messages.success(request, "Deleted the diagnosis and its paste.")
     return redirect("kb:diagnose")
-
-
-@require_POST
-def fix_feedback(request: HttpRequest) -> HttpResponse:
-    """“Fixed it” / “did not help” on a suggested fix: CSRF-protected, becomes evidence."""
-    form = FeedbackForm(request.POST)
-    if not form.is_valid():
-        return render(request, "kb/_feedback.html", {"error": True}, status=400)
-    record_feedback(
-        form.cleaned_data["fix"],
-        helped=form.cleaned_data["helped"],
-        fingerprint=form.cleaned_data["fingerprint"],
-        channel="web",
-        user=request.user,
-    )
-    context = {"helped": form.cleaned_data["helped"], "fix": form.cleaned_data["fix"]}
-    template = "kb/_feedback.html" if getattr(request, "htmx", False) else "kb/feedback.html"
-    return render(request, template, context)
 
 
 @login_required(login_url="/accounts/login/")

@@ -13,11 +13,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from kb.models import Finding, Fix, Host, ValidationRun
-from kb.services import changes, occurrences, sources, validation
+from kb.services import changes, feedback, occurrences, sources, validation
 from kb.services.history import finding_edits
 
 HISTORY_LIMIT = 50
 VALIDATE_PERMISSION = "kb.add_validationrun"
+REVIEW_PERMISSION = "kb.change_finding"
 
 
 def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
@@ -39,6 +40,9 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "history": finding_edits(finding, limit=HISTORY_LIMIT),
         "conditions": finding.conditions or [],
         "hosts": list(Host.objects.order_by("name")) if may_validate else [],
+        "pastes_to_learn": (
+            feedback.pastes_to_learn(finding) if request.user.has_perm(REVIEW_PERMISSION) else []
+        ),
     }
     return render(request, "kb/finding_detail.html", context)
 

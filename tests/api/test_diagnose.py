@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
 import time
+from html import unescape
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
+from django.utils.html import escape
 from rest_framework.test import APIClient
 
 from api.slack import HELPED, NOT_HELPED, VALIDATE
-from kb.models import Finding, FixFeedback
+from kb.models import Finding
 from tests.api.conftest import DSA_ASSERT, assert_error
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +34,8 @@ LAUNCH = "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --kv-c
 def test_it_answers_what_the_cli_prints(
     reader: APIClient, dsa_finding: Finding, tmp_path: Path
 ) -> None:
-    """`manage.py diagnose --json` prints the very object the API returns."""
+    """`manage.py diagnose --json` prints the object the API returns; the API's is also
+    stored, so it has an `id` and a page."""
     response = diagnose(
         reader, {"traceback": DSA_ASSERT, "gpu": "RTX PRO 6000", "launch_command": LAUNCH}
     )
@@ -48,9 +53,49 @@ def test_it_answers_what_the_cli_prints(
         LAUNCH,
         stdout=out,
     )
-    body = response.json()
-    assert body == json.loads(out.getvalue())
+    body, printed = response.json(), json.loads(out.getvalue())
+    assert (printed["id"], printed["html_url"]) == (None, None)
+    assert body["html_url"] == f"http://127.0.0.1:8000/diagnose/{body['id']}/"
+    assert {**body, "id": None, "html_url": None} == printed
     assert body["fixes"][0]["fix"]["summary"] == "Use a bf16 KV cache"
+
+
+def test_the_page_behind_html_url_shows_the_same_answer(
+    reader: APIClient, dsa_finding: Finding
+) -> None:
+    """The same diagnosis through the API and on the web: fixes, corrected command, link."""
+    body = diagnose(
+        reader, {"traceback": DSA_ASSERT, "gpu": "RTX PRO 6000", "launch_command": LAUNCH}
+    ).json()
+    path = body["html_url"].removeprefix("http://127.0.0.1:8000")
+    page = Client().get(path)
+    assert page.status_code == 200
+    shown = page.context["diagnosis"]
+    assert [f["fix_id"] for f in shown["fixes"]] == [f["fix_id"] for f in body["fixes"]]
+    assert shown["corrected_command"] == body["corrected_command"]
+    assert shown["html_url"] == body["html_url"]
+    html = page.content.decode()
+    first = body["fixes"][0]
+    pre = re.search(rf'<pre id="cmd-{first["fix_id"]}">(.*?)</pre>', html, re.S)
+    assert pre is not None
+    assert unescape(re.sub(r"<[^>]+>", "", pre.group(1))) == first["corrected_command"]
+    assert all(escape(f["fix"]["summary"]) in html for f in body["fixes"])
+
+
+def test_a_diagnosis_asked_on_the_web_page_has_the_apis_shape(
+    reader: APIClient, dsa_finding: Finding
+) -> None:
+    web = Client().post(
+        "/diagnose/",
+        {"text": DSA_ASSERT, "gpu": "RTX PRO 6000", "launch_command": LAUNCH},
+        follow=True,
+    )
+    shown = web.context["diagnosis"]
+    body = diagnose(
+        reader, {"traceback": DSA_ASSERT, "gpu": "RTX PRO 6000", "launch_command": LAUNCH}
+    ).json()
+    assert web.request["PATH_INFO"] == f"/diagnose/{shown['id']}/"
+    assert {**shown, "id": None, "html_url": None} == {**body, "id": None, "html_url": None}
 
 
 def test_a_bot_can_post_the_answer_as_is(reader: APIClient, dsa_finding: Finding) -> None:
@@ -146,38 +191,6 @@ def test_it_refuses_a_paste_over_the_limit(reader: APIClient, settings) -> None:
     settings.FIXGRAPH_MAX_PASTE_BYTES = 1_000
     error = assert_error(diagnose(reader, {"traceback": "RuntimeError: x\n" * 200}), 413)
     assert "1,000 bytes" in error["message"]
-
-
-def test_feedback_becomes_evidence(reader: APIClient, dsa_finding: Finding) -> None:
-    fix = dsa_finding.fixes.first()
-    response = reader.post(
-        "/api/v1/feedback/",
-        {
-            "fix_id": fix.pk,
-            "helped": True,
-            "fingerprint": "abc",
-            "comment": "worked on 8 GPUs",
-        },
-        format="json",
-    )
-    assert response.status_code == 201, response.content
-    feedback = FixFeedback.objects.get()
-    assert (feedback.fix, feedback.helped, feedback.channel) == (fix, True, "api")
-    assert feedback.created_by is not None
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        {"fix_id": 999999, "helped": True},
-        {"fix_id": "one", "helped": True},
-        {"helped": True},
-        {"fix_id": 1, "helped": "perhaps"},
-        {"fix_id": 1, "helped": True, "context": "not an object"},
-    ],
-)
-def test_feedback_explains_a_bad_body(reader: APIClient, body: dict, dsa_finding) -> None:
-    assert_error(reader.post("/api/v1/feedback/", body, format="json"), 400, "invalid")
 
 
 def test_an_answer_to_a_question_never_asked_is_a_400(

@@ -1,4 +1,10 @@
-"""Slack: signed requests only; the slash command acknowledges and posts blocks later."""
+"""Slack: signed requests only; `/fixgraph` answers in a thread; buttons record feedback.
+
+Slack itself cannot run here: `FakeSlack` stands in for both of its faces that FixGraph
+calls, the Web API (chat.postMessage, views.open, with the bot token) and the
+`response_url` hooks, on a local port, recording what it receives and answering as Slack
+documents (`{"ok": true, "ts": ...}`).
+"""
 
 from __future__ import annotations
 
@@ -8,19 +14,22 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 from django.test import Client
 
-from api.slack import allowed_response_url
+from api.slack import allowed_response_url, diagnosis_blocks, escape
 from config.celery import app as celery_app
-from kb.models import Finding, FixFeedback
+from kb.models import Finding, Fix, FixFeedback
+from kb.services.feedback import votes_per_fix
 from tests.api.conftest import DSA_ASSERT, assert_error
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+BOT_TOKEN = "xoxb-test-bot-token"
 COMMANDS, ACTIONS = "/api/v1/slack/commands/", "/api/v1/slack/actions/"
 
 
@@ -37,28 +46,47 @@ def signed_post(path: str, form: dict, *, secret: str = SECRET, age_s: int = 0):
     )
 
 
-class Receiver(BaseHTTPRequestHandler):
-    received: list[dict] = []
+class FakeSlack(BaseHTTPRequestHandler):
+    """Records every POST as (path, authorization, json body); Web API calls get a `ts`."""
+
+    received: list[tuple[str, str, dict[str, Any]]] = []
 
     def do_POST(self) -> None:
         length = int(self.headers["Content-Length"])
-        Receiver.received.append(json.loads(self.rfile.read(length)))
+        body = json.loads(self.rfile.read(length))
+        FakeSlack.received.append((self.path, self.headers.get("Authorization", ""), body))
+        reply = {"ok": True}
+        if self.path.startswith("/api/"):
+            if self.headers.get("Authorization") != f"Bearer {BOT_TOKEN}":
+                reply = {"ok": False, "error": "invalid_auth"}
+            else:
+                reply["ts"] = f"1767225600.{len(FakeSlack.received):06d}"
+        data = json.dumps(reply).encode()
         self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
         self.end_headers()
+        self.wfile.write(data)
 
     def log_message(self, *args: object) -> None:
         pass
 
+    @classmethod
+    def posts_to(cls, path_end: str) -> list[dict[str, Any]]:
+        return [body for path, _, body in cls.received if path.endswith(path_end)]
+
 
 @pytest.fixture
 def slack(settings):
-    """A local stand-in for hooks.slack.com, allowed by setting; Celery runs tasks inline."""
-    server = HTTPServer(("127.0.0.1", 0), Receiver)
+    """A local Slack, allowed by setting; Celery runs tasks inline. No bot token."""
+    server = HTTPServer(("127.0.0.1", 0), FakeSlack)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     origin = f"http://127.0.0.1:{server.server_port}"
     settings.SLACK_SIGNING_SECRET = SECRET
     settings.SLACK_RESPONSE_ORIGINS = [origin]
-    Receiver.received = []
+    settings.SLACK_API_URL = f"{origin}/api"
+    settings.SLACK_BOT_TOKEN = None
+    FakeSlack.received = []
     eager = celery_app.conf.task_always_eager
     celery_app.conf.task_always_eager = True
     yield origin
@@ -66,21 +94,193 @@ def slack(settings):
     server.shutdown()
 
 
-def test_a_slash_command_posts_the_diagnosis_to_response_url(
+@pytest.fixture
+def slack_bot(slack: str, settings) -> str:
+    settings.SLACK_BOT_TOKEN = BOT_TOKEN
+    return slack
+
+
+def buttons_of(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
+
+
+def press(button: dict[str, Any], slack: str, *, user: str = "U7", **extra: Any):
+    payload = {
+        "type": "block_actions",
+        "team": {"id": "T1"},
+        "user": {"id": user},
+        "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+        "response_url": f"{slack}/actions/T1/1/xyz",
+        "actions": [{"action_id": button["action_id"], "value": button.get("value", "")}],
+        **extra,
+    }
+    return signed_post(ACTIONS, {"payload": json.dumps(payload)})
+
+
+def test_the_whole_path_from_slash_command_to_counted_feedback(
+    slack_bot: str, dsa_finding: Finding
+) -> None:
+    """/fixgraph -> verdict in the channel, fixes in its thread -> "Fixed it" -> one vote;
+    a second press by the same person replaces it; Undo takes it back."""
+    response = signed_post(
+        COMMANDS,
+        {
+            "command": "/fixgraph",
+            "text": DSA_ASSERT,
+            "response_url": f"{slack_bot}/commands/T1/1/abc",
+            "user_id": "U7",
+            "team_id": "T1",
+            "channel_id": "C42",
+        },
+    )
+    assert response.status_code == 200
+    assert response.json() == {"response_type": "ephemeral", "text": "Looking for known fixes…"}
+    verdict, thread = FakeSlack.posts_to("/api/chat.postMessage")
+    assert all(auth == f"Bearer {BOT_TOKEN}" for _, auth, _ in FakeSlack.received)
+    assert verdict["channel"] == thread["channel"] == "C42"
+    assert verdict["text"].startswith("Known issue: FP8 KV cache trips")
+    assert "thread_ts" not in verdict and thread["thread_ts"].startswith("1767225600.")
+    fixed_it = next(b for b in buttons_of(thread["blocks"]) if b["text"]["text"] == "Fixed it")
+    labels = [b["text"]["text"] for b in buttons_of(thread["blocks"])]
+    assert labels == ["Fixed it", "Did not help", "Validate", "Open in FixGraph"]
+
+    assert press(fixed_it, slack_bot).status_code == 200
+    fix = Fix.objects.get(finding=dsa_finding, outcome="resolves")
+    vote = FixFeedback.objects.get()
+    assert (vote.fix, vote.helped, vote.voter, vote.channel) == (fix, True, "slack:T1:U7", "slack")
+    assert vote.diagnosis.text == DSA_ASSERT  # the paste, kept with the vote
+    assert vote.diagnosis.requester == "slack:T1:U7"
+    open_page = next(
+        b for b in buttons_of(thread["blocks"]) if b["text"]["text"] == "Open in FixGraph"
+    )
+    assert open_page["url"] == vote.diagnosis.html_url
+    [thanks] = FakeSlack.posts_to("/actions/T1/1/xyz")
+    assert thanks["response_type"] == "ephemeral" and "fixed it" in thanks["text"]
+
+    did_not_help = next(
+        b for b in buttons_of(thread["blocks"]) if b["action_id"] == "fix_not_helped"
+    )
+    assert did_not_help["value"] == fixed_it["value"]  # the same fix
+    press(did_not_help, slack_bot)
+    assert FixFeedback.objects.count() == 1
+    assert votes_per_fix()[fix.pk] == (0, 1)
+    press(fixed_it, slack_bot, user="U8")  # someone else
+    assert votes_per_fix()[fix.pk] == (1, 1)
+
+    reply = FakeSlack.posts_to("/actions/T1/1/xyz")[1]
+    undo = next(b for b in buttons_of(reply["blocks"]) if b["text"]["text"] == "Undo")
+    press(undo, slack_bot)
+    assert votes_per_fix()[fix.pk] == (1, 0)
+    assert "Taken back" in FakeSlack.posts_to("/actions/T1/1/xyz")[-1]["text"]
+
+
+def test_what_worked_instead_opens_a_form_and_is_kept(slack_bot: str, dsa_finding: Finding) -> None:
+    fix = Fix.objects.get(finding=dsa_finding, outcome="resolves")
+    other = Fix.objects.create(
+        finding=dsa_finding, summary="Move decode to trtllm", outcome="resolves", position=2
+    )
+    press({"action_id": "fix_not_helped", "value": json.dumps({"fix": fix.pk})}, slack_bot)
+    reply = FakeSlack.posts_to("/actions/T1/1/xyz")[0]
+    ask = next(b for b in buttons_of(reply["blocks"]) if b["action_id"] == "worked_instead")
+    press(ask, slack_bot)
+    [opened] = FakeSlack.posts_to("/api/views.open")
+    modal = opened["view"]
+    options = [o["value"] for o in modal["blocks"][0]["element"]["options"]]
+    assert str(other.pk) in options and str(fix.pk) not in options
+    submission = {
+        "type": "view_submission",
+        "team": {"id": "T1"},
+        "user": {"id": "U7"},
+        "view": {
+            "callback_id": modal["callback_id"],
+            "private_metadata": modal["private_metadata"],
+            "state": {
+                "values": {
+                    "instead_fix": {"instead_fix": {"selected_option": {"value": str(other.pk)}}},
+                    "instead_text": {"instead_text": {"value": "and a restart"}},
+                }
+            },
+        },
+    }
+    assert signed_post(ACTIONS, {"payload": json.dumps(submission)}).status_code == 200
+    vote = FixFeedback.objects.get()
+    assert (vote.worked_instead_fix, vote.worked_instead_text) == (other, "and a restart")
+
+
+def test_someone_else_cannot_undo_a_vote(slack: str, dsa_finding: Finding) -> None:
+    fix = Fix.objects.get(finding=dsa_finding, outcome="resolves")
+    press({"action_id": "fix_helped", "value": json.dumps({"fix": fix.pk})}, slack)
+    vote = FixFeedback.objects.get()
+    press({"action_id": "feedback_undo", "value": json.dumps({"vote": vote.pk})}, slack, user="U9")
+    assert FixFeedback.objects.filter(pk=vote.pk).exists()
+
+
+def test_without_a_bot_token_the_answer_goes_to_response_url(
     slack: str, dsa_finding: Finding
 ) -> None:
     response = signed_post(
         COMMANDS, {"text": DSA_ASSERT, "response_url": f"{slack}/hook/1", "user_id": "U1"}
     )
     assert response.status_code == 200 and response.json()["response_type"] == "ephemeral"
-    [posted] = Receiver.received
-    assert posted["blocks"] and "bf16" in json.dumps(posted["blocks"])
+    [posted] = FakeSlack.posts_to("/hook/1")
+    assert posted["response_type"] == "in_channel"
+    assert "bf16" in json.dumps(posted["blocks"])
+    assert not FakeSlack.posts_to("/api/chat.postMessage")
+
+
+def test_a_bot_not_in_the_channel_falls_back_to_response_url(
+    slack_bot: str, settings, dsa_finding: Finding
+) -> None:
+    settings.SLACK_BOT_TOKEN = "xoxb-revoked"
+    signed_post(
+        COMMANDS,
+        {"text": DSA_ASSERT, "response_url": f"{slack_bot}/hook/2", "channel_id": "C1"},
+    )
+    [posted] = FakeSlack.posts_to("/hook/2")
+    assert "bf16" in json.dumps(posted["blocks"])
+
+
+def test_knowledge_base_text_cannot_ping_or_disguise_links(reader, dsa_finding: Finding) -> None:
+    """Slack reads <!channel>, <@U…> and <url|label> in mrkdwn: they must arrive as text."""
+    dsa_finding.title = "Crash <!channel> <!everyone> ask <@U024BE7LH>"
+    dsa_finding.cause = "See <https://evil.example/x|the official fix> & more"
+    dsa_finding.save()
+    fix = dsa_finding.fixes.get(outcome="resolves")
+    fix.summary = "Use bf16 <!here>"
+    fix.save()
+    response = reader.post(
+        "/api/v1/diagnose/?format=slack", {"traceback": DSA_ASSERT}, format="json"
+    )
+    assert response.status_code == 200, response.content[:300]
+    text = json.dumps(response.json())
+    for raw in ("<!channel>", "<!everyone>", "<!here>", "<@U024BE7LH>", "<https://evil"):
+        assert raw not in text
+    assert "&lt;!channel&gt;" in text and "&lt;https://evil.example/x|the official fix&gt;" in text
+    assert "&amp; more" in text
+
+
+def test_escape_handles_slacks_three_control_characters() -> None:
+    assert escape("a & <b> <!channel>") == "a &amp; &lt;b&gt; &lt;!channel&gt;"
+
+
+def test_a_hostile_paste_cannot_ping_through_the_verdict(slack: str) -> None:
+    blocks = diagnosis_blocks(
+        {
+            "summary": "No known match for <!channel> in FixGraph.",
+            "signature": {"exception_type": "<@U1>", "template": "`<!here>`"},
+            "html_url": None,
+            "fixes": [],
+            "not_helpful": [],
+            "questions": [],
+        }
+    )
+    assert "<!" not in json.dumps(blocks) and "<@" not in json.dumps(blocks)
 
 
 def test_it_refuses_a_bad_signature(slack: str) -> None:
     response = signed_post(COMMANDS, {"text": "x", "response_url": f"{slack}/h"}, secret="wrong")
     assert_error(response, 401, "bad_signature")
-    assert Receiver.received == []
+    assert FakeSlack.received == []
 
 
 def test_it_refuses_a_stale_request(slack: str) -> None:
@@ -92,10 +292,21 @@ def test_it_refuses_an_unsigned_request(slack: str) -> None:
     assert_error(Client().post(COMMANDS, {"text": "x"}), 401)
 
 
+def test_a_signature_header_outside_ascii_is_a_401(slack: str) -> None:
+    response = Client().post(
+        COMMANDS,
+        "text=x",
+        content_type="application/x-www-form-urlencoded",
+        HTTP_X_SLACK_REQUEST_TIMESTAMP=str(int(time.time())),
+        HTTP_X_SLACK_SIGNATURE="v0=é" * 8,
+    )
+    assert_error(response, 401, "bad_signature")
+
+
 def test_it_never_posts_to_a_url_the_request_names(slack: str) -> None:
     response = signed_post(COMMANDS, {"text": "x", "response_url": "http://169.254.169.254/x"})
-    assert_error(response, 400)
-    assert Receiver.received == []
+    assert "response_url" in assert_error(response, 400)["fields"]
+    assert FakeSlack.received == []
 
 
 def test_only_https_hooks_slack_com_is_allowed_by_default(settings) -> None:
@@ -111,23 +322,24 @@ def test_only_https_hooks_slack_com_is_allowed_by_default(settings) -> None:
         assert not allowed_response_url(url), url
 
 
-def test_the_fixed_it_button_records_feedback(slack: str, dsa_finding: Finding) -> None:
-    fix = dsa_finding.fixes.first()
-    payload = {
-        "type": "block_actions",
-        "user": {"id": "U7"},
-        "response_url": f"{slack}/r",
-        "actions": [{"action_id": "fix_helped", "value": json.dumps({"fix": fix.pk, "fp": "f1"})}],
-    }
-    response = signed_post(ACTIONS, {"payload": json.dumps(payload)})
-    assert response.status_code == 200
-    feedback = FixFeedback.objects.get()
-    assert (feedback.fix, feedback.helped, feedback.channel) == (fix, True, "slack")
-    assert "recorded" in Receiver.received[0]["text"]
-
-
 def test_a_garbled_button_payload_is_a_400(slack: str) -> None:
     assert_error(signed_post(ACTIONS, {"payload": "{not json"}), 400, "invalid")
+    no_action = json.dumps({"type": "block_actions", "actions": []})
+    assert_error(signed_post(ACTIONS, {"payload": no_action}), 400, "invalid")
+
+
+def test_a_json_body_is_a_415(slack: str) -> None:
+    body = json.dumps({"text": "x"})
+    timestamp = str(int(time.time()))
+    digest = hmac.new(SECRET.encode(), f"v0:{timestamp}:{body}".encode(), hashlib.sha256)
+    response = Client().post(
+        COMMANDS,
+        body,
+        content_type="application/json",
+        HTTP_X_SLACK_REQUEST_TIMESTAMP=timestamp,
+        HTTP_X_SLACK_SIGNATURE=f"v0={digest.hexdigest()}",
+    )
+    assert_error(response, 415)
 
 
 def test_slack_is_off_without_a_signing_secret(settings) -> None:

@@ -15,7 +15,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from kb.models import Fix
-from kb.services.diagnosis import decide_signature, diagnose, record_feedback
+from kb.services.diagnosis import decide_signature, diagnose
+from kb.services.feedback import Voter, vote
 
 pytestmark = pytest.mark.django_db
 
@@ -116,8 +117,8 @@ def test_feedback_that_a_fix_did_not_help_moves_it_down(starter_kb: None) -> Non
     before = diagnose(DECODE_CRASH, gpu="RTX PRO 6000", launch_command=LAUNCH)
     assert len(before.fixes) >= 2
     first_id = before.fixes[0].fix.id
-    for _ in range(5):
-        record_feedback(Fix.objects.get(pk=first_id), helped=False, channel="cli")
+    for n in range(5):  # five people; each counts once
+        vote(Fix.objects.get(pk=first_id), Voter(f"token:{n}"), helped=False, channel="cli")
     after = diagnose(DECODE_CRASH, gpu="RTX PRO 6000", launch_command=LAUNCH)
     ranks = {item.fix.id: item.rank for item in after.fixes}
     assert ranks.get(first_id, 99) > 1

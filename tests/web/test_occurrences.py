@@ -6,11 +6,12 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from kb.models import ErrorSignature, Finding, FixFeedback, StoredDiagnosis
-from kb.services import occurrences
+from kb.models import ErrorSignature, Finding, StoredDiagnosis
+from kb.services import feedback, occurrences
 from tests.web.conftest import RTX_LAUNCH, decode_finding, fixture_text
 
 pytestmark = pytest.mark.django_db
@@ -90,9 +91,9 @@ def test_it_shows_fix_ids_and_what_users_said_of_each_fix(client: Client, starte
     finding = decode_finding()
     fix = finding.fixes.order_by("position", "id").first()
     assert fix is not None
-    client.post("/diagnose/feedback/", {"fix": fix.pk, "helped": "yes"})
-    client.post("/diagnose/feedback/", {"fix": fix.pk, "helped": "yes"})
-    client.post("/diagnose/feedback/", {"fix": fix.pk, "helped": "no"})
+    for name, helped in (("ann", "yes"), ("bo", "yes"), ("cy", "no"), ("cy", "no")):
+        client.force_login(User.objects.get_or_create(username=name)[0])
+        client.post("/diagnose/feedback/", {"fix_id": fix.pk, "helped": helped})
 
     page = text_of(client.get(f"/findings/{finding.pk}/"))
 
@@ -109,7 +110,7 @@ def test_list_figures_and_ordering_follow_pastes_and_feedback(
     paste(client)
     fix = triton.fixes.first()
     assert fix is not None
-    FixFeedback.objects.create(fix=fix, helped=True)
+    feedback.vote(fix, feedback.Voter("token:1"), helped=True)
 
     figures = occurrences.list_figures([decode.pk, triton.pk])
     by_last_seen = occurrences.with_figures(Finding.objects.all()).order_by(

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from kb.models import Finding, FindingGpu, FixFeedback, ValidationRun
+from kb.models import Finding, FindingGpu, ValidationRun
 from tests.web.conftest import RTX_LAUNCH, decode_finding, fixture_text
 
 pytestmark = pytest.mark.django_db
@@ -235,35 +235,6 @@ def test_it_rejects_a_forged_answer_without_a_500(client: Client, starter_kb: No
 
     assert response.status_code == 400
     assert "not one FixGraph asked for" in text_of(response)
-
-
-# --- feedback -------------------------------------------------------------------------
-
-
-def test_it_records_that_a_fix_helped(client: Client, starter_kb: None) -> None:
-    fix = decode_finding().fixes.first()
-    assert fix is not None
-
-    response = client.post("/diagnose/feedback/", {"fix": fix.pk, "helped": "yes"})
-
-    assert response.status_code == 200
-    feedback = FixFeedback.objects.get()
-    assert (feedback.fix_id, feedback.helped, feedback.channel) == (fix.pk, True, "web")
-
-
-def test_it_requires_a_csrf_token_for_feedback(starter_kb: None) -> None:
-    strict = Client(enforce_csrf_checks=True)
-    fix = decode_finding().fixes.first()
-    assert fix is not None
-
-    response = strict.post("/diagnose/feedback/", {"fix": fix.pk, "helped": "no"})
-
-    assert response.status_code == 403
-    assert not FixFeedback.objects.exists()
-
-
-def test_it_answers_400_for_feedback_on_a_missing_fix(client: Client, db: None) -> None:
-    assert client.post("/diagnose/feedback/", {"fix": 999, "helped": "yes"}).status_code == 400
 
 
 # --- finding page ----------------------------------------------------------------------

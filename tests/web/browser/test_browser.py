@@ -55,9 +55,17 @@ def paste(page: Page, live_server: Any, **fields: str) -> None:
     page.get_by_role("button", name="Diagnose").click()
 
 
+def log_in(page: Page, live_server: Any, then: str) -> None:
+    page.goto(f"{live_server.url}/accounts/login/?next={then}")
+    page.get_by_label("Username").fill("rev")
+    page.get_by_label("Password").fill("correct horse battery")
+    page.get_by_role("button", name="Log in").click()
+
+
 def test_it_puts_the_right_fix_first_for_a_pasted_decode_crash(
-    page: Page, live_server: Any, starter_kb: None
+    page: Page, live_server: Any, starter_kb: None, reviewer: User
 ) -> None:
+    log_in(page, live_server, then="/diagnose/")  # feedback counts once per person
     paste(page, live_server, launch=RTX_LAUNCH, gpu="RTX PRO 6000")
 
     first = page.locator("ol.fixes > li.fix").first
@@ -73,6 +81,9 @@ def test_it_puts_the_right_fix_first_for_a_pasted_decode_crash(
     first.get_by_role("button", name="Fixed it").click()
     expect(first.locator(".thanks")).to_contain_text("fixed it")
     assert FixFeedback.objects.filter(helped=True, channel="web").count() == 1
+    first.get_by_role("button", name="Undo").click()
+    expect(first.locator(".thanks")).to_contain_text("Taken back")
+    assert not FixFeedback.objects.exists()
 
 
 def test_it_reranks_when_a_question_is_answered(
