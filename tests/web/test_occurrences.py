@@ -136,7 +136,9 @@ def test_the_search_list_shows_and_sorts_by_last_seen_and_most_helped(
     triton = Finding.objects.get(title__startswith="Triton attention backend asserts")
     fix = triton.fixes.first()
     assert fix is not None
-    client.post("/diagnose/feedback/", {"fix": fix.pk, "helped": "yes"})
+    client.force_login(User.objects.create_user("ann"))  # a vote needs someone to count
+    voted = client.post("/diagnose/feedback/", {"fix_id": fix.pk, "helped": "yes"})
+    assert voted.status_code == 200
     paste(client)
 
     by_last_seen = text_of(client.get("/", {"ordering": "last_seen"}))
