@@ -183,6 +183,14 @@ def expected_throughput(load: dict[str, int]) -> float:
     return load["concurrency"] * load["output_tokens"] / per_request_s
 
 
+def throughput_fits(load: dict[str, int], measured: float) -> bool:
+    """Whether `measured` is what the fixture server can give `load`: never above its
+    ceiling, and not so far below that a wrong field or unit was read. A loaded test
+    machine only slows the streams, so there is no tight lower bound."""
+    ceiling = expected_throughput(load)
+    return ceiling / 4 <= measured <= ceiling * 1.10
+
+
 def remote_group_alive(target: remote.Target, run: ValidationRun) -> bool:
     """Whether any process of the run's server group still exists on the host."""
     folder = f".fixgraph/runs/run-{run.pk}"

@@ -18,7 +18,7 @@ from kb import remote
 from kb.models import Fix, Host, ValidationRun
 from kb.services import hosts, validation
 
-from .conftest import FAST_LOAD, expected_throughput, fake_env, queue_run, wait_until
+from .conftest import FAST_LOAD, fake_env, queue_run, throughput_fits, wait_until
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 Status = ValidationRun.Status
@@ -117,7 +117,7 @@ def test_it_validates_on_two_hosts_at_once_one_run_per_host(
         run.refresh_from_db()
     for run, host, target in zip(runs, pair, netns_targets[:2], strict=True):
         assert run.status == Status.PASSED, run.error + run.log
-        assert run.metrics["throughput_tok_s"] == pytest.approx(expected_throughput(LOAD), rel=0.1)
+        assert throughput_fits(LOAD, run.metrics["throughput_tok_s"])
         assert run.host_id == host.pk
         assert f"@{target.address}:22" in run.log
         assert Host.objects.get(pk=host.pk).locked_by_id is None
