@@ -391,7 +391,9 @@ class ValidationRunViewSet(
             reply = self.get_serializer(run).data
             if key:
                 remember_reply(request, key, status.HTTP_202_ACCEPTED, reply)
-        return Response(reply, status=status.HTTP_202_ACCEPTED, headers={"Location": reply["url"]})
+        # str(): the URL is DRF's Hyperlink, a str subclass that WSGI servers refuse in headers.
+        location = str(reply["url"])
+        return Response(reply, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
 
 
 def queue_validation(serializer: BaseSerializer[Any], request: Request) -> ValidationRun:
