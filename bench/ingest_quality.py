@@ -81,13 +81,13 @@ def _align_free_text(predicted: set[Item], expected: set[Item]) -> set[Item]:
         if item in expected or structured:
             aligned.add(item)
             continue
-        close = [
-            e
+        scored = [
+            (fuzz.token_set_ratio(e[0], item[0], processor=utils.default_process), e)
             for e in expected
             if e[1:] == item[1:]
-            and fuzz.token_set_ratio(e[0], item[0], processor=utils.default_process) >= 85
         ]
-        aligned.add(close[0] if close else item)
+        close = max((pair for pair in scored if pair[0] >= 85), default=None)
+        aligned.add(close[1] if close else item)
     return aligned
 
 
@@ -257,10 +257,10 @@ def _aligned(key: str, wanted: set[str]) -> str:
     structured = key.startswith(("--", "remove --")) or re.fullmatch(r"\w+=\S*", key)
     if key in wanted or structured:
         return key
-    close = [
-        w for w in wanted if fuzz.token_set_ratio(w, key, processor=utils.default_process) >= 85
-    ]
-    return close[0] if close else key
+    # The closest label, not the first of a set: set order changes from run to run.
+    scored = [(fuzz.token_set_ratio(w, key, processor=utils.default_process), w) for w in wanted]
+    close = max((pair for pair in scored if pair[0] >= 85), default=None)
+    return close[1] if close else key
 
 
 Changes = frozenset[str]

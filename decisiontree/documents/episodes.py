@@ -68,13 +68,22 @@ class Symptom:
         return bool(shared) and not both_named
 
 
+# "not an out-of-memory error", "rather than a hang": a failure named to rule it out. The
+# negation stands right before the name, a few words at most, with no punctuation between.
+_RULED_OUT = re.compile(
+    r"(?:\b(?:not|no|never|rather than|instead of|without)|n't)\s+(?:[\w-]+\s+){0,3}$", re.I
+)
+
+
+def _said(pattern: re.Pattern[str], text: str) -> Iterable[re.Match[str]]:
+    """Where the text names a failure, leaving out the places it rules it out."""
+    return (m for m in pattern.finditer(text) if not _RULED_OUT.search(text[: m.start()][-60:]))
+
+
 def symptom_of(text: str) -> Symptom | None:
-    classes = {name for name, pattern in _CLASSES if pattern.search(text)}
-    classes |= {
-        f"exc:{m.group(1)}"
-        for m in _EXCEPTION.finditer(text)
-        if m.group(1) not in _GENERIC_EXCEPTIONS
-    }
+    classes = {name for name, pattern in _CLASSES if any(_said(pattern, text))}
+    named = {m.group(1) for m in _said(_EXCEPTION, text)}
+    classes |= {f"exc:{name}" for name in named - _GENERIC_EXCEPTIONS}
     if "device_assert" in classes:
         classes.discard("exc:AssertionError")  # the CUDA assert, not a Python assert
     if not classes:
@@ -183,18 +192,30 @@ def _episode_for(
 ) -> int | None:
     if symptom is None:
         return None
-    for index, episode in enumerate(state.episodes):
-        if sample is not None and _cured(episode) and sample not in episode.samples:
-            continue  # an error shown after its shown look-alike was cured is the next failure
-        if episode.symptom.same_as(symptom):
-            merged = Symptom(
+    alike = [
+        index
+        for index, episode in enumerate(state.episodes)
+        if episode.symptom.same_as(symptom)
+        # an error shown after its shown look-alike was cured is the next failure
+        and not (sample is not None and _cured(episode) and sample not in episode.samples)
+    ]
+    if alike:
+        # "the OOM was cured, then the device-side assert": a mention naming two known
+        # failures is about the one it shares most with, and it joins neither to the other.
+        index = max(alike, key=lambda i: (_shared(state.episodes[i].symptom, symptom), -i))
+        if len(alike) == 1:
+            episode = state.episodes[index]
+            episode.symptom = Symptom(
                 episode.symptom.classes | symptom.classes,
                 episode.symptom.identifiers | symptom.identifiers,
             )
-            episode.symptom = merged
-            return index
+        return index
     state.episodes.append(Episode(symptom, flags=_flags_only(state.in_force), first_line=line))
     return len(state.episodes) - 1
+
+
+def _shared(one: Symptom, other: Symptom) -> int:
+    return 2 * len(one.identifiers & other.identifiers) + len(one.classes & other.classes)
 
 
 def _cured(episode: Episode) -> bool:

@@ -487,6 +487,8 @@ def _problem(reading: _Reading) -> Signal | None:
         for i in reading.live(lex.problem)
         if not (words[i].endswith("ed") and i > 0 and words[i - 1] in _ADJECTIVE_BEFORE)
     ]
+    # "a device-side assert, not an out-of-memory error": which failure it is, not its end.
+    hits = [i for i in hits if not _ruled_out_kind(reading, i)]
     if not hits:
         return None
     if any(i in reading.negated for i in hits):
@@ -500,6 +502,18 @@ def _problem(reading: _Reading) -> Signal | None:
     if _any_in(words, lex.novelty):
         return Signal.NEW_PROBLEM
     return Signal.PROBLEM
+
+
+_ENDED = frozenset({"anymore", "longer", "again", "more", "after", "since", "now"})
+
+
+def _ruled_out_kind(reading: _Reading, i: int) -> bool:
+    """ "not a/an X": a kind of failure ruled out, unless it is over ("not an issue anymore")."""
+    words = reading.words
+    if i not in reading.negated or _ENDED & set(words):
+        return False
+    before = [k for k in range(max(0, i - reading.lex.negation_scope), i) if words[k] == "not"]
+    return bool(before) and words[before[-1] + 1 : before[-1] + 2] in (("a",), ("an",))
 
 
 _THROUGH = frozenset({"went_through", "goes_through", "go_through", "gone_through"})

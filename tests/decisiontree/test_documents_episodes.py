@@ -205,3 +205,49 @@ That came up on both nodes and served the benchmark.
 def test_a_relaunch_command_is_an_attempt_and_a_guess_about_a_setting_is_not_one():
     (finding,) = told(RELAUNCHED)
     assert attempts(finding) == {"NCCL_SOCKET_IFNAME=ens5": Outcome.RESOLVES}
+
+
+RULED_OUT = """\
+# Two failures on one H100
+
+We serve Llama-3.1-8B-Instruct with SGLang on one NVIDIA H100. The first launch ran out of
+memory while loading the weights; lowering --mem-fraction-static from 0.9 to 0.8 fixed that.
+
+The first request then crashed the server with CUDA error: device-side assert triggered.
+
+As this was a device-side assert and not an out-of-memory error, we relaunched with the
+sampling backend set by --sampling-backend pytorch. That did not change anything.
+"""
+
+
+def test_a_failure_named_to_rule_it_out_is_not_that_failure():
+    """ "not an out-of-memory error" names the OOM to say this is something else: the assert
+    stays a crash of its own and the memory cure stays on the OOM."""
+    findings = told(RULED_OUT)
+    oom = next(f for f in findings if f.kind == "oom")
+    crash = next(f for f in findings if "device_assert" in f.extra["symptom"])
+    assert crash.extra["symptom"] == "device_assert"
+    assert attempts(oom) == {"--mem-fraction-static 0.8": Outcome.RESOLVES}
+    assert attempts(crash) == {"--sampling-backend pytorch": Outcome.NO_EFFECT}
+
+
+BOTH_NAMED = """\
+# Memory, then an assert
+
+We serve Llama-3.1-8B-Instruct with SGLang on one NVIDIA H100. The first launch ran out of
+memory; lowering --mem-fraction-static from 0.9 to 0.8 fixed that.
+
+The first request then crashed the server with CUDA error: device-side assert triggered.
+
+Unlike the OOM, the device-side assert showed up only under load.
+Relaunching with --sampling-backend pytorch did not change anything.
+"""
+
+
+def test_a_sentence_naming_two_known_failures_joins_neither_to_the_other():
+    findings = told(BOTH_NAMED)
+    oom = next(f for f in findings if f.kind == "oom")
+    assert oom.extra["symptom"] == "oom"
+    assert attempts(oom) == {"--mem-fraction-static 0.8": Outcome.RESOLVES}
+    crash = next(f for f in findings if f.kind == "crash")
+    assert "--mem-fraction-static 0.8" not in attempts(crash)

@@ -207,3 +207,22 @@ def test_it_reads_ordinary_ways_of_saying_a_verdict(sentence, outcome):
 )
 def test_it_hears_no_verdict_in_a_purpose_a_route_an_expectation_or_an_adjective(sentence):
     assert judge_outcome(sentence) in (None, Outcome.PROPOSED)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "It was not an out-of-memory error.",
+        "This was a device-side assert and not an OOM, so we looked at the kernels.",
+    ],
+)
+def test_a_kind_of_failure_ruled_out_is_no_verdict(sentence):
+    """Saying which failure it was is no report that a change ended it."""
+    assert judge_outcome(sentence) is None
+
+
+@pytest.mark.parametrize(
+    "sentence", ["After the change it was not an issue anymore.", "It did not crash again."]
+)
+def test_a_failure_that_is_over_still_reads_as_fixed(sentence):
+    assert judge_outcome(sentence) is Outcome.RESOLVES
