@@ -18,8 +18,11 @@ slow, build error, exception type) and by the identifiers they name (`set_kv_buf
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
 
 from decisiontree.documents.changes import summarize
 from decisiontree.documents.model import ExtractedFix
@@ -97,6 +100,62 @@ def kind_of(symptom: Symptom) -> str:
         if name in symptom.classes and len(symptom.classes - {"slow"}) <= 1:
             return kind
     return "crash"
+
+
+# A failure told only in words is titled as a log would put it: the failure, then the stage.
+_CLASS_NAMES = {
+    "oom": "Out of memory",
+    "device_assert": "CUDA device-side assert",
+    "nan": "NaN or Inf in the output",
+    "hang": "Hang",
+    "slow": "Slow",
+    "build": "Build error",
+    "illegal_access": "Illegal memory access",
+    "unrecognized": "Unrecognized argument",
+}
+STAGES_FILE = Path(__file__).parent / "data" / "stages.toml"
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    told: re.Pattern[str]
+    log: str
+
+
+@cache
+def stages() -> tuple[Stage, ...]:
+    data = tomllib.loads(STAGES_FILE.read_text(encoding="utf-8"))
+    return tuple(
+        Stage(entry["name"], re.compile(entry["told"], re.IGNORECASE), entry["log"])
+        for entry in data["stage"]
+    )
+
+
+def told_headline(clause: str) -> str | None:
+    """ "an out-of-memory condition during CUDA graph capture" -> "Out of memory while
+    capturing CUDA graphs": the failure the clause names and the stage in a log's words;
+    None when it names no failure or no stage we know."""
+    symptom = symptom_of(clause)
+    if symptom is None:
+        return None
+    named = [_CLASS_NAMES[name] for name, _ in _CLASSES if name in symptom.classes]
+    named += sorted(c.removeprefix("exc:") for c in symptom.classes if c.startswith("exc:"))
+    stage = next((s for s in stages() if _at_stage(s, clause)), None)
+    if not named or stage is None:
+        return None
+    return f"{named[0]} while {stage.log}"
+
+
+# "during graph capture", "while loading the weights": the stage is when the failure came,
+# not a thing mentioned on the way ("sent a warm-up query").
+_WHEN = re.compile(
+    r"\b(?:during|while|at|in|on|when|before|after)\s+(?:(?:the|an?|its)\s+)?$", re.I
+)
+
+
+def _at_stage(stage: Stage, clause: str) -> bool:
+    return any(_WHEN.search(clause[: m.start()][-40:]) for m in stage.told.finditer(clause))
 
 
 # -- events -------------------------------------------------------------------------------

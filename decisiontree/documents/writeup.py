@@ -1003,6 +1003,7 @@ def _episode_title(episode: episodes.Episode, document_title: str) -> str:
         told = _plain((episode.mentions or [""])[0])
         clauses = [c for c in _TITLE_CLAUSE.split(told) if episodes.symptom_of(c)]
         headline = clauses[0] if clauses else told
+        headline = episodes.told_headline(headline) or headline
     headline = _trim(headline, 120).rstrip(".")
     return f"{headline} — {document_title}"[:300] if headline else document_title
 

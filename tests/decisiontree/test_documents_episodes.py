@@ -109,8 +109,10 @@ def test_a_symptom_told_only_in_words_is_the_findings_symptom_not_an_error_sampl
     oom = episodes("glm5-blackwell-fp8-kv-assert.txt")["oom"]
     assert oom.samples == ()
     assert "run out of memory while capturing CUDA graphs" in oom.summary
-    assert oom.title.startswith("Before it, the first launch had run out of memory")
-    assert "lowering" not in oom.title  # the clause that tells the failure, not the cure
+    # Titled as a log says it, so a paste of the same failure finds it; the sentence stays
+    # the summary.
+    assert oom.title.startswith("Out of memory while capturing CUDA graphs — ")
+    assert "lowering" not in oom.title  # the failure, not the cure
 
 
 def test_a_bare_assertion_is_titled_by_the_assert_it_printed():
@@ -251,3 +253,55 @@ def test_a_sentence_naming_two_known_failures_joins_neither_to_the_other():
     assert attempts(oom) == {"--mem-fraction-static 0.8": Outcome.RESOLVES}
     crash = next(f for f in findings if f.kind == "crash")
     assert "--mem-fraction-static 0.8" not in attempts(crash)
+
+
+@pytest.mark.parametrize(
+    "clause, headline",
+    [
+        (
+            "an out-of-memory condition during CUDA graph capture",
+            "Out of memory while capturing CUDA graphs",
+        ),
+        ("an OOM during weight loading", "Out of memory while loading the model weights"),
+        ("the job hung at NCCL init", "Hang while initializing NCCL"),
+        (
+            "a device-side assert during the warm-up",
+            "CUDA device-side assert while warming up the server",
+        ),
+    ],
+)
+def test_a_failure_told_in_words_is_titled_with_the_stage_in_a_logs_words(clause, headline):
+    from decisiontree.documents.episodes import told_headline
+
+    assert told_headline(clause) == headline
+
+
+@pytest.mark.parametrize(
+    "clause",
+    [
+        "we sent a warm-up request and it crashed with an OOM",  # a request on the way, no stage
+        "the weights were fine",  # no failure
+        "an OOM on the first long prompt",  # no stage we know: the clause stays the title
+    ],
+)
+def test_no_stage_title_without_a_failure_at_a_known_stage(clause):
+    from decisiontree.documents.episodes import told_headline
+
+    assert told_headline(clause) is None
+
+
+WEIGHTS_OOM = """# Llama on one L4
+
+We serve Llama-3.1-8B-Instruct with vLLM on one NVIDIA L4. The first start ran out of memory
+during weight loading. Setting --max-model-len to 4096 did not help. Lowering
+--gpu-memory-utilization from 0.95 to 0.85 fixed it.
+
+Then the first request crashed with CUDA error: an illegal memory access was encountered.
+Adding --enforce-eager fixed that.
+"""
+
+
+def test_the_told_failure_is_the_title_and_its_sentence_the_summary():
+    oom = next(f for f in told(WEIGHTS_OOM) if f.kind == "oom")
+    assert oom.title.startswith("Out of memory while loading the model weights — ")
+    assert "ran out of memory during weight loading" in oom.summary
