@@ -6,6 +6,7 @@ an unknown `--x` stays in the fix text, where a reviewer still sees it.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from decisiontree import flags
@@ -142,6 +143,12 @@ def changes_in(
 ) -> tuple[Change, ...]:
     """Every structured change the text asks for, in order of appearance, without repeats."""
     found = [*_flag_changes(text, vocabulary, framework), *_env_changes(text), *_pin_changes(text)]
+    spelled = {change.name for _, change in found}
+    found += [
+        (at, change)
+        for at, change in _flags_in_words(text, framework)
+        if change.name not in spelled
+    ]
     found.sort(key=lambda item: item[0])
     changes = _last_value_per_flag(_without_loose_pins([change for _, change in found]))
     if not changes and _PATCH.search(text) and not _PATCH_REFERENCE.search(text):
@@ -174,6 +181,48 @@ def _flag_changes(
         value = match.group(2) or _value_after(text, match.end(), vocabulary, raw, framework)
         changes.append((match.start(), Change(ChangeAction.SET_FLAG, canonical, _clean(value))))
     return changes
+
+
+# "switched the attention backend to triton", "forced the FP8 GEMM backend to cutlass": a flag
+# named in words, set to one of the values it accepts. A passive "was set to" describes.
+_SET_IN_WORDS = (
+    r"(?<!\bwas )(?<!\bwere )(?<!\bis )(?<!\bare )(?<!\bbeen )(?<!\bbe )"
+    r"\b(?:switch|set|chang|forc|mov|flipp|turn|pinn|swapp)\w*\s+"
+    r"(?:(?:the|its|our|their|my)\s+)?(?P<words>{names})s?\s+(?:from\s+`?[\w.-]{{1,40}}`?\s+)?"
+    r"to\s+(?:use\s+)?`?(?P<value>[\w.-]{{1,40}})"
+)
+
+
+@functools.lru_cache(maxsize=8)
+def _in_words_pattern(framework: str) -> tuple[re.Pattern[str], dict[str, flags.FlagSpec]]:
+    """One pattern over every multi-word flag with a fixed set of values, by its words."""
+    by_words: dict[str, flags.FlagSpec] = {}
+    for spec in flags.flags_of(framework):
+        if not spec.choices:
+            continue
+        for name in (spec.name, *spec.aliases):
+            parts = re.split(r"[-_]", name)
+            if len(parts) >= 2:
+                by_words.setdefault(" ".join(parts).lower(), spec)
+    names = "|".join(
+        r"[\s_-]+".join(map(re.escape, words.split())) for words in sorted(by_words, key=len)[::-1]
+    )
+    return re.compile(_SET_IN_WORDS.format(names=names), re.IGNORECASE), by_words
+
+
+def _flags_in_words(text: str, framework: str | None) -> list[tuple[int, Change]]:
+    if framework not in flags.FRAMEWORKS:
+        return []
+    pattern, by_words = _in_words_pattern(framework)
+    found = []
+    for match in pattern.finditer(text):
+        spec = by_words.get(" ".join(re.split(r"[\s_-]+", match.group("words").lower())))
+        value = match.group("value").rstrip(".")
+        choices = {choice.lower(): choice for choice in spec.choices} if spec else {}
+        if spec is not None and value.lower() in choices:
+            change = Change(ChangeAction.SET_FLAG, spec.name, choices[value.lower()])
+            found.append((match.start(), change))
+    return found
 
 
 def _value_after(

@@ -78,3 +78,37 @@ def test_the_first_sentence_under_a_fix_heading_needs_no_cue_but_an_action():
         "Rebuilt the image on the 12.8 base, nothing else changed.", opens_fix_section=True
     ) == other("Rebuilt the image on the 12.8 base")
     assert worded_change("Weights were fine, then nothing.", opens_fix_section=True) is None
+
+
+@pytest.mark.parametrize(
+    "text, framework, described",
+    [
+        (
+            "We switched the attention backend from flashinfer to triton.",
+            "sglang",
+            "--attention-backend triton",
+        ),
+        ("Then I forced the FP8 GEMM backend to cutlass.", "sglang", "--fp8-gemm-backend cutlass"),
+        (
+            "Setting the NSA decode backend to trtllm was next.",
+            "sglang",
+            "--dsa-decode-backend trtllm",
+        ),
+        ("We changed the kv cache dtype to fp8.", "vllm", "--kv-cache-dtype fp8"),
+    ],
+)
+def test_a_flag_named_in_words_and_set_to_one_of_its_values_is_a_change(text, framework, described):
+    assert [c.describe() for c in changes_in(text, vocabulary(), framework)] == [described]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The NSA decode backend was set to flashmla_kv by the server.",  # a description
+        "We switched the attention backend to something faster.",  # not a value it takes
+        "We switched the attention backend to --attention-backend triton.",  # spelled: once
+    ],
+)
+def test_no_change_in_words_from_a_description_or_a_value_the_flag_does_not_take(text):
+    found = [c.describe() for c in changes_in(text, vocabulary(), "sglang")]
+    assert found == (["--attention-backend triton"] if "--" in text else [])
