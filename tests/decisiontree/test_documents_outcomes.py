@@ -226,3 +226,34 @@ def test_a_kind_of_failure_ruled_out_is_no_verdict(sentence):
 )
 def test_a_failure_that_is_over_still_reads_as_fixed(sentence):
     assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+@pytest.mark.parametrize(
+    "sentence", ["Up and serving.", "After that the server was up and running."]
+)
+def test_up_and_running_said_without_a_subject_is_a_success(sentence):
+    assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+def test_a_relaunch_followed_by_up_and_serving_resolves_its_symptom():
+    from decisiontree.documents import extract_document
+
+    text = """\
+# Qwen on a T4
+
+    python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen2.5-3B-Instruct
+
+The first start failed:
+
+    ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (20176).
+
+So we capped the context:
+
+    python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen2.5-3B-Instruct --max-model-len 8192
+
+Up and serving.
+"""
+    (finding,) = extract_document(text, "t4.md").findings
+    assert [(f.summary, f.outcome) for f in finding.fixes] == [
+        ("Set `--max-model-len` to 8192", Outcome.RESOLVES)
+    ]
