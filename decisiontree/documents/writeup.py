@@ -998,13 +998,14 @@ def _symptom_extra(episode: episodes.Episode) -> dict[str, str]:
 def _episode_title(episode: episodes.Episode, document_title: str) -> str:
     """The error line of its first sample, or the clause of the sentence that tells it."""
     if episode.samples:
-        headline = _error_headline(episode.samples[0])
+        headline = _trim(_error_headline(episode.samples[0]), 120).rstrip(".")
     else:
         told = _plain((episode.mentions or [""])[0])
         clauses = [c for c in _TITLE_CLAUSE.split(told) if episodes.symptom_of(c)]
-        headline = clauses[0] if clauses else told
-        headline = episodes.told_headline(headline) or headline
-    headline = _trim(headline, 120).rstrip(".")
+        headline = _trim(clauses[0] if clauses else told, 120).rstrip(".")
+        # The failure as a log says it finds the paste; the writer's words stay for the reader.
+        log_words = episodes.told_headline(headline)
+        headline = f"{log_words}: {headline}" if log_words else headline
     return f"{headline} — {document_title}"[:300] if headline else document_title
 
 

@@ -109,10 +109,12 @@ def test_a_symptom_told_only_in_words_is_the_findings_symptom_not_an_error_sampl
     oom = episodes("glm5-blackwell-fp8-kv-assert.txt")["oom"]
     assert oom.samples == ()
     assert "run out of memory while capturing CUDA graphs" in oom.summary
-    # Titled as a log says it, so a paste of the same failure finds it; the sentence stays
-    # the summary.
-    assert oom.title.startswith("Out of memory while capturing CUDA graphs — ")
-    assert "lowering" not in oom.title  # the failure, not the cure
+    # Titled as a log says it, so a paste of the same failure finds it, then in the
+    # writer's words; the sentence stays the summary.
+    assert oom.title.startswith(
+        "Out of memory while capturing CUDA graphs: Before it, the first launch had run out of"
+    )
+    assert "lowering" not in oom.title  # the clause that tells the failure, not the cure
 
 
 def test_a_bare_assertion_is_titled_by_the_assert_it_printed():
@@ -303,5 +305,7 @@ Adding --enforce-eager fixed that.
 
 def test_the_told_failure_is_the_title_and_its_sentence_the_summary():
     oom = next(f for f in told(WEIGHTS_OOM) if f.kind == "oom")
-    assert oom.title.startswith("Out of memory while loading the model weights — ")
+    assert oom.title.startswith(
+        "Out of memory while loading the model weights: The first start ran out of memory during"
+    )
     assert "ran out of memory during weight loading" in oom.summary
