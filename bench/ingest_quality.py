@@ -391,7 +391,13 @@ OUTCOMES = ROOT / "bench" / "corpus" / "outcomes"
 
 def outcome_judge() -> int:
     """The outcome judge on sentences written apart from it (bench/corpus/outcomes)."""
-    for name in ("sentences.json", "heldout.json", "heldout2.json", "heldout3.json"):
+    for name in (
+        "sentences.json",
+        "heldout.json",
+        "heldout2.json",
+        "heldout3.json",
+        "heldout4.json",
+    ):
         score_judge(OUTCOMES / name)
     return 0
 

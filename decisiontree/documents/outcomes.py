@@ -209,7 +209,7 @@ _NAMES = re.compile(
 
 
 def tokens(text: str) -> list[str]:
-    text = _NAMES.sub(" ", text.replace("\u2019", "'"))
+    text = _NAMES.sub(" x ", text.replace("\u2019", "'"))
     text = text.lower().replace("*", "")
     text = text.replace("cannot", "can not")
     for pattern, replacement in _CONTRACTIONS:
@@ -685,6 +685,15 @@ def judge_outcome(sentence: str) -> Outcome | None:
     """The outcome a sentence reports for the change it mentions, or None when it reports none."""
     judged = clause_signals(sentence)
     signals = [signal for _, signal in judged]
+    # "It OOMed during capture; lowering X cured that": the failure a later cure points back
+    # to is the problem it ended, not one left over.
+    lex = lexicon()
+    for k, (_, signal) in enumerate(judged):
+        if signal is Signal.PROBLEM and any(
+            later is Signal.GOOD and not clause.contrast and _cures_it(clause.words, lex)
+            for clause, later in judged[k + 1 :]
+        ):
+            signals[k] = None
     if _part_of(tokens(sentence)):
         signals.append(Signal.SHORTFALL)  # better, yet short of what it was
     # "Works, but <anything>": what follows a success after "but" is a caveat.
@@ -694,6 +703,14 @@ def judge_outcome(sentence: str) -> Outcome | None:
             signals.append(Signal.SHORTFALL)
         after_good = after_good or signal is Signal.GOOD
     return combine(signals, tokens(sentence))
+
+
+_BACK = frozenset({"that", "it", "this", "them", "those"})
+
+
+def _cures_it(words: Sequence[str], lex: Lexicon) -> bool:
+    """ "fixed that", "cured it", "solved this": a remedy whose object is what was just told."""
+    return any(w in lex.remedy and nxt in _BACK for w, nxt in zip(words, words[1:], strict=False))
 
 
 def combine(signals: Sequence[Signal | None], words: Sequence[str] = ()) -> Outcome | None:

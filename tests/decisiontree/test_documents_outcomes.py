@@ -257,3 +257,26 @@ Up and serving.
     assert [(f.summary, f.outcome) for f in finding.fixes] == [
         ("Set `--max-model-len` to 8192", Outcome.RESOLVES)
     ]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The first start hit an OOM during graph capture; lowering the fraction cured that.",
+        "Workers crashed at load time, and a bigger shared memory segment fixed it.",
+    ],
+)
+def test_the_failure_a_cure_points_back_to_is_the_problem_it_ended(sentence):
+    assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+def test_a_failure_left_after_a_cure_is_still_a_partial_fix():
+    sentence = "Eager mode fixed the capture crash, but the server still crashes under load."
+    assert judge_outcome(sentence) is Outcome.PARTIAL
+
+
+def test_a_version_between_to_and_the_verdict_is_no_purpose():
+    """ "pinning the wheel to 0.4.2 fixed that": the version is a name, not a gap that makes
+    "to fixed" read like "to fix"."""
+    assert judge_outcome("Pinning the wheel to 0.4.2 fixed that.") is Outcome.RESOLVES
+    assert judge_outcome("We waited for the server to fix itself.") is None

@@ -126,3 +126,44 @@ def test_an_oom_while_capturing_cuda_graphs_gets_the_memory_fraction_first(
     )  # fmt: skip
 
     assert "\n1. Lower `--mem-fraction-static` from 0.95 to 0.88" in answer
+
+
+# How the real write-ups tell it, in our words: the OOM only as a noun phrase, and a sentence
+# that names the OOM to rule it out beside the crash it is about.
+TOLD_IN_WORDS = """\
+# Mixtral on two L40S
+
+We serve Mixtral-8x7B-Instruct with SGLang on two NVIDIA L40S. The first start hit an OOM
+during CUDA graph capture; lowering --mem-fraction-static from 0.9 to 0.8 cured that.
+
+The first request then crashed the server:
+
+```
+RuntimeError: CUDA error: device-side assert triggered
+```
+
+This was a device-side assert rather than an out-of-memory error, so we relaunched with the
+sampling backend set by --sampling-backend pytorch. That did not change anything.
+"""
+
+
+def test_a_failure_told_only_in_words_and_one_ruled_out_answer_as_the_write_up_taught(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "mixtral-l40s.md").write_text(TOLD_IN_WORDS)
+    call_command("load_vocabulary", verbosity=0)
+    call_command("ingest", str(folder), stdout=StringIO())
+    publish_all()
+
+    oom = Finding.objects.get(kind="oom")
+    assert oom.title.startswith("Out of memory while capturing CUDA graphs: ")
+    crash = finding_with_sample("device-side assert")
+    assert not any("mem-fraction-static" in summary for summary in attempts(crash))
+
+    answer = diagnose(
+        "torch.OutOfMemoryError: CUDA out of memory while capturing CUDA graphs\n",
+        tmp_path=tmp_path,
+    )
+    assert "\n1. Lower `--mem-fraction-static` from 0.9 to 0.8" in answer
