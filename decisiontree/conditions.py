@@ -186,3 +186,38 @@ __all__ = [
     "is_version_key",
     "parse_line",
 ]
+
+
+# How a reader names each fixed key, for pages that show a condition in words.
+_KEY_WORDS = {
+    "gpu.arch": "GPU architecture",
+    "gpu.name": "GPU",
+    "gpu.count": "GPU count",
+    "framework": "framework",
+    "framework.version": "framework release",
+    "model.name": "model",
+    "model.arch": "model architecture",
+    "model.quantization": "quantization",
+}
+
+
+def in_words(item: Condition | Mapping[str, Any]) -> str:
+    """A condition as a reader says it: `flag.kv-cache-dtype != bf16` reads
+    `--kv-cache-dtype is not bf16`; a version requirement keeps its operator."""
+    if isinstance(item, Condition):
+        key, value, negate = item.key, item.value, item.negate
+    else:
+        key, value = str(item.get("key", "")), str(item.get("value", ""))
+        negate = bool(item.get("negate"))
+    family, _, name = key.partition(".")
+    if family == "flag" and name:
+        subject = f"--{name}"
+    elif family == "version" and name:
+        subject = f"{name} release"
+    elif family == "env" and name:
+        subject = name
+    else:
+        subject = _KEY_WORDS.get(key, key)
+    if is_version_key(key) and versions.is_specifier(value):
+        return f"{subject} {'not ' if negate else ''}{value}"
+    return f"{subject} {'is not' if negate else 'is'} {value}"

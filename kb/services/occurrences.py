@@ -117,9 +117,16 @@ def figures(rows: QuerySet[StoredDiagnosis], recorded: datetime | None) -> Occur
         week_starts=starts,
         gpus=shares(gpu for gpu, _, _, _ in facts),
         archs=shares(arch for _, arch, _, _ in facts),
-        frameworks=shares(f"{name} {version}".strip() for _, _, name, version in facts),
+        frameworks=shares(framework_label(name, version) for _, _, name, version in facts),
         recorded=recorded,
     )
+
+
+def framework_label(name: str, version: str) -> str:
+    """A release, or the framework alone when the paste did not say which release."""
+    if name and not version:
+        return f"{name}, release not given"
+    return f"{name} {version}".strip()
 
 
 def week_starts(weeks: int = WEEKS) -> tuple[datetime, ...]:

@@ -21,6 +21,7 @@ from django import template
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils.safestring import SafeString, mark_safe
 
+from decisiontree import conditions
 from kb.services import occurrences
 
 register = template.Library()
@@ -106,6 +107,17 @@ UNBREAKABLE_CHARS = 32
 def command(text: str | None) -> SafeString:
     """A shell command that wraps only at spaces: each word (a flag with its value when
     they fit) is one unbreakable span. The text, and so what Copy copies, is unchanged."""
+    return unbroken_words(text, flags_only=False)
+
+
+@register.filter
+def flags_unbroken(text: str | None) -> SafeString:
+    """Prose that names flags (a fix's summary): a flag, with its value when they fit,
+    never splits after one of its hyphens; the other words are left as they are."""
+    return unbroken_words(text, flags_only=True)
+
+
+def unbroken_words(text: str | None, *, flags_only: bool) -> SafeString:
     pieces = re.split(r"(\s+)", text or "")
     html: list[str] = []
     i = 0
@@ -120,7 +132,9 @@ def command(text: str | None) -> SafeString:
             pair = word + pieces[i + 1] + pieces[i + 2]
             if len(pair) <= UNBREAKABLE_CHARS and "\n" not in pieces[i + 1]:
                 joined, i = pair, i + 2
-        if joined:
+        if joined and flags_only and not joined.startswith("-"):
+            html.append(escape(joined))
+        elif joined:
             css = "w long" if len(joined) > UNBREAKABLE_CHARS else "w"
             html.append(f'<span class="{css}">{escape(joined)}</span>')
         i += 1
@@ -165,6 +179,11 @@ def md_link_text(value: Any) -> str:
     """Text for the inside of a Markdown link: brackets escaped, one line."""
     text = " ".join(str(value).split())
     return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+@register.filter
+def condition_in_words(item: Any) -> str:
+    return conditions.in_words(item)
 
 
 @register.filter

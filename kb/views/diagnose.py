@@ -153,6 +153,8 @@ def diagnosis_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "answers": record.answers,
         "may_delete": stored_diagnoses.may_delete(record, request.user),
         "seen": occurrences.of_fingerprint(record.fingerprint) if record.fingerprint else None,
+        "error_lines": stored_diagnoses.error_as_pasted(record),
+        "feedback": occurrences.feedback_counts(stored_diagnoses.fix_ids(record)),
     }
     response = render(request, "kb/diagnosis_detail.html", context)
     # A paste can hold host names and paths: keep it out of shared caches and indexes.

@@ -6,9 +6,11 @@ import pytest
 
 from decisiontree.conditions import (
     ConditionError,
+    as_dict,
     canonical,
     checked,
     condition,
+    in_words,
     parse_line,
 )
 from decisiontree.records import Condition
@@ -78,3 +80,21 @@ def test_a_stored_condition_in_an_old_spelling_reads_as_today() -> None:
     assert (
         condition("flag.cuda-graph-bs", "8", framework="sglang").key == "flag.cuda-graph-bs-decode"
     )
+
+
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("flag.kv-cache-dtype != bf16", "--kv-cache-dtype is not bf16"),
+        ("arch = sm_120", "GPU architecture is sm_120"),
+        ("model.arch = glm_moe_dsa", "model architecture is glm_moe_dsa"),
+        ("framework = sglang", "framework is sglang"),
+        ("framework.version = >=0.5.9", "framework release >=0.5.9"),
+        ("version.torch != <2.9", "torch release not <2.9"),
+        ("env.NCCL_P2P_DISABLE = 1", "NCCL_P2P_DISABLE is 1"),
+    ],
+)
+def test_a_condition_reads_in_words_without_its_key_syntax(line: str, words: str) -> None:
+    parsed = parse_line(line)
+    assert in_words(parsed) == words
+    assert in_words(as_dict(parsed)) == words

@@ -166,3 +166,15 @@ def test_the_write_up_leaves_out_the_error_shown_under_it(client: Client, starte
     write_up = page.split("<h2>Write-up</h2>", 1)[1].split("<h2>", 1)[0]
     assert "assert not self.nsa_kv_cache_store_fp8" not in write_up
     assert "Triton was tried as a way around" in write_up
+
+
+def test_it_says_when_the_finding_applies_in_words_not_in_key_syntax(
+    client: Client, starter_kb: None
+) -> None:
+    page = text_of(client.get(f"/findings/{decode_finding().pk}/"))
+
+    applies = page.split("<dt>Applies when</dt>", 1)[1].split("</dd>", 1)[0]
+    said = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", applies.replace("</li>", "\n")))
+    assert "GPU architecture is sm_120" in said
+    assert "--kv-cache-dtype is not bf16" in said
+    assert "flag.kv-cache-dtype" not in said and "!=" not in said

@@ -150,3 +150,34 @@ def test_the_search_list_shows_and_sorts_by_last_seen_and_most_helped(
     assert first_result_title(by_helped).startswith("Triton attention backend asserts")
     assert "1 fixed it · 0 did not help" in by_helped.split('<li class="finding">', 2)[1]
     assert "<code>not self.nsa_kv_cache_store_fp8</code>" in first_result_title(by_helped)
+
+
+def test_the_framework_share_names_the_release_or_says_it_was_not_given(
+    client: Client, starter_kb: None
+) -> None:
+    from kb.services.stored_diagnoses import diagnose_and_store
+
+    text = fixture_text("decode_crash_rtx6000.txt")
+    diagnose_and_store(text, framework="sglang", framework_version="0.5.9")
+    diagnose_and_store(text, framework="sglang")
+
+    figures = occurrences.of_finding(decode_finding())
+
+    assert {(share.label, share.count) for share in figures.frameworks} == {
+        ("sglang 0.5.9", 1),
+        ("sglang, release not given", 1),
+    }
+    page = sidebar(text_of(client.get(f"/findings/{decode_finding().pk}/")))
+    assert "Framework release" in page and "sglang, release not given" in page
+
+
+def test_a_fingerprint_never_pasted_says_so_and_when_it_was_written_down(
+    client: Client, starter_kb: None
+) -> None:
+    finding = Finding.objects.get(title__startswith="Triton attention backend asserts")
+
+    page = sidebar(text_of(client.get(f"/findings/{finding.pk}/")))
+
+    fingerprints = page.split("By fingerprint", 1)[1].split("</ul>", 1)[0]
+    assert "not pasted yet · written down" in fingerprints
+    assert "0 seen" not in fingerprints and "first " not in fingerprints

@@ -223,3 +223,41 @@ def test_the_answer_renders_code_in_titles_and_causes(client: Client, starter_kb
     assert not any("`" in line for line in sources)
     steps = re.findall(r'<li class="step step-cause[^"]*">(.*?)</li>', page, re.S)
     assert steps and not any("`" in step for step in steps)
+
+
+def test_the_verdict_quotes_the_error_as_pasted_not_its_normalised_signature(
+    client: Client, starter_kb: None
+) -> None:
+    location = post_paste(client, gpu="RTX PRO 6000")["Location"]
+
+    verdict = text_of(client.get(location)).split('<header class="verdict', 1)[1]
+    verdict = verdict.split("</header>", 1)[0]
+
+    assert (
+        "<code>torch.AcceleratorError: CUDA error: device-side assert triggered</code>" in verdict
+    )
+    assert "or element &lt; 0` failed.</code>" in verdict  # the kernel's own line, its 0 kept
+    assert "&lt;num&gt;" not in verdict
+
+
+def test_each_suggested_fix_says_how_many_it_fixed_and_did_not_help(
+    client: Client, starter_kb: None
+) -> None:
+    location = post_paste(client, gpu="RTX PRO 6000", launch_command=RTX_LAUNCH)["Location"]
+    first, second = (
+        entry["fix"]["id"] for entry in StoredDiagnosis.objects.get().answer["fixes"][:2]
+    )
+    for name in ("ann", "bo"):  # two people; the second asks again and changes nothing
+        client.force_login(User.objects.get_or_create(username=name)[0])
+        voted = client.post("/diagnose/feedback/", {"fix_id": first, "helped": "yes"})
+        assert voted.status_code == 200
+    client.post("/diagnose/feedback/", {"fix_id": first, "helped": "yes"})
+    client.logout()  # an anonymous reader sees the figures too
+
+    page = text_of(client.get(location))
+
+    def card(fix_id: int) -> str:
+        return page.split(f'id="fix-{fix_id}"', 1)[1].split('<li class="fix"', 1)[0]
+
+    assert "2 fixed it · 0 did not help" in card(first)
+    assert "0 fixed it · 0 did not help" in card(second)

@@ -142,7 +142,7 @@ def test_the_throughput_table_has_a_row_per_run_and_a_chart_over_time(
     table = page.split("<h3>Throughput</h3>", 1)[1].split("</table>", 1)[0]
     for column in ("Output tok/s", "TTFT ms", "ITL p50 ms", "ITL p99 ms", "Concurrency"):
         assert column in table
-    rows = re.findall(r"<tr><td>.*?</tr>", table, re.S)
+    rows = re.findall(r"<tr><td\b.*?</tr>", table, re.S)
     assert len(rows) == 2
     newest = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", rows[-1]))
     assert "1,500.0 180 6.5 19.4 16 1024 / 128 rtx-box-1" in newest
@@ -219,3 +219,23 @@ def test_the_load_summary_gives_the_median_and_the_tail(db: None) -> None:
     assert metrics["p99_itl_ms"] == pytest.approx(500.0)  # the tail, not the mean
     assert metrics["median_ttft_ms"] == pytest.approx(500.0, abs=100.1)
     assert metrics["p99_ttft_ms"] == pytest.approx(1000.0)
+
+
+def test_each_figure_of_the_throughput_table_carries_its_name_for_a_phone(
+    client: Client, starter_kb: None, validated_run: ValidationRun
+) -> None:
+    page = text_of(client.get("/runbook/"))
+
+    row = page.split("<h3>Throughput</h3>", 1)[1].split("<tbody>", 1)[1].split("</tr>", 1)[0]
+    labels = re.findall(r'<td data-label="([^"]+)"', row)
+    assert labels == [
+        "Output tok/s",
+        "TTFT ms",
+        "ITL p50 ms",
+        "ITL p99 ms",
+        "Concurrency",
+        "In / out tokens",
+        "Host",
+        "Date",
+        "What ran",
+    ]

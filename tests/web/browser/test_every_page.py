@@ -17,6 +17,7 @@ from kb.models import Finding, Host, ValidationRun
 from kb.services.stored_diagnoses import diagnose_and_store
 from tests.web.browser.conftest import SIZES, Size, screenshot
 from tests.web.conftest import RTX_LAUNCH, fixture_text
+from tests.web.test_runbook import add_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -61,6 +62,8 @@ def test_no_page_scrolls_sideways(
     size: Size,
 ) -> None:
     Host.objects.create(name="h200-lab", address="10.0.0.9", username="ci", facts={"arch": "sm_90"})
+    # A second, earlier run: the runbook's throughput table has two rows and draws its chart.
+    add_run(validated_run.fix.finding, validated_run, days_ago=9, tok_s=1105.0)
     context = browser.new_context(viewport=size.viewport)
     page = context.new_page()
     screenshot_login(page, live_server, size)

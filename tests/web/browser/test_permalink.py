@@ -43,6 +43,11 @@ def test_it_opens_the_link_of_a_diagnosis_in_a_new_browser(
     assert in_view(page, page.locator(".verdict h2")), "the verdict is scrolled out of view"
     assert in_view(page, first_fix.locator(".fix-head")), "fix 1 is below the fold"
     screenshot(page, f"diagnosis-after-submit-{size.name}", full_page=False)
+    # A flag never splits after one of its hyphens: every flag is one box on one line.
+    split_flags = page.locator("#diagnosis .w").evaluate_all(
+        "spans => spans.filter(s => s.getClientRects().length > 1).map(s => s.textContent)"
+    )
+    assert not split_flags, f"flags broken across lines: {split_flags}"
     asked_command = first_fix.locator("pre").inner_text()
     link = page.locator("#permalink").inner_text()
     asker.close()
