@@ -182,6 +182,12 @@ def md_link_text(value: Any) -> str:
 
 
 @register.filter
+def path_breaks(text: str | None) -> SafeString:
+    """A source path that may wrap after each slash on a phone, not inside a name."""
+    return mark_safe(escape(text or "").replace("/", "/<wbr>"))  # noqa: S308 - escaped first
+
+
+@register.filter
 def condition_in_words(item: Any) -> str:
     return conditions.in_words(item)
 

@@ -238,6 +238,10 @@ def test_the_verdict_quotes_the_error_as_pasted_not_its_normalised_signature(
     )
     assert "or element &lt; 0` failed.</code>" in verdict  # the kernel's own line, its 0 kept
     assert "&lt;num&gt;" not in verdict
+    # Its frames may wrap after a slash on a phone, never inside a file name.
+    assert (
+        "<code>sglang/<wbr>srt/<wbr>managers/<wbr>scheduler.py:event_loop_overlap</code>" in verdict
+    )
 
 
 def test_each_suggested_fix_says_how_many_it_fixed_and_did_not_help(

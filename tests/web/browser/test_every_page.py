@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.template.loader import render_to_string
 from django.utils.text import slugify
 from playwright.sync_api import Browser, Page, expect
 
@@ -76,6 +77,13 @@ def test_no_page_scrolls_sideways(
         screenshot(page, f"pages/{size.name}/{name}")
         if width > size.width:
             too_wide.append(f"{path}: {width}px")
+    # The 500 page as Django serves it on a crash (rendered without a request), on our CSS.
+    page.goto(live_server.url + "/")
+    page.set_content(render_to_string("500.html"), wait_until="load")
+    expect(page.locator("h1")).to_have_text("Something broke on our side")
+    screenshot(page, f"pages/{size.name}/server-error")
+    if page.evaluate("document.documentElement.scrollWidth") > size.width:
+        too_wide.append("500 page")
     context.close()
     assert not too_wide, f"pages wider than {size.width}px: {too_wide}"
 
