@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 from decisiontree.launch import parse_launch_command
 from kb.models import Finding, Host, ValidationRun
 from kb.services.stored_diagnoses import diagnose_and_store
-from tests.web.browser.conftest import SIZES, Size, screenshot
+from tests.web.browser.conftest import MOBILE, SIZES, Size, screenshot
 from tests.web.conftest import RTX_LAUNCH, fixture_text
 from tests.web.test_runbook import add_run
 
@@ -141,3 +141,16 @@ def test_the_runbook_copy_button_gives_a_whole_launch_line(
     recorded = parse_launch_command(works.works_command).flags
     assert all(launched.flags.get(name) == value for name, value in recorded.items())
     assert shlex.split(copied)  # quotes balance: it pastes into a shell as one command
+
+
+def test_on_a_phone_the_first_known_issue_shows_on_the_first_screen(
+    browser: Browser, live_server: Any, starter_kb: None
+) -> None:
+    context = browser.new_context(viewport=MOBILE.viewport)
+    page = context.new_page()
+    page.goto(live_server.url + "/")
+    title = page.locator("li.finding .title").first
+    box = title.bounding_box()
+    screenshot(page, "known-issues-first-screen-mobile", full_page=False)
+    context.close()
+    assert box is not None and box["y"] + box["height"] <= MOBILE.height, box
