@@ -79,8 +79,10 @@ def _written_name(written: str) -> str:
 # ---------------------------------------------------------------- lookups
 
 
+@functools.lru_cache(maxsize=8192)
 def lookup(written: str, framework: str | None = None) -> FlagHit | None:
     """The flag a spelling means in `framework` (in either framework when None)."""
+    # Cached whole: every diagnosis and every finding of a rebuild spells the same flags.
     return _lookup(flag_key(_written_name(written)), framework)
 
 

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache, lru_cache
+from itertools import chain
 
 from decisiontree.fingerprint import Signature, message_of, signatures_of
 from decisiontree.retrieval import Bm25fIndex, background_texts, query_weights
@@ -193,7 +195,11 @@ class SignatureIndex:
         self._by_template: dict[str, set[int]] = defaultdict(set)
         self._linked: dict[str, set[int]] = defaultdict(set)
         self._split: dict[str, set[int]] = defaultdict(set)
-        self._error_terms: dict[int, set[str]] = defaultdict(set)
+        # A finding's error terms (its samples' error lines, its title and symptom): the
+        # words until finish(), then their term ids, sorted (ints: a set of strings per
+        # finding would hold hundreds of MiB at 100k findings).
+        self._error_words: dict[int, list[Sequence[str]]] = defaultdict(list)
+        self._error_ids: dict[int, array[int]] = {}
         self._own_lines: dict[int, tuple[str, ...]] = {}  # title and symptom, as messages
         self._error_info: dict[int, float] = {}  # finding id -> weight of its error terms
         self.retrieval = Bm25fIndex()
@@ -224,7 +230,7 @@ class SignatureIndex:
         self._by_finding[finding_id].append(number)
         self._by_fingerprint[signature.fingerprint].add(number)
         self._by_template[signature.template_key].add(number)
-        self._error_terms[finding_id].update(signature.terms)
+        self._error_words[finding_id].append(signature.terms)
         self.retrieval.add(finding_id, "errors", signature.terms)
         if signature.context_terms:
             self.retrieval.add(finding_id, "text", signature.context_terms)
@@ -236,7 +242,7 @@ class SignatureIndex:
                 words = words_of(text)
                 self.retrieval.add(finding_id, name, words)
                 if name != "cause":
-                    self._error_terms[finding_id].update(words)
+                    self._error_words[finding_id].append(words)
         self._own_lines[finding_id] = tuple(
             message_of(text) for text in (title, summary) if text.strip()
         )
@@ -257,6 +263,15 @@ class SignatureIndex:
         if self.retrieval.stale:
             self.retrieval.finish()
             self._error_info.clear()
+        if self._error_words:
+            # After the postings: a word past a field's cap gets its id only now, so the
+            # ids of the words retrieval searches keep the order they were first seen in.
+            for finding_id, groups in self._error_words.items():
+                ids = set(self._error_ids.get(finding_id, ()))
+                ids.update(self.retrieval.term_ids(chain.from_iterable(groups)))
+                self._error_ids[finding_id] = array("i", sorted(ids))
+            self._error_words.clear()
+            self._error_info.clear()
 
     # --- weights --------------------------------------------------------
 
@@ -266,7 +281,7 @@ class SignatureIndex:
     def _finding_info(self, finding_id: int) -> float:
         info = self._error_info.get(finding_id)
         if info is None:
-            info = sum(self.retrieval.idf_of(self._error_terms.get(finding_id, ())).values())
+            info = sum(self.retrieval.idf_by_ids(self._error_ids.get(finding_id, ())))
             self._error_info[finding_id] = info
         return info
 
@@ -281,6 +296,7 @@ class SignatureIndex:
         """Candidates for one paste (all its queries together), best first."""
         if not queries:
             return ()
+        self.finish()
         paste = _Paste.of(queries, self)
         found: dict[int, Candidate] = {}
         for candidate in self._linked_candidates(paste):
@@ -302,11 +318,17 @@ class SignatureIndex:
     def shared_terms(self, queries: Sequence[Query], finding_id: int) -> tuple[str, ...]:
         """The most telling terms a paste shares with one finding, for one not shown
         (`lookup` explains only candidates above the lower threshold)."""
-        return self._shared(_Paste.of(queries, self), finding_id) if queries else ()
+        if not queries:
+            return ()
+        self.finish()
+        return self._shared(_Paste.of(queries, self), finding_id)
 
     def assess(self, queries: Sequence[Query]) -> list[tuple[int, str, Features]]:
         """(finding id, layer, verifier features) of every candidate, for benches and fits."""
-        return self._assessed(_Paste.of(queries, self)) if queries else []
+        if not queries:
+            return []
+        self.finish()
+        return self._assessed(_Paste.of(queries, self))
 
     def _assessed(self, paste: _Paste) -> list[tuple[int, str, Features]]:
         self.finish()
@@ -318,6 +340,8 @@ class SignatureIndex:
         paste.ordinary_terms = self.retrieval.terms_of(closest) if closest is not None else set()
         paste.unusual = paste.error_set - paste.ordinary_terms
         paste.unusual_info = sum(paste.weights(t) for t in paste.unusual)
+        ordinary_ids = self.retrieval.doc_term_ids(closest) if closest is not None else []
+        paste.read_ordinary(ordinary_ids, self.retrieval)
         same_print = {self._entries[n].finding_id for n in paste.entries(self._by_fingerprint)}
         same_template = {self._entries[n].finding_id for n in paste.entries(self._by_template)}
         ceiling = sum(self.weight(t) * w for t, w in weights.items()) or 1.0
@@ -366,21 +390,22 @@ class SignatureIndex:
     ) -> Features:
         ceiling, best, ordinary = scale
         score = scores.get(finding_id, 0.0)
-        terms = paste.terms_of(finding_id, self.retrieval)
-        errors = self._error_terms.get(finding_id, set())
-        weight = paste.weights
-        shared = paste.error_set & terms
+        # Term ids from here on: the paste's known terms, the finding's document and errors.
+        terms = paste.ids_of(finding_id, self.retrieval)
+        errors = set(self._error_ids.get(finding_id, ()))
+        weight = paste.id_weights.__getitem__
+        shared = paste.error_ids & terms
         shared_info = sum(weight(t) for t in shared)
         message, containment, message_info, excess = self._message_overlap(paste, finding_id)
         finding_info = self._finding_info(finding_id) or 1.0
-        in_paste = errors & paste.all_terms
+        in_paste = errors & paste.all_ids
         finding_shared = sum(weight(t) for t in in_paste)
         # The same two covers over what is *not* ordinary: the terms the closest background
         # document lacks. An exact repeat of a generic line has nothing left to cover.
         unusual_info = paste.unusual_info
-        unusual_shared = sum(weight(t) for t in paste.unusual & terms)
-        specific_info = finding_info - sum(weight(t) for t in errors & paste.ordinary_terms)
-        specific_shared = finding_shared - sum(weight(t) for t in in_paste & paste.ordinary_terms)
+        unusual_shared = sum(weight(t) for t in paste.unusual_ids & terms)
+        specific_info = finding_info - sum(weight(t) for t in errors & paste.ordinary_ids)
+        specific_shared = finding_shared - sum(weight(t) for t in in_paste & paste.ordinary_ids)
         return Features(
             unusual_query_cover=unusual_shared / unusual_info if unusual_info else 0.0,
             unusual_finding_cover=specific_shared / specific_info if specific_info > 0 else 0.0,
@@ -399,7 +424,7 @@ class SignatureIndex:
             / MESSAGE_RARE_CAP,
             ordinary_message=min(
                 1.0,
-                max(sum(weight(t) for t in o) for o in paste.ordinary)
+                max(sum(paste.weights(t) for t in o) for o in paste.ordinary)
                 / (MESSAGE_RARE_CAP * self.retrieval.max_idf()),
             ),
             message_excess=excess,
@@ -468,7 +493,8 @@ class SignatureIndex:
         return len(paste.functions & known) / min(len(paste.functions), len(known))
 
     def _shared(self, paste: _Paste, finding_id: int) -> tuple[str, ...]:
-        shared = paste.all_terms & paste.terms_of(finding_id, self.retrieval)
+        shared_ids = paste.all_ids & paste.ids_of(finding_id, self.retrieval)
+        shared = {self.retrieval.term_of(i) for i in shared_ids}
         # Equal weights: a whole identifier says more than one of its parts.
         weight = paste.weights
         return tuple(
@@ -558,7 +584,14 @@ class _Paste:
     ordinary_terms: frozenset[str] | set[str] = frozenset()  # the closest background document's
     unusual: set[str] = field(default_factory=set)  # error terms that document lacks
     unusual_info: float = 0.0
-    finding_terms: dict[int, frozenset[str]] = field(default_factory=dict)
+    # The same by term id (terms the index knows): what the verifier's measures compare.
+    ids: dict[str, int] = field(default_factory=dict)
+    error_ids: set[int] = field(default_factory=set)
+    all_ids: set[int] = field(default_factory=set)
+    ordinary_ids: set[int] = field(default_factory=set)
+    unusual_ids: set[int] = field(default_factory=set)
+    id_weights: dict[int, float] = field(default_factory=dict)
+    finding_ids: dict[int, set[int]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, queries: Sequence[Query], index: SignatureIndex) -> _Paste:
@@ -570,6 +603,8 @@ class _Paste:
         fingerprints += [(q.previous_fingerprint, True) for q in queries if q.previous_fingerprint]
         messages = [_template_words(q.message or q.template) for q in queries]
         messages = [m for m in messages if m] or [frozenset(errors)]  # free text: all of it
+        known = index.retrieval.term_id
+        ids = {t: i for t in all_terms if (i := known(t)) is not None}
         return cls(
             error_terms=errors,
             context_terms=context,
@@ -583,13 +618,25 @@ class _Paste:
             functions={f.rsplit(":", 1)[-1] for q in queries for f in q.key_frames},
             ordinary=[index.explained_by_ordinary(m) for m in messages],
             weights=_Memo(index.weight),
+            ids=ids,
+            error_ids={ids[t] for t in errors if t in ids},
+            all_ids=set(ids.values()),
+            id_weights={i: idf[t] for t, i in ids.items()},
         )
 
-    def terms_of(self, finding_id: int, retrieval: Bm25fIndex) -> frozenset[str]:
-        found = self.finding_terms.get(finding_id)
+    def ids_of(self, finding_id: int, retrieval: Bm25fIndex) -> set[int]:
+        """The term ids of a finding's document."""
+        found = self.finding_ids.get(finding_id)
         if found is None:
-            found = self.finding_terms[finding_id] = retrieval.terms_of(finding_id)
+            found = self.finding_ids[finding_id] = set(retrieval.doc_term_ids(finding_id))
         return found
+
+    def read_ordinary(self, ordinary_ids: Sequence[int], retrieval: Bm25fIndex) -> None:
+        """The closest ordinary document's terms, by id, and what each weighs."""
+        self.ordinary_ids = set(ordinary_ids)
+        self.unusual_ids = self.error_ids - self.ordinary_ids
+        new = [i for i in self.ordinary_ids if i not in self.id_weights]
+        self.id_weights.update(zip(new, retrieval.idf_by_ids(new), strict=True))
 
     def entries(self, table: dict[str, set[int]]) -> set[int]:
         keys = {fp for fp, _ in self.fingerprints} | self.template_keys

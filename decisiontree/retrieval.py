@@ -23,14 +23,15 @@ same at 100k findings as at 100.
 
 from __future__ import annotations
 
-import heapq
 import math
 from array import array
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+import numpy as np
 
 from decisiontree.terms import words_of
 from decisiontree.tuning import tuning
@@ -79,12 +80,20 @@ class Bm25fIndex:
         self._terms: list[str] = []
         self._doc_ids: list[int] = []  # document number -> finding id
         self._doc_numbers: dict[int, int] = {}
-        # Per document and field, the term ids with repeats; folded into postings by finish().
-        self._pending: list[dict[str, array[int]]] = []
-        self._postings: list[array[int]] = []
-        self._values: list[array[float]] = []  # saturated, weighted tf per posting
-        self._doc_terms: list[array[int]] = []  # distinct term ids per document
-        self._idf: list[float] = []
+        # Words added since the last finish(): their term ids in one flat array, and per
+        # document its fields (in the order first written) with the words each holds.
+        self._pending_terms: array[int] = array("i")
+        self._pending_runs: list[tuple[int, int, int]] = []  # (document, field, words)
+        self._pending_fields: dict[int, dict[int, int]] = {}  # document -> field -> words
+        # Folded by finish(), compressed sparse rows (numpy arrays):
+        # term -> (document, saturated weighted tf) postings, and document -> term ids.
+        self._folded = 0  # documents folded
+        self._post_start = np.zeros(1, dtype=np.int64)
+        self._post_docs = np.zeros(0, dtype=np.int32)
+        self._post_values = np.zeros(0, dtype=np.float32)
+        self._doc_start = np.zeros(1, dtype=np.int64)
+        self._doc_terms = np.zeros(0, dtype=np.int32)
+        self._idf = np.zeros(0, dtype=np.float64)
         self._max_idf = 0.0
         self._stale = False
         for number, words in enumerate(background_documents(), start=1):
@@ -100,37 +109,41 @@ class Bm25fIndex:
         """Add words to one field of a finding's document (fields accumulate until finish();
         a document cannot grow after it)."""
         number = self._doc_numbers.get(finding_id)
-        if number is not None and self._doc_terms[number]:
+        if number is not None and number < self._folded:
             raise ValueError(f"document {finding_id} was already folded into the postings")
         if number is None:
             number = len(self._doc_ids)
             self._doc_numbers[finding_id] = number
             self._doc_ids.append(finding_id)
-            self._pending.append({})
-            self._doc_terms.append(array("i"))
-        fields = self._pending[number]
-        held = fields.setdefault(field, array("i"))
-        room = MAX_DOC_WORDS_PER_FIELD - len(held)
+            self._pending_fields[number] = {}
+        fields = self._pending_fields[number]
+        slot = FIELDS.index(field)
+        held = fields.setdefault(slot, 0)
+        room = MAX_DOC_WORDS_PER_FIELD - held
         if room > 0:
-            known = self._term_ids
-            ids = [known.get(w) for w in words[:room]]
-            if None in ids:  # words seen for the first time get their ids
-                ids = [
-                    self._term_id(w) if i is None else i
-                    for w, i in zip(words[:room], ids, strict=True)
-                ]
-            held.extend(ids)  # type: ignore[arg-type]  # no None is left
+            kept = words[:room]
+            self._pending_terms.extend(self.term_ids(kept))
+            self._pending_runs.append((number, slot, len(kept)))
+            fields[slot] = held + len(kept)
         self._stale = True
 
-    def _term_id(self, term: str) -> int:
-        found = self._term_ids.get(term)
-        if found is None:
-            found = len(self._terms)
-            self._term_ids[term] = found
-            self._terms.append(term)
-            self._postings.append(array("i"))
-            self._values.append(array("f"))
-        return found
+    def term_ids(self, terms: Iterable[str]) -> list[int]:
+        """The ids of terms, each given one the first time it is seen."""
+        known = self._term_ids
+        ids = []
+        for term in terms:
+            found = known.get(term)
+            if found is None:
+                found = known[term] = len(self._terms)
+                self._terms.append(term)
+            ids.append(found)
+        return ids
+
+    def term_id(self, term: str) -> int | None:
+        return self._term_ids.get(term)
+
+    def term_of(self, term_id: int) -> str:
+        return self._terms[term_id]
 
     @property
     def stale(self) -> bool:
@@ -140,58 +153,144 @@ class Bm25fIndex:
         """Fold the pending fields into postings and compute the weights."""
         if not self._stale:
             return
-        lengths: dict[str, list[int]] = defaultdict(list)
-        for fields in self._pending:
-            for name in FIELDS:
-                held = fields.get(name)
-                if held is not None:
-                    lengths[name].append(len(held))
-        average = {name: (sum(v) / len(v) if v else 1.0) or 1.0 for name, v in lengths.items()}
-        postings, values, k1 = self._postings, self._values, self.k1
-        for number, fields in enumerate(self._pending):
-            if not fields:
-                continue
-            pseudo: dict[int, float] = {}
-            for name, held in fields.items():
-                norm = 1 - self.b[name] + self.b[name] * len(held) / average[name]
-                weight = self.weights[name] / norm
-                for term_id, count in Counter(held).items():
-                    pseudo[term_id] = pseudo.get(term_id, 0.0) + weight * count
-            for term_id, tf in pseudo.items():
-                postings[term_id].append(number)
-                values[term_id].append(tf / (k1 + tf))
-            self._doc_terms[number] = array("i", sorted(pseudo))
-            self._pending[number] = {}
-        self._refresh_idf()
+        docs, terms, values = self._fold_pending()
+        if self._folded:  # documents added after an earlier finish: merge with the folded
+            old_terms = np.repeat(
+                np.arange(len(self._post_start) - 1, dtype=np.int32), np.diff(self._post_start)
+            )
+            docs = np.concatenate([self._post_docs, docs])
+            terms = np.concatenate([old_terms, terms])
+            values = np.concatenate([self._post_values, values])
+        vocabulary = len(self._terms)
+        # Postings in term order, each list in document order.
+        by_term = np.lexsort((docs, terms))
+        self._post_docs = docs[by_term]
+        self._post_values = values[by_term]
+        counts = np.bincount(terms, minlength=vocabulary)
+        self._post_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        # A document's distinct terms, in term order.
+        by_doc = np.lexsort((terms, docs))
+        self._doc_terms = terms[by_doc].astype(np.int32)
+        per_doc = np.bincount(docs, minlength=len(self._doc_ids))
+        self._doc_start = np.concatenate([[0], np.cumsum(per_doc)]).astype(np.int64)
+        self._folded = len(self._doc_ids)
+        self._pending_terms = array("i")
+        self._pending_runs = []
+        self._pending_fields = {}
+        self._refresh_idf(counts)
         self._stale = False
 
-    def _refresh_idf(self) -> None:
+    def _fold_pending(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(document, term, saturated tf) of every distinct term of the pending documents.
+
+        A term's pseudo frequency sums, over the fields in the order the document first
+        wrote them, the field's weight over its length norm times the term's count there
+        (BM25F); the same sums, in the same order, as one document at a time would make.
+        """
+        lengths: dict[int, list[int]] = defaultdict(list)
+        for fields in self._pending_fields.values():
+            for slot, held in fields.items():
+                lengths[slot].append(held)
+        average = {slot: (sum(v) / len(v) if v else 1.0) or 1.0 for slot, v in lengths.items()}
+        # Per run of words: its document, its field's place in that document, its weight.
+        run_docs, run_places, run_weights, run_words = [], [], [], []
+        places = {n: {slot: p for p, slot in enumerate(f)} for n, f in self._pending_fields.items()}
+        for number, slot, words in self._pending_runs:
+            name = FIELDS[slot]
+            held = self._pending_fields[number][slot]
+            norm = 1 - self.b[name] + self.b[name] * held / average[slot]
+            run_docs.append(number)
+            run_places.append(places[number][slot])
+            run_weights.append(self.weights[name] / norm)
+            run_words.append(words)
+        repeat = np.array(run_words, dtype=np.int64)
+        docs = np.repeat(np.array(run_docs, dtype=np.int64), repeat)
+        places_ = np.repeat(np.array(run_places, dtype=np.int64), repeat)
+        weights = np.repeat(np.array(run_weights, dtype=np.float64), repeat)
+        terms = np.frombuffer(self._pending_terms, dtype=np.int32).astype(np.int64)
+        if not len(terms):
+            empty = np.zeros(0, dtype=np.int32)
+            return empty, empty, np.zeros(0, dtype=np.float32)
+        # Count each (document, term, field) once: weight times count.
+        order = np.lexsort((places_, terms, docs))
+        docs, terms, places_, weights = docs[order], terms[order], places_[order], weights[order]
+        new = np.ones(len(docs), dtype=bool)
+        new[1:] = (
+            (docs[1:] != docs[:-1]) | (terms[1:] != terms[:-1]) | (places_[1:] != places_[:-1])
+        )
+        starts = np.flatnonzero(new)
+        counts = np.diff(np.append(starts, len(docs)))
+        part = weights[starts] * counts
+        docs, terms = docs[starts], terms[starts]
+        # Sum the fields' parts per (document, term), in field order.
+        first = np.ones(len(docs), dtype=bool)
+        first[1:] = (docs[1:] != docs[:-1]) | (terms[1:] != terms[:-1])
+        heads = np.flatnonzero(first)
+        parts = np.diff(np.append(heads, len(docs)))
+        pseudo = part[heads]  # left to right, as a running sum adds them (at most 5 fields)
+        for later in range(1, int(parts.max())):
+            more = parts > later
+            pseudo[more] += part[heads[more] + later]
+        saturated = (pseudo / (self.k1 + pseudo)).astype(np.float32)
+        return docs[heads].astype(np.int32), terms[heads].astype(np.int32), saturated
+
+    def _refresh_idf(self, frequencies: np.ndarray) -> None:
         n = len(self._doc_ids)
         self._max_idf = _idf(n, 1)
-        self._idf = [
-            _idf(n, len(postings)) if postings else self._max_idf for postings in self._postings
-        ]
+        # One log per distinct frequency, by the same function a single term would use.
+        distinct, where = np.unique(frequencies, return_inverse=True)
+        table = np.array(
+            [_idf(n, int(f)) if f else self._max_idf for f in distinct], dtype=np.float64
+        )
+        self._idf = table[where.reshape(-1)] if len(distinct) else np.zeros(0)
 
     # --- weights ----------------------------------------------------------
 
     def idf(self, term: str) -> float:
         """How specific a term is; unseen terms count as seen once."""
         term_id = self._term_ids.get(term)
-        return self._idf[term_id] if term_id is not None else self._max_idf
+        return self.idf_by_id(term_id) if term_id is not None else self._max_idf
+
+    def idf_by_id(self, term_id: int) -> float:
+        """`idf` of a term by its id (terms given an id after the last finish: unseen)."""
+        return float(self._idf[term_id]) if term_id < len(self._idf) else self._max_idf
 
     def idf_of(self, terms: Iterable[str]) -> dict[str, float]:
         """`idf` of many terms at once."""
-        ids, idf, most = self._term_ids, self._idf, self._max_idf
-        return {t: (idf[i] if (i := ids.get(t)) is not None else most) for t in terms}
+        ids, most, known = self._term_ids, self._max_idf, len(self._idf)
+        terms = list(terms)
+        numbers = [ids.get(t) for t in terms]
+        found = [n for n in numbers if n is not None and n < known]
+        weights = iter(self._idf[found].tolist())
+        return {
+            t: (next(weights) if n is not None and n < known else most)
+            for t, n in zip(terms, numbers, strict=True)
+        }
+
+    def idf_by_ids(self, term_ids: Sequence[int]) -> list[float]:
+        """`idf_by_id` of many ids at once."""
+        known = len(self._idf)
+        if all(i < known for i in term_ids):
+            found: list[float] = self._idf[list(term_ids)].tolist()
+            return found
+        return [self.idf_by_id(i) for i in term_ids]
 
     def max_idf(self) -> float:
         return self._max_idf
 
-    def terms_of(self, finding_id: int) -> frozenset[str]:
+    def doc_term_ids(self, finding_id: int) -> list[int]:
+        """The distinct term ids of a finding's document, in id order."""
         number = self._doc_numbers.get(finding_id)
-        if number is None:
-            return frozenset()
-        return frozenset(self._terms[i] for i in self._doc_terms[number])
+        if number is None or number >= self._folded:
+            return []
+        ids: list[int] = self._doc_terms[
+            self._doc_start[number] : self._doc_start[number + 1]
+        ].tolist()
+        return ids
+
+    def terms_of(self, finding_id: int) -> frozenset[str]:
+        terms = self._terms
+        return frozenset(terms[i] for i in self.doc_term_ids(finding_id))
 
     # --- search -----------------------------------------------------------
 
@@ -203,29 +302,63 @@ class Bm25fIndex:
         """
         if self._stale:
             self.finish()
-        weighted = []
+        known = self._term_ids
+        ids, weights = [], []
         for term, weight in query.items():
-            term_id = self._term_ids.get(term)
+            term_id = known.get(term)
             if term_id is not None and weight > 0:
-                weighted.append((self._idf[term_id] * weight, term_id))
-        # The heaviest terms decide the ranking; the rest are common words whose long
-        # posting lists would cost most of the time and move little.
-        weighted = heapq.nlargest(MAX_QUERY_TERMS, weighted)
-        scores: dict[int, float] = defaultdict(float)
-        for factor, term_id in weighted:
-            postings = self._postings[term_id]
-            if len(postings) > budget:
+                ids.append(term_id)
+                weights.append(weight)
+        starts = self._post_start
+        term_ids = np.array(ids, dtype=np.int64)
+        folded = term_ids < len(starts) - 1  # not an id given after the last finish
+        term_ids = term_ids[folded]
+        lengths = starts[term_ids + 1] - starts[term_ids]
+        factors = self._idf[term_ids] * np.array(weights, dtype=np.float64)[folded]
+        has = lengths > 0  # an id with no postings (a word past a field's cap) is no word here
+        term_ids, lengths, factors = term_ids[has], lengths[has], factors[has]
+        # The heaviest terms decide the ranking (ties: the later term first); the rest are
+        # common words whose long posting lists would cost most of the time and move little.
+        heaviest = np.lexsort((-term_ids, -factors))[:MAX_QUERY_TERMS]
+        slices, chosen, sizes = [], [], []
+        for term_id, size, factor in zip(
+            term_ids[heaviest].tolist(),
+            lengths[heaviest].tolist(),
+            factors[heaviest].tolist(),
+            strict=True,
+        ):
+            if size > budget:
                 continue  # common: a shorter list of a rarer term may still fit
-            budget -= len(postings)
-            values = self._values[term_id]
-            for number, value in zip(postings, values, strict=True):
-                scores[number] += factor * value
-        best = heapq.nlargest(limit + len(background_texts()), scores, key=scores.__getitem__)
+            budget -= size
+            start = int(starts[term_id])
+            slices.append(slice(start, start + size))
+            chosen.append(factor)
+            sizes.append(size)
+        if not sum(sizes):
+            return []
+        docs = np.concatenate([self._post_docs[s] for s in slices])
+        values = np.concatenate([self._post_values[s] for s in slices]).astype(np.float64)
+        values *= np.repeat(np.array(chosen, dtype=np.float64), sizes)
+        # Each document's score sums its terms' parts in the order the terms were opened
+        # (every document reached scores above 0: idf and tf are positive).
+        every = np.bincount(docs, weights=values, minlength=len(self._doc_ids))
+        found = np.flatnonzero(every)
+        scores = every[found]
+        wanted = limit + len(background_texts())
+        if len(found) > wanted:  # the best, and every document tied with the last of them
+            kept = scores >= np.partition(scores, len(scores) - wanted)[len(scores) - wanted]
+            found, scores = found[kept], scores[kept]
+        # Ties go to the document reached first, as a running tally would have it.
+        chosen_doc = np.zeros(len(self._doc_ids), dtype=bool)
+        chosen_doc[found] = True
+        reached = np.flatnonzero(chosen_doc[docs])
+        first = reached[np.unique(docs[reached], return_index=True)[1]]
+        order = np.lexsort((first, -scores))[:wanted]
         hits: list[Hit] = []
         findings = 0
-        for number in best:
-            score = scores[number]
-            doc = self._doc_ids[number]
+        doc_ids = self._doc_ids
+        for number, score in zip(found[order].tolist(), scores[order].tolist(), strict=True):
+            doc = doc_ids[number]
             findings += doc >= 0
             hits.append(Hit(doc, score))
             if findings >= limit:
