@@ -270,6 +270,20 @@ def command_of_works(entry: RunbookEntry, finding: Finding) -> tuple[str, str]:
     )
 
 
+def whole_works_command(finding: Finding) -> tuple[str, str]:
+    """A working configuration's launch as its runbook entry gives it: entry point, model
+    and tensor parallelism over its GPUs around the recorded flags, with the note that
+    says so. ("", "") when the finding records no launch."""
+    if not finding.works_command:
+        return "", ""
+    placement = finding.findinggpu_set.select_related("hardware").first()
+    if placement is None:
+        return finding.works_command, ""
+    entry = RunbookEntry(finding.model, placement.hardware, finding.framework)
+    entry.gpu_count = placement.count
+    return command_of_works(entry, finding)
+
+
 def derive_command(entry: RunbookEntry) -> None:
     """No working command recorded: the latest pitfall's flags with its resolving fix."""
     for pitfall in reversed(entry.pitfalls):

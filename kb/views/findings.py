@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from kb.models import Finding, Fix, Host, ValidationRun
-from kb.services import changes, feedback, occurrences, sources, validation
+from kb.services import changes, feedback, occurrences, runbook, sources, validation
 from kb.services.history import finding_edits
 
 HISTORY_LIMIT = 50
@@ -39,6 +39,7 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "runs": runs,
         "history": finding_edits(finding, limit=HISTORY_LIMIT),
         "conditions": finding.conditions or [],
+        "works": runbook.whole_works_command(finding),
         "hosts": list(Host.objects.order_by("name")) if may_validate else [],
         "pastes_to_learn": (
             feedback.pastes_to_learn(finding) if request.user.has_perm(REVIEW_PERMISSION) else []

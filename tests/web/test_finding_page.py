@@ -178,3 +178,24 @@ def test_it_says_when_the_finding_applies_in_words_not_in_key_syntax(
     assert "GPU architecture is sm_120" in said
     assert "--kv-cache-dtype is not bf16" in said
     assert "flag.kv-cache-dtype" not in said and "!=" not in said
+
+
+def test_a_working_configuration_shows_its_whole_launch_as_the_runbook_does(
+    client: Client, starter_kb: None
+) -> None:
+    from html import unescape
+
+    from decisiontree.launch import parse_launch_command
+
+    works = Finding.objects.get(kind=Finding.Kind.WORKS)
+
+    page = text_of(client.get(f"/findings/{works.pk}/"))
+
+    shown = page.split('<pre id="works-cmd">', 1)[1].split("</pre>", 1)[0]
+    command = " ".join(unescape(re.sub(r"<[^>]+>", "", shown)).split())
+    assert re.match(r"^python3? -m sglang\.launch_server --model-path \S+ ", command), command
+    launched = parse_launch_command(command)
+    assert launched.flags["tp-size"] == "8"
+    recorded = parse_launch_command(works.works_command).flags
+    assert all(launched.flags.get(name) == value for name, value in recorded.items())
+    assert "completed with the entry point" in page

@@ -85,6 +85,9 @@ def test_first_seen_is_when_the_error_was_first_recorded(client: Client, starter
     assert figures.first_seen == recorded
     page = sidebar(text_of(client.get(f"/findings/{finding.pk}/")))
     assert recorded.date().isoformat() in page.split("First seen", 1)[1][:200]
+    # Written down is not seen: never pasted, it was last seen by nobody.
+    last = page.split("Last seen", 1)[1].split("</dd>", 1)[0]
+    assert "not pasted yet" in last and recorded.date().isoformat() not in last
 
 
 def test_it_shows_fix_ids_and_what_users_said_of_each_fix(client: Client, starter_kb: None) -> None:
