@@ -20,6 +20,7 @@ import nh3
 from django.db.models.functions import Left
 from stopwords import get_stopwords
 
+from decisiontree.logline import strip_prefix
 from kb.models import ErrorSample, Finding, Fix
 from kb.search.reading import Reading
 from kb.search.text import Term, parse_query
@@ -97,11 +98,23 @@ def own_texts(findings: Sequence[Finding]) -> dict[int, list[Source]]:
     return {
         finding.pk: [
             *prose_sources(finding, fixes[finding.pk]),
-            *(Source(text, code=True) for text in samples[finding.pk]),
+            *(Source(log_lines(text), code=True) for text in samples[finding.pk]),
             *([Source(finding.works_command, code=True)] if finding.works_command else []),
         ]
         for finding in findings
     }
+
+
+# A traceback's column markers (`^^^^`, `~~~`) point at the line above; alone they say nothing.
+MARKER_LINE = re.compile(r"^[\s^~]+$")
+
+
+def log_lines(text: str) -> str:
+    """A log as a reader scans it: each line's logger prefix (time, rank) dropped
+    (decisiontree.logline), lines of column markers left out."""
+    return "\n".join(
+        strip_prefix(line) for line in text.splitlines() if not MARKER_LINE.match(line)
+    )
 
 
 FENCED = re.compile(r"^[ ]{0,3}(```|~~~)[^\n]*\n(.*?)^[ ]{0,3}\1[ \t]*$", re.MULTILINE | re.DOTALL)

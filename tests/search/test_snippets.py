@@ -123,3 +123,23 @@ def test_the_search_page_shows_the_snippets(client: Client, starter_kb: None) ->
     assert len(lines) >= 2
     assert len(set(lines)) == len(lines)
     assert not any("`" in line or "&lt;num&gt;" in line for line in lines)
+
+
+def test_a_log_shows_its_messages_without_column_markers_or_logger_prefixes(
+    dsa_finding: Finding,
+) -> None:
+    ErrorSample.objects.create(
+        finding=dsa_finding,
+        text=(
+            "    assert not self.store_in_packed_layout\n"
+            "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+            "AssertionError\n"
+            "[2031-05-06 07:08:09 TP3] Received sigquit from a child process.\n"
+        ),
+    )
+
+    snippet = snippets("store_in_packed_layout")[dsa_finding.pk]
+
+    assert "<mark>store_in_packed_layout</mark>" in snippet
+    assert "^^^" not in snippet and "2031-05-06" not in snippet and "TP3" not in snippet
+    assert "AssertionError Received sigquit" in re.sub(r"\s+", " ", snippet)
