@@ -275,6 +275,8 @@ if FIXGRAPH_QUEUE_PER_LABEL:
     CELERY_TASK_ROUTES = ("kb.tasks.route_validation",)
 CELERY_BEAT_SCHEDULE = {
     "sweep-validation-runs": {"task": "kb.sweep_validation_runs", "schedule": 60.0},
+    # Writers ask for it after each commit; this catches what a broker outage dropped.
+    "refresh-search-documents": {"task": "kb.refresh_search_documents", "schedule": 60.0},
     "revalidate-fixes": {"task": "kb.revalidate_fixes", "schedule": 7 * 24 * 3600.0},
 }
 

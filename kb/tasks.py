@@ -6,6 +6,7 @@ from typing import Any
 
 from celery import Task, shared_task
 
+from kb.search.refresh import refresh_queued
 from kb.services import validation
 
 MAX_RETRIES = 5
@@ -28,6 +29,12 @@ def run_validation(self: Task, run_id: int) -> None:
 def sweep_validation_runs() -> list[int]:
     """Mark runs whose worker died as errors and free their hosts (run it every minute)."""
     return validation.sweep()
+
+
+@shared_task(name="kb.refresh_search_documents", acks_late=True)
+def refresh_search_documents() -> int:
+    """Build the search documents writers queued (a search never builds them)."""
+    return refresh_queued()
 
 
 @shared_task(name="kb.revalidate_fixes")

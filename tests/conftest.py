@@ -24,6 +24,25 @@ def fresh_cache() -> None:
     cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def search_worker_keeps_up(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search asks a Celery worker to build queued documents and reads what is built.
+    A test's rows live in a transaction no worker process can see, so here the search's
+    ask runs the worker's task in the test's process, as a worker that keeps up would.
+    tests/kb/test_search_backlog.py checks the real path (mark `real_search_worker`):
+    the search builds nothing, the worker of `make test` builds the backlog."""
+    uses_database = request.node.get_closest_marker("django_db") or {
+        "db",
+        "transactional_db",
+    } & set(request.fixturenames)
+    if not uses_database or request.node.get_closest_marker("real_search_worker"):
+        return
+    from kb.search import engine
+    from kb.search.refresh import refresh_queued
+
+    monkeypatch.setattr(engine, "ask_if_behind", refresh_queued)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     engine = settings.DATABASES["default"]["ENGINE"]
     # tests/search/test_on_sqlite.py runs the search tests on SQLite on purpose.

@@ -16,7 +16,7 @@ from kb.search.backend import RANKED_LIMIT, postgres
 from kb.search.ranking import ranked_matches
 from kb.search.ranking.postgresql import AnyOf
 from kb.search.reading import ALL_TERMS_UP_TO, Reading, read_query
-from kb.search.refresh import refresh_if_queued
+from kb.search.refresh import ask_if_behind
 from kb.search.text import parse_query
 
 
@@ -53,7 +53,7 @@ def search(
     `page_snippets(findings, query, reading)` gives their highlighted lines.
     """
     terms = parse_query(query)
-    refresh_if_queued()  # filters and ranking both read the documents
+    ask_if_behind()  # filters and ranking read the documents; a worker builds them
     base = queryset if queryset is not None else Finding.objects.all()
     if not terms:
         count = base.order_by().values("pk")[: RANKED_LIMIT + 1].count()

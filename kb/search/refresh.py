@@ -1,16 +1,24 @@
-"""Keeping search documents up to date: a queue in the database, drained after commit.
+"""Keeping search documents up to date: a queue in the database, drained by a worker.
 
 A change to a finding (or what hangs off it, see kb.signals) queues the finding in
-the writer's transaction; the document is rebuilt once that transaction commits.
+the writer's transaction; once that transaction commits, a Celery task
+(`kb.refresh_search_documents`) rebuilds what is queued. A search never builds
+documents: it reads what is built and, when it sees a backlog (an ingest that was
+killed, a worker that was down), asks for the task. A bulk ingest builds its own
+documents at its end, in the ingest's process. Drains take turns (an advisory lock
+on PostgreSQL), so the task and an ingest never write the same documents at once.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 
+from celery import current_app
+from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -21,6 +29,11 @@ from kb.search.documents import write_documents
 from kb.transaction_marks import first_time, forget
 
 BATCH = 500
+TASK = "kb.refresh_search_documents"
+# A search that sees a backlog asks for the task at most this often (per cache).
+ASK_EVERY_S = 30
+DRAIN_LOCK = 0x46475352  # "FGSR": any constant all drains agree on
+log = logging.getLogger(__name__)
 
 
 def queue_refresh(finding_id: int) -> None:
@@ -36,8 +49,7 @@ def queue_refresh(finding_id: int) -> None:
     )
     if _deferred.get():
         return  # a bulk load refreshes everything it queued once, at its end
-    if not any(entry[1] is refresh_queued for entry in connection.run_on_commit):
-        transaction.on_commit(refresh_queued)
+    ask_after_commit()
 
 
 def queue_refreshes(finding_ids: list[int]) -> None:
@@ -52,9 +64,29 @@ def queue_refreshes(finding_ids: list[int]) -> None:
     )
     for finding_id in finding_ids:
         first_time(("search-refresh", finding_id))  # a later save in this run need not
-    queued = any(entry[1] is refresh_queued for entry in connection.run_on_commit)
-    if finding_ids and not _deferred.get() and not queued:
-        transaction.on_commit(refresh_queued)
+    if finding_ids and not _deferred.get():
+        ask_after_commit()
+
+
+def ask_after_commit() -> None:
+    """Once this transaction commits, have a worker build what it queued."""
+    if first_time("search-refresh-asked"):
+        transaction.on_commit(ask_for_refresh)
+
+
+def ask_for_refresh() -> None:
+    """Put the refresh task in the broker. A broker that is down loses nothing: the
+    queue is in the database, and the beat schedule asks again every minute."""
+    try:
+        current_app.send_task(TASK, retry=False)  # a request never waits on a broker
+    except Exception:  # any broker failure: the rows wait for the next ask
+        log.warning("could not ask for a search refresh; the beat schedule will", exc_info=True)
+
+
+def ask_if_behind() -> None:
+    """Before a search reads documents: if some are queued, ask a worker (never build here)."""
+    if SearchRefresh.objects.exists() and cache.add("search-refresh-asked", 1, ASK_EVERY_S):
+        ask_for_refresh()
 
 
 _deferred: ContextVar[bool] = ContextVar("search_refresh_deferred", default=False)
@@ -63,8 +95,8 @@ _deferred: ContextVar[bool] = ContextVar("search_refresh_deferred", default=Fals
 @contextmanager
 def refresh_afterwards() -> Iterator[None]:
     """Queue refreshes while the block runs (ingesting many documents), rebuild them at the
-    end in batches. The queue is in the database: if the block dies, the next search or
-    `reindex_search` still finds the work."""
+    end in batches. The queue is in the database: if the block dies, the refresh task
+    (asked by the next search or the beat schedule) or `reindex_search` finds the work."""
     token = _deferred.set(True)
     try:
         yield
@@ -74,14 +106,23 @@ def refresh_afterwards() -> Iterator[None]:
 
 
 def refresh_queued(batch: int = BATCH) -> int:
-    """Rebuild every queued document. Search calls it too: nothing stale is ever served."""
+    """Rebuild every queued document (the task's work, and a bulk ingest's last step)."""
     queued = sorted(SearchRefresh.objects.values_list("finding_id", "queued_at"))
     for start in range(0, len(queued), batch):
         refresh_batch(queued[start : start + batch])
     return len(queued)
 
 
+@transaction.atomic
 def refresh_batch(queued: list[tuple[int, datetime]]) -> None:
+    take_drain_turn()
+    # What another drain built while this one waited for its turn is not built twice.
+    ids = [finding_id for finding_id, _ in queued]
+    queued = list(
+        SearchRefresh.objects.filter(finding_id__in=ids).values_list("finding_id", "queued_at")
+    )
+    if not queued:
+        return
     write_documents([finding_id for finding_id, _ in queued])
     done = Q()
     for finding_id, queued_at in queued:
@@ -90,10 +131,11 @@ def refresh_batch(queued: list[tuple[int, datetime]]) -> None:
     SearchRefresh.objects.filter(done).delete()
 
 
-def refresh_if_queued() -> None:
-    """Before reading documents: rebuild what is queued (one cheap query when nothing is)."""
-    if SearchRefresh.objects.exists():
-        refresh_queued()
+def take_drain_turn() -> None:
+    """Wait while another drain writes documents (held until this transaction ends)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [DRAIN_LOCK])
 
 
 def build_missing_documents() -> int:
