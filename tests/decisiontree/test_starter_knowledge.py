@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from decisiontree.documents._vocab import default_vocabulary
+from decisiontree.documents.findings_md import parse_findings_md
 from decisiontree.records import Change, ChangeAction, Outcome
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -200,9 +202,7 @@ def test_it_does_not_depend_on_the_research_share() -> None:
 
 
 def parse_with_product(text: str) -> tuple[Any, ...]:
-    findings_md = pytest.importorskip("decisiontree.documents.findings_md")
-    vocab = pytest.importorskip("decisiontree.documents._vocab")
-    result: tuple[Any, ...] = findings_md.parse_findings_md(text, vocab.default_vocabulary())
+    result: tuple[Any, ...] = parse_findings_md(text, default_vocabulary())
     return result
 
 

@@ -205,7 +205,7 @@ def test_it_treats_filter_values_as_plain_text(dsa_finding: Finding) -> None:
     assert found("", model="glm-5-nvfp4") == [dsa_finding.pk]
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the RUM index: PostgreSQL")
+@pytest.mark.postgresql  # the RUM index
 def test_it_ranks_the_same_without_the_rum_index(
     dsa_finding: Finding, oom_finding: Finding
 ) -> None:
