@@ -21,6 +21,7 @@ from typing import Any
 
 from decisiontree import flags, versions
 from decisiontree.records import Condition
+from decisiontree.server_env import is_env_name
 from decisiontree.vocabulary import load
 
 KEYS = (
@@ -44,7 +45,6 @@ _ALIASES = {
     "version": "framework.version",
 }
 _LINE = re.compile(r"^\s*([A-Za-z][\w.-]*)\s*(!=|==|=|:)\s*(.+?)\s*$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_VALUE_CHARS = 200
 EXAMPLE = "gpu.arch = sm_120"
 
@@ -66,7 +66,7 @@ def canonical_key(key: str, framework: str | None = None) -> str:
         return "flag." + flags.canonical_flag(name, framework)
     if dot and name and family == "version":
         return "version." + versions.package_key(name)
-    if dot and family == "env" and _ENV_NAME.match(name):
+    if dot and family == "env" and is_env_name(name):
         return "env." + name
     known = ", ".join(KEYS + tuple(f"{f}.<name>" for f in FAMILIES))
     raise ConditionError(f"“{written}” is not a condition key; the keys are {known}.")

@@ -20,6 +20,7 @@ from django.db.models import Prefetch
 
 from decisiontree import flags
 from decisiontree.launch import apply_changes, parse_launch_command
+from decisiontree.launch import words as shell_words
 from decisiontree.recipes import RecipeRefused, recipe_for
 from kb.models import Finding, FrameworkRelease, Hardware, LanguageModel, ValidationRun
 from kb.models.findings import Fix
@@ -345,10 +346,8 @@ def flag_words(framework: str, version: str | None, name: str, value: str) -> li
 
 
 def command_words(command: str) -> list[str]:
-    try:
-        return shlex.split(command)
-    except ValueError:
-        return command.split()
+    """The command's words as a shell reads them (prompts, continuations set aside)."""
+    return [word.text for word in shell_words(command)]
 
 
 def framework_name(finding: Finding) -> str | None:
