@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint format bench clean
+.PHONY: install run test lint format bench clean mutation
 
 install: $(STAMP)
 
@@ -21,6 +21,14 @@ run: install
 
 test: install
 	bash scripts/test-services.sh run -- $(PY) -m pytest $(PYTEST_ARGS)
+
+# Mutants of the diagnosis scoring ([tool.mutmut] in pyproject.toml) against the pure
+# tests of tests/decisiontree; prints the score and the mutants no test noticed.
+mutation: install
+	rm -rf mutants
+	DEBUG=True $(VENV)/bin/mutmut run --max-children 2
+	$(VENV)/bin/mutmut export-cicd-stats
+	$(PY) bench/mutation_score.py
 
 lint: install
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck: apt-get install shellcheck (make test installs it)"; exit 1; }
