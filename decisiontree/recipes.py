@@ -75,18 +75,24 @@ def recipe_for(framework: str) -> Recipe:
     return recipe
 
 
-def apply_changes(
-    flags: Mapping[str, str | None], env: Mapping[str, str], changes: Iterable[Change]
+def lay_changes_over(
+    flags: Mapping[str, str | None],
+    env: Mapping[str, str],
+    changes: Iterable[Change],
+    *,
+    framework: str,
 ) -> tuple[dict[str, str | None], dict[str, str]]:
     """The base flags and environment with a fix's flag and env changes laid over them.
 
-    Flag names are compared canonically so `--nsa-decode-backend` in the base is
-    replaced, not duplicated, by a change to `dsa-decode-backend`.
+    Flag names are compared canonically in `framework`'s table, so `--nsa-decode-backend`
+    in the base is replaced, not duplicated, by a change to `dsa-decode-backend`, and
+    SGLang's `--tp-size` by a change written `--tensor-parallel-size`. (A launch command
+    as text is edited by decisiontree.launch.apply_changes.)
     """
-    merged = {canonical_flag(name): value for name, value in flags.items()}
+    merged = {canonical_flag(name, framework): value for name, value in flags.items()}
     new_env = dict(env)
     for change in changes:
-        name = canonical_flag(change.name)
+        name = canonical_flag(change.name, framework)
         if change.action is ChangeAction.SET_FLAG:
             merged[name] = change.value
         elif change.action is ChangeAction.REMOVE_FLAG:
@@ -425,11 +431,11 @@ __all__ = [
     "Recipe",
     "RecipeRefused",
     "UnknownBenchFormat",
-    "apply_changes",
     "bench_argv",
     "build_launch",
     "cuda_version",
     "gpu_summary",
+    "lay_changes_over",
     "parse_bench_console",
     "parse_bench_json",
     "parse_bench_output",

@@ -30,9 +30,9 @@ from decisiontree.recipes import (
     BenchMetrics,
     LaunchPlan,
     RecipeRefused,
-    apply_changes,
     bench_argv,
     build_launch,
+    lay_changes_over,
     parse_bench_console,
     parse_bench_output,
     recipe_for,
@@ -100,7 +100,8 @@ def settings_for_fix(fix: Fix, over: dict[str, Any]) -> RunSettings:
     base = over.get("flags")
     if base is None:
         base = {s.name: s.value or None for s in finding.flag_settings.all()}
-    flags, env = apply_changes(base, over.get("env", {}), [change_of(c) for c in fix.changes])
+    changes = [change_of(c) for c in fix.changes]
+    flags, env = lay_changes_over(base, over.get("env", {}), changes, framework=recipe.framework)
     model = over.get("model") or (finding.model.name if finding.model else "")
     model = model or str(flags.get("model-path") or flags.get("model") or "")
     return RunSettings(

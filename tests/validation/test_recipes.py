@@ -12,10 +12,10 @@ import pytest
 from decisiontree.recipes import (
     RecipeRefused,
     UnknownBenchFormat,
-    apply_changes,
     build_launch,
     cuda_version,
     gpu_summary,
+    lay_changes_over,
     parse_bench_output,
     parse_gpu_query,
     recipe_for,
@@ -39,7 +39,7 @@ def sglang_launch(version: str | None, **flags: str | None) -> list[str]:
 
 
 def test_it_applies_a_fixs_flag_changes_over_the_launch_as_reported() -> None:
-    flags, env = apply_changes(
+    flags, env = lay_changes_over(
         {"--tp-size": "8", "nsa-decode-backend": "flashmla_kv", "kv-cache-dtype": "fp8_e4m3"},
         {},
         [
@@ -48,9 +48,22 @@ def test_it_applies_a_fixs_flag_changes_over_the_launch_as_reported() -> None:
             Change(ChangeAction.REMOVE_FLAG, "tp-size"),
             Change(ChangeAction.SET_ENV, "SGLANG_ENABLE_JIT_DEEPGEMM", "0"),
         ],
+        framework="sglang",
     )
     assert flags == {"dsa-decode-backend": "flashmla_sparse", "kv-cache-dtype": "bf16"}
     assert env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
+
+
+def test_a_change_in_another_frameworks_spelling_replaces_the_flag_not_adds_one() -> None:
+    # SGLang calls it --tp-size; a fix written with vLLM's --tensor-parallel-size means it.
+    flags, _ = lay_changes_over(
+        {"tp-size": "8"},
+        {},
+        [Change(ChangeAction.SET_FLAG, "tensor-parallel-size", "4")],
+        framework="sglang",
+    )
+    assert flags == {"tp-size": "4"}
+    assert sglang_launch("0.5.9", **flags).count("--tp-size") == 1
 
 
 def test_it_spells_a_renamed_flag_the_way_the_hosts_release_knows_it() -> None:
