@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -149,6 +150,8 @@ class Features:
     message_rare: float  # what those shared message words are worth, in rare words (capped)
     ordinary_message: float  # most a paste message shares with an ordinary one (rare words, capped)
     message_excess: float  # most a finding shares with a paste message beyond the ordinary
+    message_held: float  # most of one paste message's unusual words the finding holds anywhere
+    clause_held: float  # the same over one clause of a message, scaled down when it says little
     frames: float  # share of key frames in common
     same_fingerprint: float
     same_template: float
@@ -304,6 +307,10 @@ class SignatureIndex:
         for finding_id, layer, features in self._assessed(paste):
             if finding_id not in found:
                 score = round(verify(features), 4)
+                if features.same_fingerprint and features.frames == 1.0:
+                    # The same error as printed down to its key frames: the confident
+                    # layer, whatever the verifier makes of an ordinary message.
+                    score = max(score, known_threshold())
                 shown = level_of(score) is not MatchLevel.NONE  # explained only if shown
                 found[finding_id] = Candidate(
                     finding_id,
@@ -428,6 +435,8 @@ class SignatureIndex:
                 / (MESSAGE_RARE_CAP * self.retrieval.max_idf()),
             ),
             message_excess=excess,
+            message_held=self._message_held(paste, terms),
+            clause_held=self._clause_held(paste, terms),
             frames=self._frame_overlap(paste, finding_id),
             same_fingerprint=1.0 if finding_id in same_print else 0.0,
             same_template=0.0,
@@ -449,6 +458,37 @@ class SignatureIndex:
                 excess = max(excess, sum(paste.weights(t) for t in (words & known) - ordinary))
         excess = min(MESSAGE_RARE_CAP, excess / self.retrieval.max_idf()) / MESSAGE_RARE_CAP
         return (*best, excess)
+
+    def _message_held(self, paste: _Paste, terms: set[int]) -> float:
+        """The largest share (by weight) of one paste message's unusual words, those the
+        closest ordinary message lacks, that the finding (`terms`: its document's term
+        ids) holds anywhere."""
+        best = 0.0
+        for words, ordinary in zip(paste.messages, paste.ordinary, strict=True):
+            best = max(best, self._held(paste, words - ordinary, terms)[0])
+        return best
+
+    def _clause_held(self, paste: _Paste, terms: set[int]) -> float:
+        """`_message_held` over one clause of a message ("Error 802: system not yet
+        initialized" of a longer warning), scaled down when the clause's unusual words
+        carry less than two rare words' worth: one shared word is no clause."""
+        best = 0.0
+        enough = MESSAGE_RARE_WORDS * self.retrieval.max_idf()
+        for words, ordinary in zip(paste.clauses, paste.clause_ordinary, strict=True):
+            share, total = self._held(paste, words - ordinary, terms)
+            best = max(best, share * min(1.0, total / enough))
+        return best
+
+    def _held(self, paste: _Paste, words: Iterable[str], terms: set[int]) -> tuple[float, float]:
+        """(share of the words' weight the finding holds, the words' weight)."""
+        total = held = 0.0
+        for word in words:
+            weight = paste.weights(word)
+            total += weight
+            term_id = self.retrieval.term_id(word)
+            if term_id is not None and term_id in terms:
+                held += weight
+        return (held / total if total else 0.0), total
 
     def explained_by_ordinary(self, words: frozenset[str]) -> frozenset[str]:
         """The words of a message that the closest ordinary (background) message shares."""
@@ -539,6 +579,9 @@ def ordinary_message_index() -> tuple[tuple[frozenset[str], ...], dict[str, tupl
     return messages, {word: tuple(numbers) for word, numbers in holding.items()}
 
 
+_CLAUSE = re.compile(r"[.?!;:](?:\s+|$)|\s+-\s+|\|")
+
+
 @lru_cache(maxsize=65_536)
 def _template_words(template: str) -> frozenset[str]:
     """The specific parts of a template: its words, placeholders left out."""
@@ -580,6 +623,8 @@ class _Paste:
     messages: list[frozenset[str]]
     functions: set[str]
     ordinary: list[frozenset[str]]  # per message: its words the closest ordinary message has
+    clauses: list[frozenset[str]]  # the messages' clauses (split at ". ", ": ", " - ", "|")
+    clause_ordinary: list[frozenset[str]]  # per clause: its words an ordinary message has
     weights: Callable[[str], float]  # idf, remembered for this lookup
     ordinary_terms: frozenset[str] | set[str] = frozenset()  # the closest background document's
     unusual: set[str] = field(default_factory=set)  # error terms that document lacks
@@ -605,6 +650,12 @@ class _Paste:
         messages = [m for m in messages if m] or [frozenset(errors)]  # free text: all of it
         known = index.retrieval.term_id
         ids = {t: i for t in all_terms if (i := known(t)) is not None}
+        clauses = [
+            words
+            for q in queries
+            for part in _CLAUSE.split(q.message or q.template)
+            if (words := _template_words(part))
+        ]
         return cls(
             error_terms=errors,
             context_terms=context,
@@ -617,6 +668,8 @@ class _Paste:
             messages=messages,
             functions={f.rsplit(":", 1)[-1] for q in queries for f in q.key_frames},
             ordinary=[index.explained_by_ordinary(m) for m in messages],
+            clauses=clauses,
+            clause_ordinary=[index.explained_by_ordinary(m) for m in clauses],
             weights=_Memo(index.weight),
             ids=ids,
             error_ids={ids[t] for t in errors if t in ids},

@@ -268,7 +268,27 @@ def _strip_prefixes(line: str) -> tuple[str, Prefix]:
         if not line.lstrip().startswith("| "):
             break
         line = line.lstrip()[2:]
-    return line, found
+    return _unwrap_markdown(line), found
+
+
+# An issue's error line set in bold, italics or code: "**ValueError: ...**", "_`...`_".
+_MARKDOWN_WRAP = re.compile(
+    r"(?P<open>[*_`]{1,3})(?P<body>[^*_`\s].*?[^*_`\s])(?P<close>[*_`]{1,3})"
+)
+
+
+def _unwrap_markdown(line: str) -> str:
+    """The line without the emphasis or code markers an issue wrapped it in.
+
+    Only a sentence is unwrapped (its text has a space), and only when the closing
+    markers mirror the opening ones, so `__init__` and `**kwargs` stay as written.
+    """
+    if not line or line[0] not in "*_`":
+        return line
+    match = _MARKDOWN_WRAP.fullmatch(line.rstrip())
+    if match is None or match["close"] != match["open"][::-1] or " " not in match["body"]:
+        return line
+    return match["body"]
 
 
 def _logical_lines(physical: list[str]) -> list[_Line]:
@@ -367,6 +387,16 @@ def _exception_line(text: str, *, strict: bool) -> tuple[str, str] | None:
     return match["type"], (match["msg"] or "").strip()
 
 
+def _untyped_message(line: _Line) -> bool:
+    """Could this line, right after a traceback's last source line, be its message?"""
+    text = line.text
+    if not text or text[0].isspace() or line.level in ("INFO", "DEBUG", "WARNING"):
+        return False
+    if len(text) > MAX_PLAIN_ERROR_CHARS or _is_structural(text) or _CLIPPED.match(text):
+        return False
+    return any(char.isalpha() for char in text[:80])
+
+
 def kernel_assertion_of(line: str) -> str | None:
     """ "Assertion `cond` failed." from a device-side assert line, without block/thread ids."""
     match = _KERNEL_ASSERTION.search(line)
@@ -386,10 +416,52 @@ def _warning_of(line: _Line) -> str | None:
     return text if _CHOICE_TOPIC.search(text) else None
 
 
+# One member of a JSON object printed over several lines: `"message": "At most ...",`.
+_JSON_MEMBER = re.compile(r'\s{0,80}"(?P<key>[\w-]{1,40})"\s{0,3}:\s{0,3}(?P<value>.*)')
+# The members that hold what went wrong in the error bodies HTTP APIs answer with
+# (OpenAI-style, FastAPI, most JSON APIs); the others name its type, code or parameter.
+_ERROR_BODY_KEYS = frozenset({"message", "detail", "error", "msg", "error_message"})
+
+
+def error_body_message(text: str) -> str | None:
+    """What a member of a printed JSON object says went wrong, or None.
+
+    A message member's text whatever it says; another member's text when it reads
+    as an error sentence. A one-word value (`"object": "error"`) is a label.
+    """
+    if not text.lstrip().startswith('"'):
+        return None
+    member = _JSON_MEMBER.fullmatch(text)
+    if member is None:
+        return None
+    value = member["value"].rstrip().removesuffix(",")
+    if len(value) < 3 or not (value.startswith('"') and value.endswith('"')):
+        return None  # an object or a number: its own members say what went wrong
+    said = value[1:-1].replace('\\"', '"').strip()
+    if member["key"].lower() in _ERROR_BODY_KEYS:
+        return said or None
+    return said if " " in said and _ERRORISH.search(said) else None
+
+
+# The same member inside an error body printed on one line (JSON or a Python dict):
+# `Error code: 400 - {'object': 'error', 'message': "This model's ...", 'type': ...}`.
+_INLINE_MESSAGE = re.compile(
+    r"""(['"])(?:message|detail|msg|error_message)\1\s{0,3}:\s{0,3}(['"])(?P<said>.{3,400}?)(?<!\\)\2\s{0,3}[,}]"""
+)
+
+
+def inline_body_message(text: str) -> str | None:
+    """The message member of an error body printed inside a line, or None."""
+    if "message" not in text and "detail" not in text and "msg" not in text:
+        return None
+    found = _INLINE_MESSAGE.search(text[: ERROR_SCAN_CHARS * 4])
+    return found["said"].replace('\\"', '"').strip() if found else None
+
+
 def _is_error_line(line: _Line) -> bool:
     text = line.text
-    if not text.strip():
-        return False
+    if not text.strip() or _JSON_MEMBER.fullmatch(text):
+        return False  # a member of a printed object ("type": "BadRequestError") is data
     head = text[:ERROR_SCAN_CHARS]
     if _STRONG_ERROR.search(head) or _CUDA_ERROR.search(head):
         return True
@@ -428,6 +500,7 @@ class _Stream:
     start: int = 0
     frames: list[Frame] = field(default_factory=list)
     awaiting_code: bool = False
+    after_code: bool = False  # the last line read was a frame's source line
     noise: int = 0
     exc_type: str = ""
     message: list[str] = field(default_factory=list)
@@ -475,6 +548,8 @@ class _Stream:
         """Keep kernel assertions, error lines and telling warnings; True if kept."""
         if assertion := kernel_assertion_of(line.text):
             self.sink.kernel_assertions.append((line.index, assertion))
+        elif (said := error_body_message(line.text)) is not None:
+            self.sink.error_lines.append((line.index, said))
         elif warning := _warning_of(line):
             self.sink.warnings.append((line.index, warning))
         elif _is_error_line(line) and not _exception_line(line.text, strict=True):
@@ -487,7 +562,7 @@ class _Stream:
 
     def _open_frames(self, index: int) -> None:
         self.state, self.start, self.frames, self.noise = _FRAMES, index, [], 0
-        self.awaiting_code = False
+        self.awaiting_code = self.after_code = False
 
     def _add_frame(self, match: re.Match[str]) -> None:
         path = match["path"]
@@ -513,13 +588,20 @@ class _Stream:
             self._open_exception(line, *exc)
         elif self.awaiting_code:
             self._set_code(text.strip())
+            return True
+        elif self.after_code and not self.noise and _untyped_message(line):
+            # Python prints the exception right after the last frame; a paste that lost
+            # its "Type: " (an extension's exception, a clipped copy) still has the message.
+            self._open_exception(line, "", text.strip())
         else:
             return self._feed_noise(line)
+        self.after_code = False
         return True
 
     def _set_code(self, code: str) -> None:
         self.frames[-1] = replace(self.frames[-1], code=code)
         self.awaiting_code = False
+        self.after_code = True
 
     def _feed_noise(self, line: _Line) -> bool:
         # Another process's lines can land inside a traceback; keep what matters in them.
@@ -667,6 +749,13 @@ def parse(text: str) -> ParsedTraceback:
         sink.error_lines = _short_paste_errors(lines)
         plain_fallback = not any(_ERRORISH.search(text) for _, text in sink.error_lines)
     ranks = {line.rank for line in lines if line.rank}
+    # What an error body inside a line says is an error line of its own: the same
+    # message answered by another client arrives with other keys around it.
+    said = [exc.message.split("\n", 1)[0] for _, exc in sink.exceptions]
+    said += [text for _, text in sink.error_lines]
+    for (index, _), text in zip([*sink.exceptions, *sink.error_lines], said, strict=True):
+        if (inner := inline_body_message(text)) is not None:
+            sink.error_lines.append((index, inner))
     return ParsedTraceback(
         context=_context_lines(lines),
         exceptions=_unique_exceptions(sink.exceptions),

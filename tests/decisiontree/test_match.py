@@ -207,3 +207,69 @@ def test_it_finds_the_specific_sample_among_many_sharing_common_terms() -> None:
 
     assert found[0].finding_id == 123
     assert per_lookup < 1.0  # a guard against scoring every sample; speed is in bench/
+
+
+def _pasted_index(*samples: str) -> SignatureIndex:
+    from decisiontree.fingerprint import signatures_of
+    from decisiontree.traceback import parse
+
+    index = SignatureIndex()
+    for finding_id, sample in enumerate(samples, start=1):
+        for known in signatures_of(parse(sample)):
+            index.add(finding_id, known)
+    index.finish()
+    return index
+
+
+def test_a_finding_that_holds_every_unusual_word_of_a_short_message_holds_it_whole() -> None:
+    from decisiontree.diagnose import queries_for
+    from decisiontree.fingerprint import signatures_of
+    from decisiontree.traceback import parse
+
+    index = _pasted_index(
+        # A long sample: the short paste's message is a small part of what it says.
+        "Traceback (most recent call last):\n"
+        '  File "/srv/venv/lib/python3.11/site-packages/tokenkit/loader.py", line 88, in load\n'
+        "    vocab = MergeTable.read(path)\n"
+        '  File "/srv/venv/lib/python3.11/site-packages/tokenkit/merges.py", line 12, in read\n'
+        "    raise FormatError(found)\n"
+        "tokenkit.FormatError: merges table in tokenizer.json has layout v3; this reader "
+        "knows v1 and v2 (upgrade tokenkit)",
+        "ValueError: tokenizer.json could not be opened: permission denied",
+    )
+    paste = "FormatError: merges table in tokenizer.json has layout v3"
+    features = {
+        finding_id: found
+        for finding_id, _layer, found in index.assess(
+            queries_for(signatures_of(parse(paste)), paste)
+        )
+    }
+
+    assert features[1].message_held == 1.0
+    assert features.get(2) is None or features[2].message_held < 0.5
+
+
+def test_one_clause_of_a_long_message_that_a_finding_holds_counts_on_its_own() -> None:
+    from decisiontree.diagnose import queries_for
+    from decisiontree.fingerprint import signatures_of
+    from decisiontree.traceback import parse
+
+    index = _pasted_index(
+        "RuntimeError: fabric handshake refused: switch firmware not yet ready",
+        "RuntimeError: fabric handshake refused: peer closed the socket",
+    )
+    # The same cause seen through another library: its own long sentence around the clause.
+    paste = (
+        "UserWarning: device probe: Unexpected failure from cuProbeAll(). Did you start "
+        "the probe twice before the driver was loaded? Code 17: switch firmware not yet ready"
+    )
+    features = {
+        finding_id: found
+        for finding_id, _layer, found in index.assess(
+            queries_for(signatures_of(parse(paste)), paste)
+        )
+    }
+
+    assert features[1].message_held < 0.5  # most of the warning is not in the finding
+    assert features[1].clause_held > 0.9
+    assert features.get(2) is None or features[2].clause_held < 0.1

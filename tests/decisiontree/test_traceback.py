@@ -299,3 +299,79 @@ def test_it_does_not_import_django() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert out.stdout.strip() == "False"
+
+
+def test_it_reads_an_exception_line_an_issue_set_in_bold_or_code() -> None:
+    text = (
+        "Running `python serve.py --model ./ckpt` fails with:\n"
+        "**_RuntimeError: expected all tensors to be on the same device_**\n"
+    )
+    (exc,) = parse(text).exceptions
+
+    assert (exc.type, exc.message) == (
+        "RuntimeError",
+        "expected all tensors to be on the same device",
+    )
+
+
+@pytest.mark.parametrize("line", ["__init__", "**kwargs", "_private_helper_"])
+def test_it_leaves_identifiers_that_look_like_emphasis_alone(line: str) -> None:
+    assert parse(f"ValueError: bad {line}\n{line}").context[-1] == line
+
+
+def test_it_reads_the_message_of_an_error_body_printed_over_several_lines() -> None:
+    text = (
+        "{\n"
+        '    "object": "error",\n'
+        '    "message": "Prompt has 9000 tokens, more than the 8192 this server allows.",\n'
+        '    "type": "BadRequestError",\n'
+        '    "code": 400\n'
+        "}\n"
+    )
+    result = parse(text)
+
+    # The label members ("object": "error") are data; the message is the error.
+    assert result.error_lines == ("Prompt has 9000 tokens, more than the 8192 this server allows.",)
+
+
+def test_it_reads_an_error_sentence_under_another_key_of_a_printed_object() -> None:
+    text = '{\n  "title": "Request rejected",\n  "reason": "model failed to load: bad magic"\n}'
+
+    assert parse(text).error_lines == ("model failed to load: bad magic",)
+
+
+def test_it_reads_the_message_inside_an_error_body_printed_on_one_line() -> None:
+    text = (
+        "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': "
+        "\"Adapter 'sql' was never loaded.\", 'type': 'BadRequestError', 'code': 400}"
+    )
+    result = parse(text)
+
+    assert result.exceptions[0].type == "openai.BadRequestError"
+    assert result.error_lines == ("Adapter 'sql' was never loaded.",)
+
+
+def test_it_reads_the_message_of_a_traceback_whose_exception_type_was_lost() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/load.py", line 9, in <module>\n'
+        "    table = native.open_table(path)\n"
+        "column 7 of the table header is not a known dtype\n"
+    )
+    (exc,) = parse(text).exceptions
+
+    assert (exc.type, exc.message) == ("", "column 7 of the table header is not a known dtype")
+    assert exc.frames[-1].code == "table = native.open_table(path)"
+
+
+def test_a_log_line_inside_a_traceback_is_not_taken_for_its_message() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/load.py", line 9, in <module>\n'
+        "    table = native.open_table(path)\n"
+        "INFO 03-02 10:00:01 loader.py:12] still loading shards\n"
+        "KeyError: 'header'\n"
+    )
+    (exc,) = parse(text).exceptions
+
+    assert (exc.type, exc.message) == ("KeyError", "'header'")
