@@ -273,3 +273,32 @@ def test_one_clause_of_a_long_message_that_a_finding_holds_counts_on_its_own() -
     assert features[1].message_held < 0.5  # most of the warning is not in the finding
     assert features[1].clause_held > 0.9
     assert features.get(2) is None or features[2].clause_held < 0.1
+
+
+def test_the_same_ordinary_error_from_the_same_code_is_known() -> None:
+    from decisiontree.fingerprint import signatures_of
+    from decisiontree.traceback import parse
+
+    # An out-of-memory message says nothing specific; the frames it came from do.
+    sample = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.12/site-packages/servekit/warmup.py", line 41, in '
+        "replay_batch_shapes\n"
+        "    self.graphs[size] = capture_graph(self.step, size)\n"
+        '  File "/opt/venv/lib/python3.12/site-packages/servekit/graphs.py", line 17, in '
+        "capture_graph\n"
+        "    buffer = torch.empty(size * width, device=device)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.10 GiB of which 1.25 GiB is free."
+    )
+    other = "ValueError: servekit warmup expects at least one batch size"
+    index = _pasted_index(sample, other)
+    again = sample.replace("2.00 GiB", "512.00 MiB").replace("1.25 GiB", "301.00 MiB")
+
+    found = index.lookup([Query.of(s) for s in signatures_of(parse(again))])
+
+    assert (found[0].finding_id, found[0].layer, found[0].level) == (
+        1,
+        "fingerprint",
+        MatchLevel.KNOWN,
+    )
