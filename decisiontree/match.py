@@ -307,9 +307,9 @@ class SignatureIndex:
         for finding_id, layer, features in self._assessed(paste):
             if finding_id not in found:
                 score = round(verify(features), 4)
-                if features.same_fingerprint and features.frames == 1.0:
-                    # The same error as printed down to its key frames: the confident
-                    # layer, whatever the verifier makes of an ordinary message.
+                if layer != "terms" and features.frames == 1.0 and len(paste.functions) > 1:
+                    # The same error message raised from the same key functions: the
+                    # confident layers, whatever the verifier makes of an ordinary message.
                     score = max(score, known_threshold())
                 shown = level_of(score) is not MatchLevel.NONE  # explained only if shown
                 found[finding_id] = Candidate(
