@@ -500,7 +500,9 @@ class SignatureIndex:
                 weights[number] += weight
         if not weights:
             return frozenset()
-        return words & messages[max(weights, key=weights.__getitem__)]
+        # Ties go to the first ordinary message, so that an answer does not depend on
+        # the order a set of words happened to be read in.
+        return words & messages[max(weights, key=lambda number: (weights[number], -number))]
 
     def compare(
         self, a: frozenset[str], b: frozenset[str], weight: Callable[[str], float] | None = None
