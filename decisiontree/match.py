@@ -307,9 +307,9 @@ class SignatureIndex:
         for finding_id, layer, features in self._assessed(paste):
             if finding_id not in found:
                 score = round(verify(features), 4)
-                if layer != "terms" and features.frames == 1.0 and len(paste.functions) > 1:
-                    # The same error message raised from the same key functions: the
-                    # confident layers, whatever the verifier makes of an ordinary message.
+                if _same_code(layer, features, paste):
+                    # The same error message raised from the same code: the confident
+                    # layers, whatever the verifier makes of an ordinary message.
                     score = max(score, known_threshold())
                 shown = level_of(score) is not MatchLevel.NONE  # explained only if shown
                 found[finding_id] = Candidate(
@@ -546,6 +546,15 @@ class SignatureIndex:
     def _known_fingerprint(self, finding_id: int) -> str | None:
         numbers = self._by_finding.get(finding_id)
         return self._entries[numbers[0]].fingerprint if numbers else None
+
+
+def _same_code(layer: str, features: Features, paste: _Paste) -> bool:
+    """The same fingerprint, whose hash holds the key frames, with those frames; or the
+    same message template with every key function in common, two or more of them (one
+    shared function name, `__init__`, says little without its module)."""
+    if features.frames != 1.0:
+        return False
+    return layer == "fingerprint" or (layer == "template" and len(paste.functions) > 1)
 
 
 def _with_template(features: Features, same: bool) -> Features:
