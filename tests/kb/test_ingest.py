@@ -56,6 +56,25 @@ def test_it_publishes_findings_md_entries_with_publish(vocabulary: None, tmp_pat
     assert finding.signatures.get().exception_type.endswith("OutOfMemoryError")
 
 
+def test_each_new_entry_and_fix_gets_one_created_version_in_its_history(
+    vocabulary: None, tmp_path: Path
+) -> None:
+    second = ENTRY.split("\n", 2)[2].replace("OOM while capturing", "OOM again while capturing")
+    path = tmp_path / "FINDINGS.md"
+    path.write_text(ENTRY + "\n" + second)
+    ingest(path, publish=True)
+
+    assert Finding.objects.count() == 2
+    for finding in Finding.objects.all():
+        (version,) = finding.history.all()
+        assert (version.history_type, version.history_user) == ("+", None)
+        assert (version.title, version.status) == (finding.title, "published")
+        assert version.history_change_reason is None
+        for fix in finding.fixes.all():
+            (fix_version,) = fix.history.all()
+            assert (fix_version.history_type, fix_version.summary) == ("+", fix.summary)
+
+
 def test_it_skips_a_document_it_already_has(vocabulary: None, tmp_path: Path) -> None:
     path = tmp_path / "FINDINGS.md"
     path.write_text(ENTRY)
