@@ -557,12 +557,9 @@ def _outcome_after(
     return None
 
 
-def _launch_fixes(
-    doc: _Document, vocabulary: VocabularyLike, framework: str | None
-) -> tuple[list[ExtractedFix], str | None]:
-    """Each relaunch is an experiment: its changes are the diff to what ran before it."""
-    fixes: list[ExtractedFix] = []
-    works: str | None = None
+def _relaunches(doc: _Document) -> Iterator[tuple[facts.Launch, tuple[Change, ...]]]:
+    """Each launch shown, with its changes to the flags and environment in force before it
+    (none for the first)."""
     flags: dict[str, str] = {}
     env: dict[str, str] = {}
     for index, launch in enumerate(doc.launches):
@@ -571,6 +568,16 @@ def _launch_fixes(
         )
         flags.update(launch.flags)
         env.update(launch.env)
+        yield launch, changes
+
+
+def _launch_fixes(
+    doc: _Document, vocabulary: VocabularyLike, framework: str | None
+) -> tuple[list[ExtractedFix], str | None]:
+    """Each relaunch is an experiment: its changes are the diff to what ran before it."""
+    fixes: list[ExtractedFix] = []
+    works: str | None = None
+    for launch, changes in _relaunches(doc):
         outcome = _verdict_near(doc, launch)
         if outcome is Outcome.RESOLVES:
             works = launch.command.strip()
@@ -597,14 +604,7 @@ def _launch_events(doc: _Document, framework: str | None) -> list[episodes.Event
     """A relaunch shown as a command block is an attempt at that point of the story: its
     changes against what ran before, judged by the prose around it (or by what follows)."""
     found: list[episodes.Event] = []
-    flags: dict[str, str] = {}
-    env: dict[str, str] = {}
-    for index, launch in enumerate(doc.launches):
-        changes = (
-            _diff(flags, dict(launch.flags)) + _env_diff(env, dict(launch.env)) if index else ()
-        )
-        flags.update(launch.flags)
-        env.update(launch.env)
+    for launch, changes in _relaunches(doc):
         if not changes or launch.inline:
             continue  # a command inside a sentence is that sentence's attempt
         outcome = _verdict_near(doc, launch)
