@@ -223,7 +223,7 @@ def store_entries(
         outcome.findings_updated += change == "updated"
     created = create_findings(document, new, problems=extracted.problems, publish=publish)
     outcome.findings_created = len(created)
-    return kept | {finding.pk for finding in created}
+    return kept | set(created)
 
 
 def unchanged_entries(previous: str, extracted: ExtractedDocument) -> set[str]:
