@@ -156,10 +156,14 @@ def as_dict(item: Condition) -> dict[str, Any]:
 
 
 def as_line(item: Condition | Mapping[str, Any]) -> str:
+    return _condition(item).describe()
+
+
+def _condition(item: Condition | Mapping[str, Any]) -> Condition:
+    """A condition as stored (`as_dict`: key, value and negate, each checked) or as read."""
     if isinstance(item, Condition):
-        return item.describe()
-    operator = "!=" if item.get("negate") else "="
-    return f"{item.get('key', '')} {operator} {item.get('value', '')}"
+        return item
+    return Condition(str(item["key"]), str(item["value"]), bool(item.get("negate")))
 
 
 def framework_of(items: Iterable[Condition]) -> str | None:
@@ -204,11 +208,8 @@ _KEY_WORDS = {
 def in_words(item: Condition | Mapping[str, Any]) -> str:
     """A condition as a reader says it: `flag.kv-cache-dtype != bf16` reads
     `--kv-cache-dtype is not bf16`; a version requirement keeps its operator."""
-    if isinstance(item, Condition):
-        key, value, negate = item.key, item.value, item.negate
-    else:
-        key, value = str(item.get("key", "")), str(item.get("value", ""))
-        negate = bool(item.get("negate"))
+    condition = _condition(item)
+    key, value, negate = condition.key, condition.value, condition.negate
     family, _, name = key.partition(".")
     if family == "flag" and name:
         subject = f"--{name}"

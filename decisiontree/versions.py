@@ -50,9 +50,10 @@ def parse(text: str) -> Version | None:
         return _release_only(found.group(1))
 
 
-def _release_only(text: str) -> Version | None:
+def _release_only(text: str) -> Version:
     release = re.match(r"\d+(?:\.\d+)*", text)
-    return Version(release.group(0)) if release else None
+    assert release is not None  # VERSION_TEXT's group starts with its release
+    return Version(release.group(0))
 
 
 def version_text(text: str) -> str | None:

@@ -1,0 +1,116 @@
+"""What "no known match" tells an engineer: the nearest finding, in words they can check.
+
+One finding below: vLLM's custom all-reduce refusing a board whose GPUs cannot reach
+each other (Ada, sm_89). The pastes are other errors from other setups that share a
+word or two with it, so the answer names it as the nearest finding and says why it
+was not taken.
+"""
+
+from __future__ import annotations
+
+from decisiontree.context import Context, build_context
+from decisiontree.diagnose import diagnose
+from decisiontree.graph import build_graph
+from decisiontree.match import similar_threshold
+from decisiontree.records import Change, ChangeAction, Condition, FindingRecord, FixRecord, Outcome
+
+ALLREDUCE_SAMPLE = """\
+Traceback (most recent call last):
+  File "/opt/venv/lib/python3.12/site-packages/vllm/distributed/device_communicators/custom_all_reduce.py", line 118, in __init__
+    handle = ops.init_custom_ar(self.meta_ptrs, self.rank_data, rank, self.fully_connected)
+RuntimeError: custom allreduce: peer access between GPU 0 and GPU 3 is not supported by the P2P topology
+"""  # noqa: E501
+NO_CUSTOM_ALLREDUCE = FixRecord(
+    1,
+    "Turn custom all-reduce off",
+    (Change(ChangeAction.SET_FLAG, "disable-custom-all-reduce", None),),
+    Outcome.RESOLVES,
+)
+ALLREDUCE_TOPOLOGY = FindingRecord(
+    id=8,
+    title="Custom all-reduce needs peer access the board's PCIe topology lacks",
+    kind="incompatibility",
+    cause="the board routes the GPUs through separate root complexes",
+    samples=(ALLREDUCE_SAMPLE,),
+    conditions=(Condition("framework", "vllm"), Condition("gpu.arch", "sm_89")),
+    fixes=(NO_CUSTOM_ALLREDUCE,),
+)
+# An SGLang launch on an H100 that trips over a topology check of its own.
+TOPOLOGY_MISMATCH = "ValueError: allreduce topology mismatch"
+SGLANG_LAUNCH = "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp-size 2"
+
+
+def on_h100_with_sglang() -> Context:
+    return build_context(launch_command=SGLANG_LAUNCH, gpu="H100", framework="sglang")
+
+
+def test_the_nearest_finding_of_another_error_says_which_error_and_every_setup_difference() -> None:
+    result = diagnose(TOPOLOGY_MISMATCH, on_h100_with_sglang(), build_graph([ALLREDUCE_TOPOLOGY]))
+
+    assert result.verdict == "none"
+    [near] = result.nearest
+    assert near.finding.id == ALLREDUCE_TOPOLOGY.id
+    assert near.why_not == (
+        "another error (RuntimeError); "
+        "different setup: GPU sm_90 here, sm_89 in the finding; "
+        "framework sglang here, vllm in the finding; "
+        "shares only topology: too little to be the same issue"
+    )
+
+
+def test_the_nearest_finding_keeps_its_match_score_below_the_similar_cut_off() -> None:
+    result = diagnose(TOPOLOGY_MISMATCH, on_h100_with_sglang(), build_graph([ALLREDUCE_TOPOLOGY]))
+
+    [near] = result.nearest
+    assert 0 < near.score < similar_threshold()
+
+
+def test_a_none_answer_still_shows_the_error_read_and_the_launch_it_was_read_with() -> None:
+    result = diagnose(TOPOLOGY_MISMATCH, on_h100_with_sglang(), build_graph([ALLREDUCE_TOPOLOGY]))
+
+    assert result.signature is not None
+    assert result.signature.exception_type == "ValueError"
+    assert result.context.framework == "sglang"
+    assert result.context.arch == "sm_90"
+    assert result.launch_flags == (
+        ("--model-path", "Qwen/Qwen3-8B"),
+        ("--tp-size", "2"),
+    )
+    assert result.questions == ()
+
+
+def test_search_words_put_the_word_no_ordinary_output_has_first() -> None:
+    result = diagnose(TOPOLOGY_MISMATCH, on_h100_with_sglang(), build_graph([ALLREDUCE_TOPOLOGY]))
+
+    # "topology" is in no ordinary server output; "allreduce" is, so it comes second.
+    assert result.search_words == ("topology", "allreduce")
+
+
+def test_a_near_finding_of_the_same_error_class_that_shares_only_ordinary_words_says_so() -> None:
+    vllm_oom = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/vllm/worker/gpu_worker.py", line 220, in determine_num_available_blocks\n'
+        "    self.model_runner.profile_run()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+    )
+    profile_oom = FindingRecord(
+        id=5,
+        title="vLLM's profile run exhausts memory at start-up",
+        kind="oom",
+        cause="the profile run allocates the sampler's worst case on top of the weights",
+        samples=(vllm_oom,),
+        conditions=(Condition("framework", "vllm"),),
+        fixes=(),
+    )
+    training_oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB "
+        "during loss.backward() in train.py"
+    )
+
+    result = diagnose(training_oom, build_context(), build_graph([profile_oom]))
+
+    [near] = result.nearest
+    assert near.why_not == (
+        "same error class (OutOfMemoryError), another message; "
+        "shares only ordinary words: too little to be the same issue"
+    )
