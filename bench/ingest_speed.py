@@ -140,8 +140,9 @@ def findings_md_entries(rng: random.Random, entries: int) -> str:
 
 
 def time_findings_md(sizes: list[int], rng: random.Random) -> None:
-    """The whole ingest of one FINDINGS.md per size: its findings stored and committed,
-    then their search documents (built at the end of the run, timed apart).
+    """The whole ingest of one FINDINGS.md per size (what `manage.py ingest` runs): its
+    findings stored and committed, then their search documents (built at the end of
+    the run): each part timed, and the whole.
 
     Wall time moves with whatever else the machine runs, so the CPU time spent (this
     process and its PostgreSQL backend) is shown too: on an otherwise idle machine
@@ -176,7 +177,8 @@ def time_findings_md(sizes: list[int], rng: random.Random) -> None:
     refresh.refresh_queued = timed_build  # type: ignore[assignment]
     print(
         f"{'entries':>8} {'KB':>6} {'stored s':>9} {'stored/s':>9} {'cpu s':>7} {'per cpu s':>9}"
-        f" {'search docs s':>13} {'its cpu s':>9} {'load':>5}"
+        f" {'search docs s':>13} {'its cpu s':>9} {'whole s':>8} {'whole/s':>8}"
+        f" {'whole cpu s':>11} {'per cpu s':>9} {'load':>5}"
     )
     for size in sizes:
         text = findings_md_entries(rng, size)
@@ -187,13 +189,16 @@ def time_findings_md(sizes: list[int], rng: random.Random) -> None:
             search.update(wall=0.0, cpu=0.0)
             wall, cpu = time.perf_counter(), cpu_now()
             report = ingest_paths([path], publish=True)
-            wall = time.perf_counter() - wall - search["wall"]
-            cpu = cpu_now() - cpu - search["cpu"]
+            whole_wall = time.perf_counter() - wall
+            whole_cpu = cpu_now() - cpu
+        wall = whole_wall - search["wall"]
+        cpu = whole_cpu - search["cpu"]
         assert Finding.objects.count() == size and not report.failed, report.failed
         print(
             f"{size:>8} {len(text) / 1024:>6.0f} {wall:>9.2f} {size / wall:>9.0f} "
             f"{cpu:>7.2f} {size / cpu:>9.0f} {search['wall']:>13.2f} {search['cpu']:>9.2f}"
-            f" {os.getloadavg()[0]:>5.1f}"
+            f" {whole_wall:>8.2f} {size / whole_wall:>8.0f} {whole_cpu:>11.2f}"
+            f" {size / whole_cpu:>9.0f} {os.getloadavg()[0]:>5.1f}"
         )
 
 

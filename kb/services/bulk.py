@@ -296,19 +296,22 @@ def _signature_ids(signatures: Iterator[Signature]) -> dict[str, int]:
     stored = dict(
         ErrorSignature.objects.filter(fingerprint__in=list(wanted)).values_list("fingerprint", "pk")
     )
-    new = [
-        ErrorSignature(
-            fingerprint=fingerprint,
-            template_key=signature.template_key,
-            exception_type=signature.exception_type[:200],
-            template=signature.template,
-            key_frames=list(signature.key_frames),
+    new = _Table(
+        ErrorSignature,
+        ("fingerprint", "template_key", "exception_type", "template", "key_frames"),
+    )
+    new.rows = [
+        (
+            fingerprint,
+            signature.template_key,
+            signature.exception_type[:200],
+            signature.template,
+            list(signature.key_frames),
         )
         for fingerprint, signature in sorted(wanted.items())
         if fingerprint not in stored
     ]
-    for row in ErrorSignature.objects.bulk_create(new, batch_size=BATCH):
-        stored[row.fingerprint] = row.pk
+    stored.update(zip((row[0] for row in new.rows), _write(new, ids=True), strict=True))
     return stored
 
 
