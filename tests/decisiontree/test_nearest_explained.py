@@ -114,3 +114,23 @@ def test_a_near_finding_of_the_same_error_class_that_shares_only_ordinary_words_
         "same error class (OutOfMemoryError), another message; "
         "shares only ordinary words: too little to be the same issue"
     )
+
+
+def test_a_word_two_findings_share_is_too_common_to_name_either_as_nearest() -> None:
+    topology_probe = FindingRecord(
+        id=9,
+        title="The NVLink topology probe hangs on a board with a bridge missing",
+        kind="hang",
+        cause="the probe waits on a link that is not there",
+        samples=("RuntimeError: nvlink topology probe timed out waiting on link 3 of GPU 1",),
+        conditions=(),
+        fixes=(),
+    )
+
+    result = diagnose(
+        TOPOLOGY_MISMATCH, build_context(), build_graph([ALLREDUCE_TOPOLOGY, topology_probe])
+    )
+
+    assert result.verdict == "none"
+    assert result.nearest == ()
+    assert result.search_words == ()
