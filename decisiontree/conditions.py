@@ -205,20 +205,24 @@ _KEY_WORDS = {
 }
 
 
-def in_words(item: Condition | Mapping[str, Any]) -> str:
-    """A condition as a reader says it: `flag.kv-cache-dtype != bf16` reads
-    `--kv-cache-dtype is not bf16`; a version requirement keeps its operator."""
-    condition = _condition(item)
-    key, value, negate = condition.key, condition.value, condition.negate
+def _subject_words(key: str) -> str:
     family, _, name = key.partition(".")
     if family == "flag" and name:
-        subject = f"--{name}"
-    elif family == "version" and name:
-        subject = f"{name} release"
-    elif family == "env" and name:
-        subject = name
-    else:
-        subject = _KEY_WORDS.get(key, key)
+        return f"--{name}"
+    if family == "version" and name:
+        return f"{name} release"
+    if family == "env" and name:
+        return name
+    return _KEY_WORDS.get(key, key)
+
+
+def in_words(item: Condition | Mapping[str, Any], subject: str | None = None) -> str:
+    """A condition as a reader says it: `flag.kv-cache-dtype != bf16` reads
+    `--kv-cache-dtype is not bf16`; a version requirement keeps its operator.
+    `subject` replaces the key's words (a flag in the user's framework spelling)."""
+    condition = _condition(item)
+    key, value, negate = condition.key, condition.value, condition.negate
+    subject = subject or _subject_words(key)
     if is_version_key(key) and versions.is_specifier(value):
         return f"{subject} {'not ' if negate else ''}{value}"
     return f"{subject} {'is not' if negate else 'is'} {value}"

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from decisiontree.answer import NotHelpful, PathStep, RankedFix, WhyStep, WithheldChange
-from decisiontree.conditions import framework_of
+from decisiontree.conditions import framework_of, in_words
 from decisiontree.context import Context
 from decisiontree.graph import KnowledgeGraph, remedy_key
 from decisiontree.match import Candidate, MatchLevel
@@ -275,18 +275,15 @@ def shown_value(condition: Condition) -> str:
 def condition_detail(
     condition: Condition, state: State, context: Context, vocabulary: Vocabulary
 ) -> str:
-    needs = f"{key_label(condition.key, context)} {'!=' if condition.negate else '='} "
-    needs += condition.value
+    # A flag is named in the user's framework spelling (`--dsa-*` vs `--nsa-*`).
+    family, _, name = condition.key.partition(".")
+    subject = None
+    if family == "flag":
+        subject = spell_flag(name, context.framework, context.framework_version)
+    needs = in_words(condition, subject=subject)
     if state is State.UNKNOWN:
-        return f"needs {needs}; not known here"
-    return f"needs {needs}; here {context.get(condition.key)} ({state})"
-
-
-def key_label(key: str, context: Context) -> str:
-    """A condition key as the answer writes it: flags in the user's spelling."""
-    if not key.startswith("flag."):
-        return key
-    return spell_flag(key[5:], context.framework, context.framework_version)
+        return f"applies when {needs}; not known here"
+    return f"applies when {needs}; here {context.get(condition.key)} ({state})"
 
 
 # --- fixes ---------------------------------------------------------------------

@@ -211,6 +211,16 @@ def test_it_explains_each_fix_with_the_path_that_led_to_it() -> None:
     assert why[-1].step == "fix"
 
 
+def test_each_condition_of_the_fix_reads_as_a_sentence_with_what_this_setup_has() -> None:
+    result = diagnose(sample("decode_assert_rtx_host_b.txt"), rtx_context(), knowledge())
+
+    details = {step.key: step.detail for step in result.fixes[0].why if step.step == "condition"}
+    assert details["flag.kv-cache-dtype"] == (
+        "applies when --kv-cache-dtype is fp8_e4m3; here fp8_e4m3 (met)"
+    )
+    assert details["gpu.arch"] == "applies when GPU architecture is sm_120; here sm_120 (met)"
+
+
 def test_it_matches_the_fp8_pool_assert_from_another_install_as_known() -> None:
     result = diagnose(sample("dsa_fp8_pool_assert_b.txt"), Context(), knowledge())
 
