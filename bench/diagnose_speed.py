@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from decisiontree.context import Context  # noqa: E402
 from decisiontree.diagnose import diagnose  # noqa: E402
-from decisiontree.graph import build_graph  # noqa: E402
+from decisiontree.graph import REBUILD_CHUNK, KnowledgeGraph, build_graph  # noqa: E402
 from decisiontree.records import (  # noqa: E402
     Change,
     ChangeAction,
@@ -44,7 +44,12 @@ from decisiontree.records import (  # noqa: E402
     FixRecord,
     Outcome,
 )
-from decisiontree.samples import from_stored, signatures_of_sample, stored_form  # noqa: E402
+from decisiontree.samples import (  # noqa: E402
+    SampleSignatures,
+    from_stored,
+    signatures_of_sample,
+    stored_form,
+)
 from decisiontree.traceback import parse  # noqa: E402
 
 SEED = 20260219
@@ -283,7 +288,7 @@ def one_size(size: int) -> dict[str, float]:
     build_cpu = time.process_time() - build_cpu
     del graph
     gc.collect()
-    rebuild_peak = rebuild_in_child(size, stored)  # type: ignore[arg-type]
+    rebuild_peak = rebuild_in_child(records, stored)  # type: ignore[arg-type]
     # Memory the graph keeps once built (the signatures read back are dropped after the
     # build, as the service does), measured on a second build under tracemalloc.
     tracemalloc.start()
@@ -312,15 +317,17 @@ def one_size(size: int) -> dict[str, float]:
     }
 
 
-def rebuild_in_child(size: int, stored: dict[str, str]) -> float:
-    """Peak RSS (MiB) of a process that does what the service's rebuild does: it holds the
-    findings, reads every sample's stored signatures back and builds the graph."""
+def rebuild_in_child(records: list[FindingRecord], stored: dict[str, str]) -> float:
+    """Peak RSS (MiB) of a process that does what the service does when the knowledge base
+    moves: it holds a graph, lets it go, and builds anew from the findings and every
+    sample's stored signatures, read back `REBUILD_CHUNK` findings at a time."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as rows:
-        for sample, raw in stored.items():
-            rows.write(json.dumps([sample, raw]) + "\n")
+        for record in records:  # a finding's samples with their stored signatures, a line
+            rows.write(json.dumps([[sample, stored[sample]] for sample in record.samples]))
+            rows.write("\n")
         rows.flush()
         out = subprocess.run(
-            [sys.executable, __file__, "--rebuild", str(size), rows.name],
+            [sys.executable, __file__, "--rebuild", str(len(records)), rows.name],
             check=True,
             capture_output=True,
             text=True,
@@ -330,15 +337,31 @@ def rebuild_in_child(size: int, stored: dict[str, str]) -> float:
 
 def rebuild(size: int, rows: str) -> float:
     records, _ = findings(size, random.Random(SEED + size))
-    cache = {}
-    with open(rows) as lines:
-        for line in lines:  # as the service streams the stored rows
-            sample, raw = json.loads(line)
-            cache[sample] = from_stored(json.loads(raw))
-    graph = build_graph(records, cache=cache)  # type: ignore[arg-type]
-    del cache
+    graph = build_streamed(records, rows)  # the graph the process held
+    del graph  # as kb.services.diagnosis lets the old graph go before a rebuild
+    graph = build_streamed(records, rows)
     assert len(graph.findings) == size
     return rss_mib()
+
+
+def build_streamed(records: list[FindingRecord], rows: str) -> KnowledgeGraph:
+    signatures: dict[str, SampleSignatures] = {}
+
+    def chunks() -> Iterator[FindingRecord]:
+        # As kb.services.diagnosis.published_records reads the database: a chunk of
+        # findings and their samples' stored signatures at a time.
+        with open(rows) as lines:
+            for start in range(0, len(records), REBUILD_CHUNK):
+                signatures.clear()
+                chunk = records[start : start + REBUILD_CHUNK]
+                for _ in chunk:
+                    for sample, raw in json.loads(next(lines)):
+                        found = from_stored(json.loads(raw))
+                        if found is not None:
+                            signatures[sample] = found
+                yield from chunk
+
+    return build_graph(chunks(), cache=signatures)
 
 
 def run_in_child(size: int) -> dict[str, float]:

@@ -17,7 +17,7 @@ Edges (their kind follows from the kinds of their ends):
 - signature -> finding: the error was observed in that finding;
 - condition -> finding: the finding's cause needs that fact about the context;
 - finding -> cause: the cause explains the finding's symptom;
-- finding -> fix: the fix was tried against that symptom (attributes `outcome`, `evidence`);
+- finding -> fix: the fix was tried against that symptom (its record: `findings`);
 - fix -> remedy, remedy -> flag, condition -> flag.
 
 So what one finding learned reaches another: a remedy validated against one
@@ -61,6 +61,9 @@ Node = tuple[Any, ...]
 FLAG_CHANGES = (ChangeAction.SET_FLAG, ChangeAction.REMOVE_FLAG)
 # A stated cause shorter than this says too little to be the same cause as another's.
 MIN_CAUSE_WORDS = 4
+# Findings a rebuild reads from storage at a time: their rows and their samples' stored
+# signatures are held only while the build takes them in, not all at once beside the graph.
+REBUILD_CHUNK = 2000
 
 
 def signature_node(fingerprint: str) -> Node:
@@ -125,8 +128,8 @@ class KnowledgeGraph:
         return tuple(sorted(found, key=lambda c: (c.key, c.value, c.negate)))
 
     def fixes_of(self, finding_id: int) -> tuple[FixRecord, ...]:
-        succ = self.digraph.successors(finding_node(finding_id))
-        return tuple(self.digraph.nodes[n]["fix"] for n in succ if n[0] == "fix")
+        """The fixes the finding links to: its own, in its order (fix nodes hold only ids)."""
+        return self.findings[finding_id].fixes
 
     def signatures_of(self, finding_id: int) -> tuple[str, ...]:
         preds = self.digraph.predecessors(finding_node(finding_id))
@@ -198,6 +201,11 @@ def build_graph(
     gc.disable()
     try:
         graph = _build(findings, vocabulary or load(), cache if cache is not None else {})
+        # And after it: left to the collector, the graph's objects would be scanned in
+        # full collections in the middle of diagnoses (a 100k graph: a second or more
+        # each). Frozen, the collector leaves them alone; the graph holds no reference
+        # cycles, so when it is replaced reference counting frees it all the same.
+        gc.freeze()
     finally:
         if collecting:
             gc.enable()
@@ -212,8 +220,9 @@ def _build(
     held: dict[int, FindingRecord] = {}
     skipped: list[tuple[int, str]] = []
     causes: dict[str, list[int]] = defaultdict(list)
+    canonical: dict[Any, Any] = {}
     for raw in findings:
-        finding = canonical_finding(raw, vocabulary)
+        finding = canonical_finding(raw, vocabulary, canonical)
         held[finding.id] = finding
         _add_finding(digraph, finding)
         causes[cause_key(finding)].append(finding.id)
@@ -240,9 +249,9 @@ def _add_finding(digraph: nx.DiGraph, finding: FindingRecord) -> None:
         digraph.add_edge(condition_node(condition), node)
         if condition.key.startswith("flag."):
             digraph.add_edge(condition_node(condition), flag_node(condition.key[5:]))
-    for fix in finding.fixes:
-        digraph.add_node(fix_node(fix.id), fix=fix)
-        digraph.add_edge(node, fix_node(fix.id), outcome=fix.outcome, evidence=fix.evidence)
+    # No attributes on fix nodes and edges: the fix records live in `findings`, and every
+    # attribute dict would cost 120 bytes more per fix.
+    digraph.add_edges_from((node, fix_node(fix.id)) for fix in finding.fixes)
 
 
 def _add_shared_cause(digraph: nx.DiGraph, key: str, findings: list[FindingRecord]) -> None:
@@ -315,19 +324,28 @@ def _observe(
 # --- canonical spellings ------------------------------------------------------
 
 
-def canonical_finding(finding: FindingRecord, vocabulary: Vocabulary) -> FindingRecord:
+def canonical_finding(
+    finding: FindingRecord, vocabulary: Vocabulary, memo: dict[Any, Any] | None = None
+) -> FindingRecord:
     """The finding in today's spellings: condition keys as the diagnosis reads them,
-    every flag by its newest name (`dsa-...`, not `nsa-...`)."""
+    every flag by its newest name (`dsa-...`, not `nsa-...`).
+
+    `memo` (one per build) remembers each condition and change already put in today's
+    spelling: 100k findings state the same few thousand over and over.
+    """
+    memo = {} if memo is None else memo
     framework = framework_of(finding.conditions)
-    conditions_ = tuple(conditions.canonical(c, framework) for c in finding.conditions)
-    fixes = tuple(_canonical_fix(f, framework) for f in finding.fixes)
+    conditions_ = tuple(
+        _memoised(memo, conditions.canonical, c, framework) for c in finding.conditions
+    )
+    fixes = tuple(_canonical_fix(f, framework, memo) for f in finding.fixes)
     if conditions_ == finding.conditions and fixes == finding.fixes:
         return finding  # the usual case: no copy, no extra memory
     return dataclasses.replace(finding, conditions=conditions_, fixes=fixes)
 
 
-def _canonical_fix(fix: FixRecord, framework: str | None) -> FixRecord:
-    changes = tuple(_canonical_change(c, framework) for c in fix.changes)
+def _canonical_fix(fix: FixRecord, framework: str | None, memo: dict[Any, Any]) -> FixRecord:
+    changes = tuple(_memoised(memo, _canonical_change, c, framework) for c in fix.changes)
     return fix if changes == fix.changes else dataclasses.replace(fix, changes=changes)
 
 
@@ -338,7 +356,16 @@ def _canonical_change(change: Change, framework: str | None) -> Change:
     return change if name == change.name else dataclasses.replace(change, name=name)
 
 
+def _memoised(memo: dict[Any, Any], function: Any, item: Any, framework: str | None) -> Any:
+    key = (item, framework)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = function(item, framework)
+    return found
+
+
 __all__ = [
+    "REBUILD_CHUNK",
     "KnowledgeGraph",
     "Node",
     "build_graph",

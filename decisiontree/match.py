@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache, lru_cache
-from itertools import chain
 
 from decisiontree.fingerprint import Signature, message_of, signatures_of
 from decisiontree.retrieval import Bm25fIndex, background_texts, query_weights
@@ -198,10 +197,11 @@ class SignatureIndex:
         self._by_template: dict[str, set[int]] = defaultdict(set)
         self._linked: dict[str, set[int]] = defaultdict(set)
         self._split: dict[str, set[int]] = defaultdict(set)
-        # A finding's error terms (its samples' error lines, its title and symptom): the
-        # words until finish(), then their term ids, sorted (ints: a set of strings per
-        # finding would hold hundreds of MiB at 100k findings).
-        self._error_words: dict[int, list[Sequence[str]]] = defaultdict(list)
+        # A finding's error terms (its samples' error lines, its title and symptom): until
+        # finish(), the ids retrieval gave them and the words past a field's cap, which get
+        # theirs only then; after, their term ids, sorted. Ids, not strings: a rebuild reads
+        # each sample's own copy of its words, hundreds of MiB at 100k findings if kept.
+        self._error_words: dict[int, tuple[array[int], list[str]]] = {}
         self._error_ids: dict[int, array[int]] = {}
         self._own_lines: dict[int, tuple[str, ...]] = {}  # title and symptom, as messages
         self._error_info: dict[int, float] = {}  # finding id -> weight of its error terms
@@ -233,8 +233,9 @@ class SignatureIndex:
         self._by_finding[finding_id].append(number)
         self._by_fingerprint[signature.fingerprint].add(number)
         self._by_template[signature.template_key].add(number)
-        self._error_words[finding_id].append(signature.terms)
-        self.retrieval.add(finding_id, "errors", signature.terms)
+        self._pend(
+            finding_id, signature.terms, self.retrieval.add(finding_id, "errors", signature.terms)
+        )
         if signature.context_terms:
             self.retrieval.add(finding_id, "text", signature.context_terms)
 
@@ -243,12 +244,20 @@ class SignatureIndex:
         for name, text in (("title", title), ("summary", summary), ("cause", cause)):
             if text.strip():
                 words = words_of(text)
-                self.retrieval.add(finding_id, name, words)
+                ids = self.retrieval.add(finding_id, name, words)
                 if name != "cause":
-                    self._error_words[finding_id].append(words)
+                    self._pend(finding_id, words, ids)
         self._own_lines[finding_id] = tuple(
             message_of(text) for text in (title, summary) if text.strip()
         )
+
+    def _pend(self, finding_id: int, words: Sequence[str], ids: Sequence[int]) -> None:
+        """Keep a finding's error words till finish(): as ids, but those retrieval gave none."""
+        pending = self._error_words.get(finding_id)
+        if pending is None:
+            pending = self._error_words[finding_id] = (array("i"), [])
+        pending[0].extend(ids)
+        pending[1].extend(words[len(ids) :])
 
     def link(self, fingerprint: str, finding_id: int) -> None:
         self._linked[fingerprint].add(finding_id)
@@ -269,9 +278,10 @@ class SignatureIndex:
         if self._error_words:
             # After the postings: a word past a field's cap gets its id only now, so the
             # ids of the words retrieval searches keep the order they were first seen in.
-            for finding_id, groups in self._error_words.items():
+            for finding_id, (known, words) in self._error_words.items():
                 ids = set(self._error_ids.get(finding_id, ()))
-                ids.update(self.retrieval.term_ids(chain.from_iterable(groups)))
+                ids.update(known)
+                ids.update(self.retrieval.term_ids(words))
                 self._error_ids[finding_id] = array("i", sorted(ids))
             self._error_words.clear()
             self._error_info.clear()

@@ -110,9 +110,10 @@ class Bm25fIndex:
 
     # --- building -------------------------------------------------------
 
-    def add(self, finding_id: int, field: str, words: Sequence[str]) -> None:
+    def add(self, finding_id: int, field: str, words: Sequence[str]) -> list[int]:
         """Add words to one field of a finding's document (fields accumulate until finish();
-        a document cannot grow after it)."""
+        a document cannot grow after it). Returns the ids of the words it took: the first
+        ones, up to the field's cap."""
         number = self._doc_numbers.get(finding_id)
         if number is not None and number < self._folded:
             raise ValueError(f"document {finding_id} was already folded into the postings")
@@ -125,29 +126,31 @@ class Bm25fIndex:
         slot = FIELDS.index(field)
         held = fields.setdefault(slot, 0)
         room = MAX_DOC_WORDS_PER_FIELD - held
+        ids: list[int] = []
         if room > 0:
             kept = words[:room]
-            self._pending_terms.extend(self.term_ids(kept))
+            ids = self.term_ids(kept)
+            self._pending_terms.extend(ids)
             self._pending_runs.append((number, slot, len(kept)))
             fields[slot] = held + len(kept)
         self._stale = True
+        return ids
 
     def term_ids(self, terms: Iterable[str]) -> list[int]:
         """The ids of terms, each given one the first time it is seen."""
         known = self._term_ids
         terms = terms if isinstance(terms, (list, tuple)) else list(terms)
-        ids = [known.get(term) for term in terms]
-        if None not in ids:  # the usual case: every word seen before
-            return ids  # type: ignore[return-value]
-        found = []
+        found = [known.get(term) for term in terms]
+        if None not in found:  # the usual case: every word seen before
+            return found  # type: ignore[return-value]
+        # One call a word (a rebuild looks up tens of millions): a new term's id is the
+        # number of terms known before it.
+        ids = [known.setdefault(term, len(known)) for term in terms]
+        held = self._terms
         for term, term_id in zip(terms, ids, strict=True):
-            if term_id is None:
-                term_id = known.get(term)  # repeated within these terms
-                if term_id is None:
-                    term_id = known[term] = len(self._terms)
-                    self._terms.append(term)
-            found.append(term_id)
-        return found
+            if term_id == len(held):  # a new term, where it first stands
+                held.append(term)
+        return ids
 
     def term_id(self, term: str) -> int | None:
         return self._term_ids.get(term)

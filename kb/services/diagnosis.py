@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 
 from decisiontree.answer import Diagnosis
 from decisiontree.context import Context, build_context
 from decisiontree.diagnose import diagnose as diagnose_with_graph
 from decisiontree.fingerprint import FINGERPRINT_VERSION, signatures_of
-from decisiontree.graph import KnowledgeGraph, build_graph
+from decisiontree.graph import REBUILD_CHUNK, KnowledgeGraph, build_graph
 from decisiontree.records import (
     Change,
     ChangeAction,
@@ -34,7 +35,6 @@ from decisiontree.records import (
 from decisiontree.samples import SampleSignatures, from_stored
 from decisiontree.traceback import parse
 from kb.models import (
-    ErrorSample,
     Finding,
     Fix,
     KnowledgeRevision,
@@ -64,7 +64,13 @@ def knowledge_graph() -> KnowledgeGraph:
     if cached is not None and cached.revision == revision:
         return cached.graph
     with _lock:
+        # Read again: the findings may have moved on while this caller waited for a rebuild.
+        revision = KnowledgeRevision.current()
         if _cache is None or _cache.revision != revision:
+            # Every caller that sees the new revision waits on the lock for the new graph
+            # (as it always did), so nobody reads the old one from here on: let it go
+            # before building, so that one graph is held at the peak, not two.
+            _cache = None
             _cache = CachedGraph(revision, rebuild_graph())
         return _cache.graph
 
@@ -72,17 +78,30 @@ def knowledge_graph() -> KnowledgeGraph:
 def rebuild_graph() -> KnowledgeGraph:
     """Build from the published findings and the signatures stored with their samples at
     ingest (only samples stored by an older parser are parsed again)."""
-    return build_graph(finding_records(), cache=stored_signatures())
+    signatures: dict[str, SampleSignatures] = {}
+    return build_graph(published_records(signatures), cache=signatures)
 
 
-def stored_signatures() -> dict[str, SampleSignatures]:
-    found: dict[str, SampleSignatures] = {}
-    rows = ErrorSample.objects.filter(finding__status=Finding.Status.PUBLISHED)
-    for text, parsed in rows.values_list("text", "parsed").iterator(chunk_size=2000):
-        signatures = from_stored(parsed)
-        if signatures is not None:
-            found[text] = signatures
-    return found
+def published_records(signatures: dict[str, SampleSignatures]) -> Iterator[FindingRecord]:
+    """The published findings' records, in id order, read `REBUILD_CHUNK` at a time.
+
+    Before each chunk is yielded, `signatures` holds the stored signatures of that chunk's
+    samples (and no others'), for `build_graph`, which reads them as it takes each record.
+    """
+    evidence = fix_evidence()
+    decisions = signature_decisions()
+    published = _with_parts(Finding.objects.filter(status=Finding.Status.PUBLISHED))
+    last = 0
+    while chunk := list(published.filter(id__gt=last)[:REBUILD_CHUNK]):
+        last = chunk[-1].pk
+        signatures.clear()
+        for finding in chunk:
+            for sample in finding.samples.all():
+                stored = from_stored(sample.parsed)
+                if stored is not None:
+                    signatures[sample.text] = stored
+        for finding in chunk:
+            yield finding_record(finding, evidence, decisions)
 
 
 def diagnose(
@@ -160,19 +179,13 @@ def _condition_dict(condition: Condition) -> dict[str, Any]:
     return {"key": condition.key, "value": condition.value, "negate": condition.negate}
 
 
-def finding_records() -> list[FindingRecord]:
-    findings = (
-        Finding.objects.filter(status=Finding.Status.PUBLISHED)
-        .prefetch_related(
-            Prefetch("fixes", queryset=Fix.objects.order_by("position", "id")),
-            "samples",
-            "sources",
-        )
-        .order_by("id")
-    )
-    evidence = fix_evidence()
-    decisions = signature_decisions()
-    return [finding_record(f, evidence, decisions) for f in findings]
+def _with_parts(findings: QuerySet[Finding]) -> QuerySet[Finding]:
+    """Findings in id order with what a record holds: fixes, samples, sources."""
+    return findings.prefetch_related(
+        Prefetch("fixes", queryset=Fix.objects.order_by("position", "id")),
+        "samples",
+        "sources",
+    ).order_by("id")
 
 
 def finding_record(

@@ -1,0 +1,69 @@
+"""A rebuild reads the published findings a chunk at a time and misses none of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from kb.models import Finding
+from kb.services import diagnosis
+from kb.services.diagnosis import diagnose, knowledge_graph
+
+pytestmark = pytest.mark.django_db
+
+ERRORS = (
+    ("Radix cache pool", "RuntimeError: Failed to allocate the radix cache pool on every rank"),
+    ("Expert router", "ValueError: expert router topk_ids out of range for fused moe kernel"),
+    ("Rope scaling", "KeyError: rope_scaling type yarn_longrope missing from the model config"),
+    ("Draft model", "AssertionError: draft model vocab differs from the target model vocab"),
+    ("Sampler", "IndexError: sampler logits index past the padded vocabulary of the lm head"),
+)
+
+
+def findings_md(errors: tuple[tuple[str, str], ...]) -> str:
+    entries = [
+        f"## {title} fails at start-up\n- Framework: sglang\n- Fix: lower --page-size to 16\n"
+        f"- Status: resolved\n\n```\n{error}\n```\n"
+        for title, error in errors
+    ]
+    return "# Findings\n\n" + "\n".join(entries)
+
+
+def ingest(path: Path, errors: tuple[tuple[str, str], ...]) -> None:
+    path.write_text(findings_md(errors))
+    call_command("ingest", str(path), "--publish", verbosity=0)
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(diagnosis, "REBUILD_CHUNK", 2)  # five findings: three chunks
+
+
+def test_every_published_finding_is_matched_by_its_own_error(tmp_path: Path) -> None:
+    call_command("load_vocabulary", verbosity=0)
+    ingest(tmp_path / "FINDINGS.md", ERRORS)
+    published = set(Finding.objects.values_list("id", flat=True))
+
+    assert set(diagnosis.rebuild_graph().findings) == published
+    for title, error in ERRORS:
+        answer = diagnose(error)
+        assert answer.match == "known", title
+        assert answer.fixes[0].finding.title.startswith(title)
+
+
+def test_a_diagnosis_after_the_knowledge_base_moved_answers_from_the_new_findings(
+    tmp_path: Path,
+) -> None:
+    call_command("load_vocabulary", verbosity=0)
+    ingest(tmp_path / "FINDINGS.md", ERRORS[:3])
+    before = knowledge_graph()
+    assert diagnose(ERRORS[4][1]).match == "none"
+
+    ingest(tmp_path / "MORE-FINDINGS.md", ERRORS[3:])
+
+    assert knowledge_graph() is not before
+    answer = diagnose(ERRORS[4][1])
+    assert answer.match == "known"
+    assert answer.fixes[0].finding.title.startswith("Sampler")
