@@ -1,0 +1,87 @@
+"""Every command change in an answer is spelled as the user's release spells it.
+
+The knowledge base and pastes are tests/decisiontree/test_diagnose.py's: the FP8 KV
+cache NaN decode crash on sm_120. SGLang 0.5.9 and older call the sparse-attention
+kernel flags --nsa-*; later releases --dsa-*.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from decisiontree.context import build_context
+from decisiontree.diagnose import diagnose
+from decisiontree.records import Change, ChangeAction, Evidence, FixRecord, Outcome
+from tests.decisiontree.test_diagnose import (
+    BF16_AND_TRTLLM,
+    SGLANG_CMD,
+    fp8_decode_finding,
+    knowledge,
+    rtx_context,
+    sample,
+)
+
+FORCE_FLASHMLA = FixRecord(
+    16,
+    "Force --dsa-decode-backend flashmla_kv",
+    (Change(ChangeAction.SET_FLAG, "dsa-decode-backend", "flashmla_kv"),),
+    Outcome.NO_EFFECT,
+)
+
+
+def test_a_fix_known_not_to_help_is_spelled_as_the_users_release_spells_it() -> None:
+    graph = knowledge(fp8_decode_finding(BF16_AND_TRTLLM, FORCE_FLASHMLA))
+
+    result = diagnose(sample("decode_assert_rtx_host_b.txt"), rtx_context(version="0.5.9"), graph)
+
+    [useless] = result.not_helpful
+    assert useless.fix.id == FORCE_FLASHMLA.id
+    assert useless.finding.id == 1
+    assert useless.command_changes == ("--nsa-decode-backend flashmla_kv",)
+    assert useless.summary == "Force --nsa-decode-backend flashmla_kv"
+    assert useless.reason.startswith("did not help in finding 1 (")
+
+
+def test_with_the_framework_unknown_a_useless_fix_is_spelled_as_its_findings_framework() -> None:
+    graph = knowledge(fp8_decode_finding(BF16_AND_TRTLLM, FORCE_FLASHMLA))
+    no_framework = build_context(gpu="NVIDIA RTX PRO 6000 Blackwell Server Edition")
+
+    result = diagnose(sample("decode_assert_rtx_host_b.txt"), no_framework, graph)
+
+    [useless] = result.not_helpful
+    assert useless.command_changes == ("--dsa-decode-backend flashmla_kv",)
+    assert useless.summary == "Force --dsa-decode-backend flashmla_kv"
+
+
+def test_with_the_release_unknown_the_first_fix_says_what_older_releases_call_its_flag() -> None:
+    result = diagnose(sample("decode_assert_rtx_host_b.txt"), rtx_context(), knowledge())
+
+    assert result.fixes[0].fix.id == BF16_AND_TRTLLM.id
+    assert "--dsa-decode-backend is --nsa-decode-backend in sglang 0.5.9 and older" in (
+        result.fixes[0].spellings
+    )
+
+
+def test_with_the_release_known_the_first_fix_needs_no_note_on_older_spellings() -> None:
+    result = diagnose(
+        sample("decode_assert_rtx_host_b.txt"), rtx_context(version="0.5.9"), knowledge()
+    )
+
+    assert result.fixes[0].spellings == ()
+
+
+def test_a_fix_already_in_the_launch_command_says_so_beside_its_evidence() -> None:
+    bf16 = dataclasses.replace(BF16_AND_TRTLLM, evidence=Evidence(feedback_helped=2))
+    launched = rtx_context(
+        SGLANG_CMD.replace("fp8_e4m3", "bf16")
+        + " --dsa-decode-backend trtllm --dsa-prefill-backend trtllm"
+    )
+
+    result = diagnose(
+        sample("decode_assert_rtx_host_b.txt"), launched, knowledge(fp8_decode_finding(bf16))
+    )
+
+    [applied] = [f for f in result.fixes if f.fix.id == bf16.id]
+    assert applied.already_applied
+    assert applied.why[-1].detail.startswith("reported: resolves; feedback: 2 helped, 0 did not")
+    assert applied.why[-1].detail.endswith("; already in your launch command")

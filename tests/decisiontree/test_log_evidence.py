@@ -1,0 +1,51 @@
+"""What the server's own log lines say it ran with fills what the user did not say.
+
+The knowledge base and pastes are tests/decisiontree/test_diagnose.py's: the FP8 KV
+cache NaN decode crash on sm_120 and its fixes.
+"""
+
+from __future__ import annotations
+
+from decisiontree.diagnose import diagnose
+from tests.decisiontree.test_diagnose import knowledge, rtx_context, sample
+
+LAUNCH_WITHOUT_KV_DTYPE = (
+    "python -m sglang.launch_server --model-path nvidia/GLM-5-NVFP4 --tp-size 8"
+)
+
+
+def test_the_kv_cache_dtype_the_log_names_fills_a_launch_that_left_it_out() -> None:
+    paste = "[2026-02-19 00:04:58] Setting KV cache dtype to fp8_e4m3\n" + sample(
+        "decode_assert_rtx_host_b.txt"
+    )
+
+    result = diagnose(paste, rtx_context(LAUNCH_WITHOUT_KV_DTYPE), knowledge())
+
+    assert result.context.flags["kv-cache-dtype"] == "fp8_e4m3"
+    assert result.context.sources["flag.kv-cache-dtype"] == "log"
+
+
+def test_the_sparse_attention_kernels_the_log_says_were_picked_are_the_ones_that_ran() -> None:
+    paste = (
+        "[2026-02-19 00:05:01] Set NSA backends for fp8_e4m3 KV Cache: "
+        "prefill=flashmla_auto, decode=flashmla_kv.\n" + sample("decode_assert_rtx_host_b.txt")
+    )
+
+    result = diagnose(paste, rtx_context(LAUNCH_WITHOUT_KV_DTYPE), knowledge())
+
+    flags = result.context.flags
+    assert (flags["dsa-prefill-backend"], flags["dsa-decode-backend"]) == (
+        "flashmla_auto",
+        "flashmla_kv",
+    )
+    assert result.context.sources["flag.dsa-decode-backend"] == "log"
+
+
+def test_a_value_given_at_launch_wins_over_the_log() -> None:
+    launch = LAUNCH_WITHOUT_KV_DTYPE + " --kv-cache-dtype bf16"
+    paste = "Setting KV cache dtype to fp8_e4m3\n" + sample("decode_assert_rtx_host_b.txt")
+
+    result = diagnose(paste, rtx_context(launch), knowledge())
+
+    assert result.context.flags["kv-cache-dtype"] == "bf16"
+    assert result.context.sources["flag.kv-cache-dtype"] != "log"
