@@ -35,7 +35,7 @@ from decisiontree.context import Context
 from decisiontree.fingerprint import Signature, signatures_of, text_terms
 from decisiontree.flags import canonical_flag, flags_in_text
 from decisiontree.graph import KnowledgeGraph
-from decisiontree.match import Candidate, MatchLevel, Query
+from decisiontree.match import Candidate, MatchLevel, Query, shortlist
 from decisiontree.questions import ask_questions
 from decisiontree.retrieval import background_documents
 from decisiontree.setup import UNDECIDED_VALUES, State, normal_value, setup_differences
@@ -88,6 +88,8 @@ def diagnose(
     questions = ask_questions(candidates, context, graph, vocabulary, plain=plain)
     lead = leading_visit(result.fixes, result.visits)
     level = next(c.level for c in candidates if c.finding_id == lead.matched.id)
+    if level is MatchLevel.NONE:
+        level = MatchLevel.SIMILAR  # a runner-up leads where the first match has no usable fix
     differences = setup_differences(graph.conditions_of(lead.matched.id), context, vocabulary)
     if differences and level is MatchLevel.KNOWN:
         level = MatchLevel.SIMILAR  # the same error, but not the known issue on this setup
@@ -113,8 +115,9 @@ def queries_for(signatures: Sequence[Signature], text: str) -> list[Query]:
 
 
 def matched(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
-    """Candidates above the lower threshold (the walk weighs them in the context)."""
-    return tuple(c for c in candidates if c.level is not MatchLevel.NONE)
+    """Candidates above the lower threshold, and the runner-ups listed after them (the
+    walk weighs them in the context)."""
+    return shortlist(candidates)
 
 
 def launch_flags(context: Context) -> tuple[tuple[str, str], ...]:

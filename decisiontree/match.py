@@ -21,6 +21,7 @@ and read from `decisiontree/data/matcher_tuning.json`.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import re
@@ -49,6 +50,10 @@ def known_threshold() -> float:
 
 def similar_threshold() -> float:
     return float(tuning()["verifier"]["similar"])
+
+
+def runner_up_threshold() -> float:
+    return float(tuning()["verifier"]["runner_up"])
 
 
 class MatchLevel(StrEnum):
@@ -104,6 +109,8 @@ class Candidate:
     # Set when a reviewer's decision matched through the previous fingerprint version:
     # the fingerprint it was stored under, so the caller can store it anew.
     migrated_from: str | None = None
+    # Below "similar", listed only after a first candidate at or above it (`shortlist`).
+    runner_up: bool = False
 
     @property
     def level(self) -> MatchLevel:
@@ -117,6 +124,8 @@ class Candidate:
             return f"same error fingerprint as a known sample (shares {shared})"
         if self.layer == "template":
             return f"same error message as a known sample, other frames (shares {shared})"
+        if self.runner_up:
+            return f"less likely than the first match: shares {shared} (score {self.score:.2f})"
         return f"similar to a known sample: shares {shared} (score {self.score:.2f})"
 
 
@@ -321,7 +330,7 @@ class SignatureIndex:
                     # The same error message raised from the same code: the confident
                     # layers, whatever the verifier makes of an ordinary message.
                     score = max(score, known_threshold())
-                shown = level_of(score) is not MatchLevel.NONE  # explained only if shown
+                shown = score >= min(similar_threshold(), runner_up_threshold())  # explained
                 found[finding_id] = Candidate(
                     finding_id,
                     score,
@@ -556,6 +565,24 @@ class SignatureIndex:
     def _known_fingerprint(self, finding_id: int) -> str | None:
         numbers = self._by_finding.get(finding_id)
         return self._entries[numbers[0]].fingerprint if numbers else None
+
+
+def shortlist(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
+    """What an answer lists: the candidates at or above "similar" and, after a first one
+    there found by its words (not the same fingerprint, not a reviewer's link), up to
+    `runner_ups` more at or above the lower runner-up cut-off, marked as such. The first
+    match of a paste is often a near miss of the same framework and the right finding
+    second, far below it; never listed alone, a runner-up costs no false match (fitted
+    in bench/fit_matcher.py)."""
+    listed = [c for c in candidates if c.level is not MatchLevel.NONE]
+    if not listed or candidates[0].level is MatchLevel.NONE:
+        return tuple(listed)
+    if candidates[0].layer in ("linked", "fingerprint"):
+        return tuple(listed)  # the error as printed, or a reviewer's link: no guessing beside it
+    floor = runner_up_threshold()
+    more = [c for c in candidates if c.level is MatchLevel.NONE and c.score >= floor]
+    count = int(tuning()["verifier"]["runner_ups"])
+    return (*listed, *(dataclasses.replace(c, runner_up=True) for c in more[:count]))
 
 
 def _same_code(layer: str, features: Features, paste: _Paste) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -106,6 +106,7 @@ class Visit:
     reach: float  # the match score of the finding the walk came from, before the context
     steps: tuple[WhyStep, ...]
     path: tuple[PathStep, ...]
+    runner_up: bool = False  # reached from a match listed only after a better one
 
     @property
     def direct(self) -> bool:
@@ -140,7 +141,8 @@ def walk(
                 useless.append(_not_helpful(fix, visit.finding, verdict, context))
             else:
                 helpful.append(ranked(visit, fix, evidence, context, vocabulary))
-    fixes = order(helpful)
+    guesses = {visit.finding.id for visit in visits if visit.runner_up}
+    fixes = order(helpful, after={fix.fix.id for fix in helpful if fix.finding.id in guesses})
     return Walk(fixes, dedupe_not_helpful(useless), tuple(visits))
 
 
@@ -183,12 +185,12 @@ def visit_findings(
     """Every finding reachable from the matches, each by its best path."""
     best: dict[int, Visit] = {}
     for candidate in candidates:
-        if candidate.level is MatchLevel.NONE:
+        if candidate.level is MatchLevel.NONE and not candidate.runner_up:
             continue
         start = _start(candidate, context, graph, vocabulary)
         _keep(best, start)
-        if plain:
-            continue
+        if plain or candidate.runner_up:
+            continue  # a runner-up's own fixes only: its cause's other symptoms add guesses
         cause = graph.cause_of(start.finding.id)
         for sibling_id in graph.findings_of_cause(cause):
             if sibling_id != start.finding.id:
@@ -200,12 +202,14 @@ def shown(visits: Sequence[Visit]) -> list[Visit]:
     """Findings reached from a match nearly as good as the best one.
 
     Judged on the match score before the context: a close match on a contradicted
-    setup stays in view (below the ones that fit, and the verdict says so).
+    setup stays in view (below the ones that fit, and the verdict says so). A runner-up
+    (`decisiontree.match.shortlist`) stays too, however far below: it is there to be
+    listed after the first.
     """
     if not visits:
         return []
     floor = max(v.reach for v in visits) * tuning().relative_cutoff
-    return [v for v in visits if v.reach >= floor]
+    return [v for v in visits if v.reach >= floor or v.runner_up]
 
 
 def _keep(best: dict[int, Visit], visit: Visit) -> None:
@@ -228,7 +232,15 @@ def _start(
         PathStep("signature", "the pasted error"),
         PathStep("finding", finding.title, finding.id),
     )
-    return Visit(finding, finding, candidate.score * factor, candidate.score, steps, path)
+    return Visit(
+        finding,
+        finding,
+        candidate.score * factor,
+        candidate.score,
+        steps,
+        path,
+        runner_up=candidate.runner_up,
+    )
 
 
 def _sibling(
@@ -432,14 +444,19 @@ def _change_in_place(change: Change, context: Context, vocabulary: Vocabulary) -
     return bool(have) and have == normal_value(change.value or "true", key, vocabulary)
 
 
-def order(fixes: Iterable[RankedFix]) -> tuple[RankedFix, ...]:
-    """Best first; a remedy reached by several paths keeps its best one."""
+def order(fixes: Iterable[RankedFix], after: Set[int] = frozenset()) -> tuple[RankedFix, ...]:
+    """Best first; a remedy reached by several paths keeps its best one. The fixes named
+    in `after` (by fix id: those of a runner-up match) come after all others."""
     best: dict[tuple[object, ...], RankedFix] = {}
+
+    def key_of(fix: RankedFix) -> tuple[object, ...]:
+        return (fix.fix.id in after, *sort_key(fix))
+
     for fix in fixes:
         key = remedy_of(fix.fix)
-        if key not in best or sort_key(fix) < sort_key(best[key]):
+        if key not in best or key_of(fix) < key_of(best[key]):
             best[key] = fix
-    ordered = sorted(best.values(), key=sort_key)
+    ordered = sorted(best.values(), key=key_of)
     return tuple(dataclasses.replace(fix, rank=i) for i, fix in enumerate(ordered, start=1))
 
 
