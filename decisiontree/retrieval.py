@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -40,6 +40,9 @@ FIELDS = ("errors", "text", "title", "summary", "cause")
 BACKGROUND = Path(__file__).parent / "data" / "background.txt"
 MAX_DOC_WORDS_PER_FIELD = 4_000  # a finding with a huge sample: its first words say enough
 MAX_QUERY_TERMS = 64  # the heaviest query terms searched; see search()
+# Words folded into postings at once: the fold's sort keys and counts stay tens of MiB
+# where a 100k-finding rebuild at once would need most of a GiB for them.
+FOLD_WORDS = 1 << 21
 # A word's sort key in finish(): document | term id (31 bits) | field place (3 bits).
 _PLACE_BITS = 3
 _PLACE_MASK = (1 << _PLACE_BITS) - 1
@@ -224,8 +227,26 @@ class Bm25fIndex:
             [(n << _DOC_SHIFT) | places[n][slot] for n, slot, _ in self._pending_runs],
             dtype=np.int64,
         )
+        terms = np.frombuffer(self._pending_terms, dtype=np.int32)
+        folded = [
+            self._fold_words(head[runs], words[runs], terms[at], weight_of)
+            for runs, at in _whole_documents(self._pending_runs, words)
+        ]
+        return (
+            np.concatenate([f[0] for f in folded]),
+            np.concatenate([f[1] for f in folded]),
+            np.concatenate([f[2] for f in folded]),
+        )
+
+    def _fold_words(
+        self, head: np.ndarray, words: np.ndarray, terms: np.ndarray, weight_of: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`_fold_pending` of the words of whole documents: runs' keys, their words' terms."""
         keys = np.repeat(head, words)
-        shifted = np.frombuffer(self._pending_terms, dtype=np.int32).astype(np.int64)
+        if not len(keys):
+            empty = np.zeros(0, dtype=np.int32)
+            return empty, empty, np.zeros(0, dtype=np.float32)
+        shifted = terms.astype(np.int64)
         shifted <<= _PLACE_BITS
         keys |= shifted
         del shifted
@@ -385,6 +406,27 @@ class Bm25fIndex:
             if findings >= limit:
                 break
         return hits
+
+
+def _whole_documents(
+    runs: Sequence[tuple[int, int, int]], words: np.ndarray
+) -> Iterator[tuple[slice, slice]]:
+    """The pending runs in slices of whole documents, about `FOLD_WORDS` words each: (runs,
+    their words). A document's words are folded together, so a slice must hold all its runs;
+    runs out of document order are folded in one slice."""
+    ends = np.cumsum(words)
+    documents = [number for number, _, _ in runs]
+    in_order = all(a <= b for a, b in zip(documents, documents[1:], strict=False))
+    first = taken = 0
+    while first < len(runs):
+        last = len(runs)
+        if in_order:
+            last = max(first + 1, int(np.searchsorted(ends, taken + FOLD_WORDS, side="right")))
+            while last < len(runs) and documents[last] == documents[last - 1]:
+                last += 1
+        end = int(ends[last - 1])
+        yield slice(first, last), slice(taken, end)
+        first, taken = last, end
 
 
 def _idf(documents: int, frequency: int) -> float:

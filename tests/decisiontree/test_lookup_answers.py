@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from decisiontree import retrieval
 from decisiontree.context import Context
 from decisiontree.diagnose import diagnose, queries_for
 from decisiontree.fingerprint import signatures_of
@@ -130,6 +131,19 @@ def test_a_known_error_printed_elsewhere_finds_its_own_finding_first() -> None:
         assert got["level"] != "none", name
         assert got["candidates"][0][0] == number, name
         assert got["fixes"][0][1] == number, name
+
+
+def test_postings_folded_a_few_documents_at_a_time_give_the_same_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A large rebuild folds its words into postings in slices of whole documents.
+    monkeypatch.setattr(retrieval, "FOLD_WORDS", 40)
+    graph.cache_clear()
+    try:
+        for name, text in pastes().items():
+            assert answer(text) == expected()[name], name
+    finally:
+        graph.cache_clear()
 
 
 def record() -> None:
