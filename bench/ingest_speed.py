@@ -6,6 +6,8 @@
 
     python bench/ingest_speed.py --db --entries 250,2000,20000   # one FINDINGS.md each
 
+    python bench/ingest_speed.py --emit 20000 > FINDINGS.md   # the same text, for manage.py ingest
+
 Half are FINDINGS.md files of a few entries, half incident write-ups with a
 launch command, a traceback, log noise and a story of what was tried. Without
 --db only extraction is timed. With --db the documents are written to files and
@@ -280,8 +282,14 @@ def main() -> int:
     parser.add_argument(
         "--entries", help="comma-separated entry counts: one FINDINGS.md of each (needs --db)"
     )
+    parser.add_argument(
+        "--emit", type=int, help="print a FINDINGS.md of this many entries (to time the command)"
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
+    if args.emit:
+        sys.stdout.write(findings_md_entries(rng, args.emit))
+        return 0
     if args.entries:
         sizes = [int(n) for n in args.entries.split(",")]
         with_test_database(lambda: time_findings_md(sizes, rng))
