@@ -31,6 +31,8 @@ TESTS = [
     "tests/decisiontree/test_diagnose.py",
     "tests/decisiontree/test_walk.py",
     "tests/decisiontree/test_walk_siblings.py",
+    "tests/decisiontree/test_condition_ranking.py",
+    "tests/decisiontree/test_fix_evidence.py",
     "tests/decisiontree/test_match.py",
     "tests/decisiontree/test_no_match.py",
     "tests/decisiontree/test_nearest_explained.py",
