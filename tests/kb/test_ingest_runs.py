@@ -218,3 +218,32 @@ def test_bulk_published_entries_reach_the_webhooks(
     delivered = WebhookDelivery.objects.filter(event="finding.published")
     ids = sorted(delivery.payload["finding"]["id"] for delivery in delivered)
     assert ids == sorted(Finding.objects.values_list("pk", flat=True))
+
+
+@pytest.mark.django_db
+def test_a_row_the_database_refuses_in_bulk_fails_its_document_alone(
+    on_postgres: None, vocabulary: None, tmp_path: Path
+) -> None:
+    """New rows go to PostgreSQL through COPY; a row it refuses there is a clear error of
+    that document (nothing of it stored), and the next document is stored."""
+    with connection.cursor() as cursor:  # a refusal only the database makes
+        cursor.execute(
+            "ALTER TABLE kb_flagsetting ADD CONSTRAINT refused_here CHECK (value <> 'refused')"
+        )
+    refused = tmp_path / "a" / "FINDINGS.md"
+    stored = tmp_path / "b" / "FINDINGS.md"
+    for path, value in ((refused, "refused"), (stored, "4")):
+        path.parent.mkdir()
+        path.write_text(entries(3).replace("- Hardware: 8x H100\n", f"- Flags: --tp {value}\n"))
+
+    report = ingest_paths([tmp_path], publish=True)
+
+    outcomes = {doc.path: (doc.action, doc.reason) for doc in report.documents}
+    action, reason = outcomes[str(refused)]
+    assert action == "failed"
+    assert reason.startswith("could not be stored: ")
+    assert 'violates check constraint "refused_here"' in reason
+    assert outcomes[str(stored)] == ("created", "")
+    assert list(SourceDocument.objects.values_list("path", flat=True)) == [str(stored)]
+    assert Finding.objects.filter(origin__path=str(stored)).count() == 3
+    assert Finding.objects.count() == 3
