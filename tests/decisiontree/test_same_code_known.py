@@ -1,0 +1,46 @@
+"""The same ordinary error raised from the same code is the known issue, however the
+finding is worded: the frames say what the message cannot."""
+
+from __future__ import annotations
+
+from decisiontree.fingerprint import signatures_of
+from decisiontree.match import MatchLevel, Query, SignatureIndex
+from decisiontree.traceback import parse
+
+# An out-of-memory message says nothing specific; the two frames it came from do.
+WARMUP_OOM = (
+    "Traceback (most recent call last):\n"
+    '  File "/opt/venv/lib/python3.12/site-packages/servekit/warmup.py", line 41, in '
+    "replay_batch_shapes\n"
+    "    self.graphs[size] = capture_graph(self.step, size)\n"
+    '  File "/opt/venv/lib/python3.12/site-packages/servekit/graphs.py", line 17, in '
+    "capture_graph\n"
+    "    buffer = torch.empty(size * width, device=device)\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+    "total capacity of 79.10 GiB of which 1.25 GiB is free."
+)
+
+
+def test_the_same_ordinary_error_from_the_same_code_is_known_beside_a_long_title() -> None:
+    index = SignatureIndex()
+    for signature in signatures_of(parse(WARMUP_OOM)):
+        index.add(1, signature)
+    index.add_text(
+        1,
+        title="Warm-up graph capture runs out of memory on small cards, "
+        "together with an NCCL watchdog abort",
+        summary="",
+        cause="",
+    )
+    for signature in signatures_of(parse("ValueError: servekit warmup expects one batch size")):
+        index.add(2, signature)
+    index.finish()
+    again = WARMUP_OOM.replace("2.00 GiB", "512.00 MiB").replace("1.25 GiB", "301.00 MiB")
+
+    found = index.lookup([Query.of(s) for s in signatures_of(parse(again))])
+
+    assert (found[0].finding_id, found[0].layer, found[0].level) == (
+        1,
+        "fingerprint",
+        MatchLevel.KNOWN,
+    )
