@@ -7,14 +7,16 @@ no stop words). SQLite: an FTS5 table mirrors the four indexed fields.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from django.contrib.postgres.search import SearchVector
 from django.db import connection, transaction
 from django.utils import timezone
 
-from kb.models import Finding
+from kb.models import ErrorSample, Finding, FindingGpu, Fix, FlagSetting
 from kb.models.search import SEARCH_WORD_MAX_CHARS, FindingSearchDocument, SearchWord
 from kb.search.backend import FTS_TABLE, postgres
 from kb.search.facets import Facet, facet_text, finding_facets
@@ -32,12 +34,84 @@ class DocumentFields:
     body: str
 
 
-def document_fields(finding: Finding) -> DocumentFields:
+class SignatureRow(NamedTuple):
+    exception_type: str
+    template: str
+    key_frames: list[object] | None
+
+
+class GpuRow(NamedTuple):
+    """The fields of a finding's Hardware a document and its facets read."""
+
+    name: str
+    arch: str
+    family: str
+    aliases: list[object] | None
+    compute_capability: str
+
+
+class FlagRow(NamedTuple):
+    name: str
+    value: str
+
+
+class FixRow(NamedTuple):
+    summary: str
+    changes: list[object] | None
+
+
+@dataclass
+class Linked:
+    """What hangs off one finding, in each relation's own order, as plain rows."""
+
+    signatures: list[SignatureRow] = field(default_factory=list)
+    samples: list[str] = field(default_factory=list)
+    flags: list[FlagRow] = field(default_factory=list)
+    gpus: list[GpuRow] = field(default_factory=list)
+    fixes: list[FixRow] = field(default_factory=list)
+
+
+def linked_rows(finding_ids: list[int]) -> dict[int, Linked]:
+    """One query per relation, read as values: no model instance per related row."""
+    linked: dict[int, Linked] = defaultdict(Linked)
+    through = Finding.signatures.through.objects.filter(finding_id__in=finding_ids)
+    for finding_id, *signature in through.order_by(
+        "errorsignature__exception_type", "errorsignature__template", "errorsignature_id"
+    ).values_list(
+        "finding_id",
+        "errorsignature__exception_type",
+        "errorsignature__template",
+        "errorsignature__key_frames",
+    ):
+        linked[finding_id].signatures.append(SignatureRow(*signature))
+    samples = ErrorSample.objects.filter(finding_id__in=finding_ids).order_by("pk")
+    for finding_id, text in samples.values_list("finding_id", "text"):
+        linked[finding_id].samples.append(text)
+    flags = FlagSetting.objects.filter(finding_id__in=finding_ids).order_by("name", "pk")
+    for finding_id, *flag in flags.values_list("finding_id", "name", "value"):
+        linked[finding_id].flags.append(FlagRow(*flag))
+    gpus = FindingGpu.objects.filter(finding_id__in=finding_ids).order_by("hardware__name", "pk")
+    for finding_id, *gpu in gpus.values_list(
+        "finding_id",
+        "hardware__name",
+        "hardware__arch",
+        "hardware__family",
+        "hardware__aliases",
+        "hardware__compute_capability",
+    ):
+        linked[finding_id].gpus.append(GpuRow(*gpu))
+    fixes = Fix.objects.filter(finding_id__in=finding_ids).order_by("position", "id")
+    for finding_id, *fix in fixes.values_list("finding_id", "summary", "changes"):
+        linked[finding_id].fixes.append(FixRow(*fix))
+    return linked
+
+
+def document_fields(finding: Finding, linked: Linked) -> DocumentFields:
     return DocumentFields(
         title=finding.title,
-        errors=join_lines(error_lines(finding)),
-        context=join_lines(context_lines(finding)),
-        body=join_lines(body_lines(finding)),
+        errors=join_lines(error_lines(linked)),
+        context=join_lines(context_lines(finding, linked)),
+        body=join_lines(body_lines(finding, linked)),
     )
 
 
@@ -45,20 +119,20 @@ def join_lines(lines: Iterable[str | None]) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def error_lines(finding: Finding) -> Iterable[str]:
-    for signature in finding.signatures.all():
+def error_lines(linked: Linked) -> Iterable[str]:
+    for signature in linked.signatures:
         yield f"{signature.exception_type}: {signature.template}"
         yield " ".join(str(frame) for frame in signature.key_frames or ())
-    for sample in finding.samples.all():
-        yield sample.text[:MAX_SAMPLE_CHARS]
+    for text in linked.samples:
+        yield text[:MAX_SAMPLE_CHARS]
 
 
-def context_lines(finding: Finding) -> Iterable[str | None]:
+def context_lines(finding: Finding, linked: Linked) -> Iterable[str | None]:
     yield finding.summary
     yield finding.cause
-    for setting in finding.flag_settings.all():
+    for setting in linked.flags:
         yield f"--{setting.name} {setting.value}"
-    for gpu in finding.gpus.all():
+    for gpu in linked.gpus:
         yield f"{gpu.name} {gpu.arch} {gpu.family} {' '.join(map(str, gpu.aliases or ()))}"
     for condition in finding.conditions or ():
         if isinstance(condition, dict):
@@ -70,10 +144,10 @@ def context_lines(finding: Finding) -> Iterable[str | None]:
         yield str(finding.framework)
 
 
-def body_lines(finding: Finding) -> Iterable[str | None]:
+def body_lines(finding: Finding, linked: Linked) -> Iterable[str | None]:
     yield finding.body
     yield finding.works_command
-    for fix in finding.fixes.all():
+    for fix in linked.fixes:
         yield fix.summary
         for change in fix.changes or ():
             if isinstance(change, dict):
@@ -96,15 +170,13 @@ def document_row(
 
 def write_documents(finding_ids: list[int]) -> None:
     """Rebuild the documents of these findings (and drop those of deleted ones), in bulk."""
-    findings = list(
-        Finding.objects.filter(pk__in=finding_ids)
-        .select_related("model", "framework")
-        .prefetch_related("signatures", "samples", "flag_settings", "gpus", "fixes")
-    )
-    documents = [
-        document_row(finding, document_fields(finding), finding_facets(finding))
-        for finding in findings
-    ]
+    findings = list(Finding.objects.filter(pk__in=finding_ids).select_related("model", "framework"))
+    linked = linked_rows([finding.pk for finding in findings])
+    documents = []
+    for finding in findings:
+        rows = linked.get(finding.pk, Linked())
+        facets = finding_facets(finding, rows.gpus, rows.flags)
+        documents.append(document_row(finding, document_fields(finding, rows), facets))
     gone = set(finding_ids) - {finding.pk for finding in findings}
     with transaction.atomic():
         FindingSearchDocument.objects.bulk_create(

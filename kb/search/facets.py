@@ -9,6 +9,7 @@ document needs no join on GPUs or flags: one row per finding.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.lookups import Overlap
@@ -31,10 +32,11 @@ def facet_text(facets: Iterable[Facet]) -> str:
     return "\n" + "".join(f"{line}\n" for line in lines if not line.endswith("="))
 
 
-def finding_facets(finding: Finding) -> list[Facet]:
-    """The facets of a finding whose relations are prefetched (see documents.write_documents)."""
-    facets = [("status", finding.status), *gpu_facets(finding.gpus.all())]
-    facets += [("flag", canonical_flag(setting.name)) for setting in finding.flag_settings.all()]
+def finding_facets(finding: Finding, gpus: Iterable[Any], flags: Iterable[Any]) -> list[Facet]:
+    """The facets of a finding, given its GPUs and flag settings (Hardware and FlagSetting,
+    or rows with their fields: see documents.linked_rows)."""
+    facets = [("status", finding.status), *gpu_facets(gpus)]
+    facets += [("flag", canonical_flag(setting.name)) for setting in flags]
     facets += condition_facets(finding.conditions or ())
     if finding.model is not None:
         facets += model_facets(finding.model)
@@ -49,7 +51,7 @@ def model_facets(model: LanguageModel) -> list[Facet]:
     return [("model", model.name), ("model.arch", model.arch), ("model.family", model.family)]
 
 
-def gpu_facets(gpus: Iterable[Hardware]) -> list[Facet]:
+def gpu_facets(gpus: Iterable[Any]) -> list[Facet]:
     facets: list[Facet] = []
     for gpu in gpus:
         facets += [("gpu", gpu.name), ("arch", canonical_arch(gpu.arch or ""))]

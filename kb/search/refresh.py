@@ -12,6 +12,7 @@ on PostgreSQL), so the task and an ingest never write the same documents at once
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -124,11 +125,22 @@ def refresh_batch(queued: list[tuple[int, datetime]]) -> None:
     if not queued:
         return
     write_documents([finding_id for finding_id, _ in queued])
-    done = Q()
-    for finding_id, queued_at in queued:
-        done |= Q(finding_id=finding_id, queued_at=queued_at)
+    for finding_id, _ in queued:
         forget(("search-refresh", finding_id))  # a later change must queue it again
-    SearchRefresh.objects.filter(done).delete()
+    SearchRefresh.objects.filter(drained(queued)).delete()
+
+
+def drained(queued: list[tuple[int, datetime]]) -> Q:
+    """The queue rows just built, as they were read: a row re-queued meanwhile (its
+    `queued_at` moved) stays. One condition per queue time, with its ids: a bulk load
+    queues a whole batch at one time, so its drain deletes in one short statement."""
+    by_time: dict[datetime, list[int]] = defaultdict(list)
+    for finding_id, queued_at in queued:
+        by_time[queued_at].append(finding_id)
+    return Q(
+        *(Q(queued_at=at, finding_id__in=ids) for at, ids in by_time.items()),
+        _connector=Q.OR,
+    )
 
 
 def take_drain_turn() -> None:
