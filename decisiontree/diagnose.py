@@ -85,7 +85,9 @@ def diagnose(
         nearest = explained(found[:NEAREST], queries, graph)
         return no_match(signature, nearest, context, graph, vocabulary, text, flags)
     result = walk(candidates, context, graph, vocabulary, plain=plain)
-    questions = ask_questions(candidates, context, graph, vocabulary, plain=plain)
+    questions = ask_questions(
+        candidates, context, graph, vocabulary, plain=plain, fixes=result.fixes
+    )
     lead = leading_visit(result.fixes, result.visits)
     level = next(c.level for c in candidates if c.finding_id == lead.matched.id)
     if level is MatchLevel.NONE:

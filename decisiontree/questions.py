@@ -69,15 +69,21 @@ def ask_questions(
     vocabulary: Vocabulary,
     *,
     plain: bool = False,
+    fixes: Sequence[RankedFix] | None = None,
 ) -> tuple[Question, ...]:
     """Unknown facts whose answer would change the answer, most decisive first.
+
+    `fixes`: the fixes a walk in this context already ranked (walked again if not given).
 
     Most decisive: the first fix changes; then what of it goes into the command (a
     flag that only acts on some models). A fact that would only turn the verdict to
     "different setup" is not asked: on the shared real reports that asked "Which
     serving framework?" of half the pastes, to no use (in-process run, 2026-12-01).
     """
-    current = answered(candidates, context, graph, vocabulary, plain)
+    if fixes is None:
+        current = answered(candidates, context, graph, vocabulary, plain)
+    else:
+        current = answer_of(fixes)
     asked: list[tuple[int, Question]] = []
     for key, answers in unknown_keys(candidates, context, graph, vocabulary, plain=plain).items():
         by_answer = outcomes(key, answers, candidates, context, graph, vocabulary, plain)
@@ -111,7 +117,11 @@ def answered(
     vocabulary: Vocabulary,
     plain: bool,
 ) -> Answered:
-    first = first_fix(walk(candidates, context, graph, vocabulary, plain=plain).fixes)
+    return answer_of(walk(candidates, context, graph, vocabulary, plain=plain).fixes)
+
+
+def answer_of(fixes: Sequence[RankedFix]) -> Answered:
+    first = first_fix(fixes)
     return Answered(first, first.changes if first else ())
 
 
