@@ -411,7 +411,8 @@ def main() -> None:
     print("parse all = parsing every sample once, as ingest does; build = graph build from the")
     print("stored signatures, as every (re)build in the service does (cold build = both);")
     print("graph MiB = memory the built graph holds (tracemalloc); rebuild peak MiB = peak RSS")
-    print("of a process that holds the findings, reads the stored signatures back and builds;")
+    print("of a process that builds a graph, lets it go and builds anew, reading the stored")
+    print("signatures back a chunk of findings at a time, as the service does;")
     print("cpu = this process's CPU time per diagnosis (the machine's other load left out).")
     print("targets at 100k: diag p50 <= 5 ms, p99 <= 25 ms, build <= 20 s, rebuild peak <= 2 GiB")
 
