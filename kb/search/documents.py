@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from django.contrib.postgres.search import SearchVector
 from django.db import connection, transaction
@@ -179,17 +179,16 @@ def write_documents(finding_ids: list[int]) -> None:
         documents.append(document_row(finding, document_fields(finding, rows), facets))
     gone = set(finding_ids) - {finding.pk for finding in findings}
     with transaction.atomic():
-        FindingSearchDocument.objects.bulk_create(
-            documents,
-            update_conflicts=True,
-            unique_fields=["finding"],
-            update_fields=[*INDEXED_FIELDS, "facets", "built_at"],
-        )
-        FindingSearchDocument.objects.filter(finding_id__in=gone).delete()
         if postgres():
-            FindingSearchDocument.objects.filter(
-                finding_id__in=[d.finding_id for d in documents]
-            ).update(vector=weighted_vector())
+            upsert_by_copy(documents)
+        else:
+            FindingSearchDocument.objects.bulk_create(
+                documents,
+                update_conflicts=True,
+                unique_fields=["finding"],
+                update_fields=[*INDEXED_FIELDS, "facets", "built_at"],
+            )
+        FindingSearchDocument.objects.filter(finding_id__in=gone).delete()
         for document in documents:
             write_fts_row(document.finding_id, {f: getattr(document, f) for f in INDEXED_FIELDS})
         for finding_id in gone:
@@ -199,25 +198,83 @@ def write_documents(finding_ids: list[int]) -> None:
 
 def remember_words(documents: Iterable[FindingSearchDocument]) -> None:
     """Add the documents' words to the list query words are corrected against."""
-    words = {
-        word
-        for document in documents
-        for field in INDEXED_FIELDS
-        for word in getattr(document, field).split()
-        if len(word) <= SEARCH_WORD_MAX_CHARS
-    }
-    SearchWord.objects.bulk_create(
-        (SearchWord(word=word) for word in sorted(words)), batch_size=2000, ignore_conflicts=True
+    words = sorted(
+        {
+            word
+            for document in documents
+            for name in INDEXED_FIELDS
+            for word in getattr(document, name).split()
+            if len(word) <= SEARCH_WORD_MAX_CHARS
+        }
     )
+    if postgres():
+        quote = connection.ops.quote_name
+        with connection.cursor() as cursor:
+            through_copy(cursor, "new_search_words", "word text", [(word,) for word in words])
+            cursor.execute(
+                f"INSERT INTO {quote(SearchWord._meta.db_table)} (word)"  # noqa: S608
+                " SELECT word FROM new_search_words ORDER BY word ON CONFLICT DO NOTHING"
+            )
+            cursor.execute("DROP TABLE new_search_words")
+        return
+    SearchWord.objects.bulk_create(
+        (SearchWord(word=word) for word in words), batch_size=2000, ignore_conflicts=True
+    )
+
+
+COPIED = ("finding_id", *INDEXED_FIELDS, "facets")
+
+
+def upsert_by_copy(documents: list[FindingSearchDocument]) -> None:
+    """PostgreSQL: the documents go through COPY into a temporary table, then one
+    INSERT … ON CONFLICT from it that computes the weighted vector too. bulk_create sent
+    each column as an array that psycopg escapes in Python, and the vector took an UPDATE
+    of every row after it."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(name) for name in COPIED)
+    vector = " || ".join(
+        f"setweight(to_tsvector('simple'::regconfig, COALESCE({quote(name)}, '')), '{weight}')"
+        for name, weight in WEIGHTS.items()
+    )
+    updated = (*INDEXED_FIELDS, "facets", "built_at", "vector")
+    updates = ", ".join(f"{quote(name)} = EXCLUDED.{quote(name)}" for name in updated)
+    rows = [tuple(getattr(document, name) for name in COPIED) for document in documents]
+    # Only field names and constants go into the text; the rows are data, the time a parameter.
+    with connection.cursor() as cursor:
+        through_copy(
+            cursor,
+            "new_search_documents",
+            "finding_id bigint, title text, errors text, context text, body text, facets text",
+            rows,
+        )
+        cursor.execute(
+            f"INSERT INTO {quote(FindingSearchDocument._meta.db_table)}"  # noqa: S608
+            f" ({columns}, built_at, vector) SELECT {columns}, %s, {vector}"
+            " FROM new_search_documents ORDER BY finding_id"
+            f" ON CONFLICT (finding_id) DO UPDATE SET {updates}",
+            [timezone.now()],
+        )
+        cursor.execute("DROP TABLE new_search_documents")
+
+
+def through_copy(cursor: Any, table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
+    """A temporary `table` (dropped at commit at the latest) holding `rows`, written by COPY."""
+    cursor.execute(f"CREATE TEMPORARY TABLE {table} ({columns}) ON COMMIT DROP")
+    with connection.wrap_database_errors, cursor.copy(f"COPY {table} FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+WEIGHTS = dict(zip(INDEXED_FIELDS, "ABCD", strict=True))  # title A ... body D
 
 
 def weighted_vector() -> SearchVector:
-    return (
-        SearchVector("title", weight="A", config="simple")
-        + SearchVector("errors", weight="B", config="simple")
-        + SearchVector("context", weight="C", config="simple")
-        + SearchVector("body", weight="D", config="simple")
-    )
+    """The vector `upsert_by_copy` writes, as a Django expression (bench/search_speed.py)."""
+    vectors = [SearchVector(name, weight=w, config="simple") for name, w in WEIGHTS.items()]
+    combined = vectors[0]
+    for vector in vectors[1:]:
+        combined = combined + vector
+    return combined
 
 
 def write_fts_row(finding_id: int, indexed: dict[str, str] | None) -> None:
