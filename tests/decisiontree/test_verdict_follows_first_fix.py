@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-from decisiontree.diagnose import diagnose
-from decisiontree.graph import build_graph
-from decisiontree.records import Condition
 from tests.decisiontree.test_walk import (
     KV_AUTO_PROPOSED,
-    NAN_ASSERT,
-    NAN_ASSERT_ELSEWHERE,
     UNSET_BACKEND,
-    finding,
-    on_sm120,
+    proposal_here_and_evidence_elsewhere,
 )
 
 
 def test_a_first_fix_from_a_finding_on_another_setup_makes_the_verdict_different_setup() -> None:
-    # The finding that fits this setup has only a proposal; the fix with evidence comes
-    # from a finding seen on Hopper with vLLM, and the verdict says so.
-    fits = finding(10, NAN_ASSERT, (KV_AUTO_PROPOSED,), cause="one cause written in full")
-    elsewhere = finding(
-        20,
-        NAN_ASSERT,
-        (UNSET_BACKEND,),
-        cause="another cause written in full",
-        conditions=(Condition("gpu.arch", "sm_90"), Condition("framework", "vllm")),
-    )
-
-    result = diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), build_graph([fits, elsewhere]))
+    result = proposal_here_and_evidence_elsewhere()
 
     assert [f.fix.id for f in result.fixes] == [UNSET_BACKEND.id, KV_AUTO_PROPOSED.id]
     assert result.verdict == "different_setup"

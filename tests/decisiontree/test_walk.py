@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from decisiontree.answer import Diagnosis
 from decisiontree.context import Context, build_context
 from decisiontree.diagnose import diagnose
 from decisiontree.graph import build_graph
@@ -171,9 +172,9 @@ KV_AUTO_PROPOSED = FixRecord(
 )
 
 
-def test_a_proposed_fix_ranks_below_every_fix_with_evidence_and_says_validate_it() -> None:
-    # The proposal's finding fits this setup; the reported fix's finding contradicts it twice,
-    # so by score alone the proposal would come first.
+def proposal_here_and_evidence_elsewhere() -> Diagnosis:
+    """The finding that fits this setup has only a proposal; the fix with evidence comes
+    from a finding seen on Hopper with vLLM."""
     fits = finding(10, NAN_ASSERT, (KV_AUTO_PROPOSED,), cause="one cause written in full")
     elsewhere = finding(
         20,
@@ -182,8 +183,13 @@ def test_a_proposed_fix_ranks_below_every_fix_with_evidence_and_says_validate_it
         cause="another cause written in full",
         conditions=(Condition("gpu.arch", "sm_90"), Condition("framework", "vllm")),
     )
+    return diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), build_graph([fits, elsewhere]))
 
-    result = diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), build_graph([fits, elsewhere]))
+
+def test_a_proposed_fix_ranks_below_every_fix_with_evidence_and_says_validate_it() -> None:
+    # The reported fix's finding contradicts the setup twice, so by score alone the
+    # proposal would come first.
+    result = proposal_here_and_evidence_elsewhere()
 
     assert [f.fix.id for f in result.fixes] == [UNSET_BACKEND.id, KV_AUTO_PROPOSED.id]
     assert result.fixes[1].score > result.fixes[0].score
