@@ -13,6 +13,7 @@ from decisiontree.match import (
     level_of,
     similar_threshold,
 )
+from tests.decisiontree.test_same_code_known import WARMUP_OOM
 
 GENERIC = ("runtimeerror", "cuda", "error", "device", "side", "assert", "triggered")
 
@@ -280,20 +281,9 @@ def test_the_same_ordinary_error_from_the_same_code_is_known() -> None:
     from decisiontree.traceback import parse
 
     # An out-of-memory message says nothing specific; the frames it came from do.
-    sample = (
-        "Traceback (most recent call last):\n"
-        '  File "/opt/venv/lib/python3.12/site-packages/servekit/warmup.py", line 41, in '
-        "replay_batch_shapes\n"
-        "    self.graphs[size] = capture_graph(self.step, size)\n"
-        '  File "/opt/venv/lib/python3.12/site-packages/servekit/graphs.py", line 17, in '
-        "capture_graph\n"
-        "    buffer = torch.empty(size * width, device=device)\n"
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
-        "total capacity of 79.10 GiB of which 1.25 GiB is free."
-    )
     other = "ValueError: servekit warmup expects at least one batch size"
-    index = _pasted_index(sample, other)
-    again = sample.replace("2.00 GiB", "512.00 MiB").replace("1.25 GiB", "301.00 MiB")
+    index = _pasted_index(WARMUP_OOM, other)
+    again = WARMUP_OOM.replace("2.00 GiB", "512.00 MiB").replace("1.25 GiB", "301.00 MiB")
 
     found = index.lookup([Query.of(s) for s in signatures_of(parse(again))])
 
