@@ -17,6 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 
+from decisiontree import conditions
 from decisiontree.answer import Diagnosis
 from decisiontree.context import Context, build_context
 from decisiontree.diagnose import diagnose as diagnose_with_graph
@@ -157,7 +158,7 @@ def start_finding_from_paste(
         finding = Finding.objects.create(
             title=title[:300],
             status=Finding.Status.DRAFT,
-            conditions=[_condition_dict(c) for c in paste_conditions(context)],
+            conditions=[conditions.as_dict(c) for c in paste_conditions(context)],
             body=f"Started from a pasted error by {user.get_username()}; no known match.",
             problems=["Started from a paste: write the cause and the fix that worked."],
         )
@@ -173,10 +174,6 @@ def paste_conditions(context: Context) -> list[Condition]:
         ("model.arch", context.model_arch),
     )
     return [Condition(key, value) for key, value in facts if value]
-
-
-def _condition_dict(condition: Condition) -> dict[str, Any]:
-    return {"key": condition.key, "value": condition.value, "negate": condition.negate}
 
 
 def _with_parts(findings: QuerySet[Finding]) -> QuerySet[Finding]:
