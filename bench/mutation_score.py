@@ -1,22 +1,24 @@
-"""Print the mutation score of the last `make mutation` run (mutmut's own counts).
+"""Print the mutation score of the last `make mutation` run.
 
-Score = killed / (killed + survived + timeout + suspicious + no tests): every mutant
-that no test noticed counts against it. A table per mutated module follows, then the
-mutants not killed, by name; `.venv/bin/mutmut show NAME` prints one.
-bench/README.md "Mutation testing" lists the equivalent ones and why.
+Read from mutmut's own results (mutants/**/*.py.meta). Score = (killed by a test +
+rejected by mypy --strict) / every mutant judged (those two, survived, timeout,
+suspicious, no tests): every mutant that nothing noticed counts against it; a mutant
+the run did not take (`make mutation MUTATE=...`, "not checked") counts in neither.
+A table per module follows, then the mutants not killed, by name; `.venv/bin/mutmut
+show NAME` prints one. bench/README.md "Mutation testing" lists the equivalent ones
+and why.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 MUTANTS = Path("mutants")
-STATS = MUTANTS / "mutmut-cicd-stats.json"
-COUNTED = ("killed", "survived", "timeout", "suspicious", "no_tests")
+CAUGHT = ("killed", "caught_by_type_check")
+COUNTED = (*CAUGHT, "survived", "timeout", "suspicious", "no_tests")
 
 
 def status_of(exit_code: int | None) -> str:
@@ -26,49 +28,60 @@ def status_of(exit_code: int | None) -> str:
     return str(status_by_exit_code[exit_code]).replace(" ", "_")
 
 
-def per_module() -> dict[str, Counter[str]]:
-    found: dict[str, Counter[str]] = {}
+def results() -> dict[str, dict[str, str]]:
+    """module -> mutant name -> status, for the modules this run took."""
+    found: dict[str, dict[str, str]] = {}
     for meta in sorted(MUTANTS.glob("**/*.py.meta")):
         codes = json.loads(meta.read_text())["exit_code_by_key"]
-        module = str(meta.relative_to(MUTANTS)).removesuffix(".meta")
-        found[module] = Counter(status_of(code) for code in codes.values())
+        statuses = {name: status_of(code) for name, code in codes.items()}
+        if any(status != "not_checked" for status in statuses.values()):
+            found[str(meta.relative_to(MUTANTS)).removesuffix(".meta")] = statuses
     return found
 
 
-def score(killed: int, judged: int) -> str:
-    return f"{100 * killed / judged:.1f}%" if judged else "-"
+def score(caught: int, judged: int) -> str:
+    return f"{100 * caught / judged:.1f}%" if judged else "-"
+
+
+def row(module: str, counts: Counter[str]) -> str:
+    judged = sum(counts[key] for key in COUNTED)
+    caught = sum(counts[key] for key in CAUGHT)
+    return (
+        f"{module:<28}{judged:>8}{counts['killed']:>9}{counts['caught_by_type_check']:>8}"
+        f"{judged - caught:>11}{score(caught, judged):>8}"
+    )
 
 
 def main() -> int:
-    if not STATS.exists():
-        print(f"{STATS} is missing: run `make mutation` first", file=sys.stderr)
+    found = results()
+    if not found:
+        print(f"no mutation results under {MUTANTS}/: run `make mutation` first", file=sys.stderr)
         return 1
-    stats = json.loads(STATS.read_text())
-    judged = sum(stats[key] for key in COUNTED)
-    print(f"{'module':<28}{'mutants':>8}{'killed':>8}{'not killed':>11}{'score':>8}")
-    for module, counts in per_module().items():
-        module_judged = sum(counts[key] for key in COUNTED)
-        missed = module_judged - counts["killed"]
-        print(
-            f"{module:<28}{sum(counts.values()):>8}{counts['killed']:>8}{missed:>11}"
-            f"{score(counts['killed'], module_judged):>8}"
-        )
-    killed = stats["killed"]
-    print(
-        f"{'all':<28}{stats['total']:>8}{killed:>8}{judged - killed:>11}{score(killed, judged):>8}"
-    )
+    total: Counter[str] = Counter()
+    heads = ("mutants", 8), ("by tests", 9), ("by mypy", 8), ("not killed", 11), ("score", 8)
+    print(f"{'module':<28}" + "".join(f"{head:>{width}}" for head, width in heads))
+    for module, statuses in found.items():
+        counts = Counter(statuses.values())
+        total.update(counts)
+        print(row(module, counts))
+    print(row("all", total))
     print()
-    for key in (*COUNTED, "skipped", "segfault"):
-        print(f"{key:<12}{stats[key]:>6}")
-    print(f"mutation score: {score(killed, judged)} ({killed} of {judged} killed)")
-    results = subprocess.run(
-        [str(Path(sys.executable).parent / "mutmut"), "results"],
-        capture_output=True,
-        text=True,
-        check=False,
+    for key in (*COUNTED, "skipped", "segfault", "not_checked"):
+        print(f"{key:<22}{total[key]:>6}")
+    judged = sum(total[key] for key in COUNTED)
+    caught = sum(total[key] for key in CAUGHT)
+    print(
+        f"mutation score: {score(caught, judged)} ({caught} of {judged}: "
+        f"{total['killed']} killed by a test, {total['caught_by_type_check']} by mypy)"
     )
     print("not killed:")
-    print(results.stdout.rstrip() or "    none")
+    missed = [
+        f"    {name}: {status}"
+        for statuses in found.values()
+        for name, status in statuses.items()
+        if status not in (*CAUGHT, "not_checked")
+    ]
+    print("\n".join(missed) or "    none")
     return 0
 
 

@@ -49,3 +49,20 @@ def test_a_value_given_at_launch_wins_over_the_log() -> None:
 
     assert result.context.flags["kv-cache-dtype"] == "bf16"
     assert result.context.sources["flag.kv-cache-dtype"] != "log"
+
+
+def test_a_flag_a_log_line_names_in_launch_syntax_is_read_as_the_frameworks_own_flag() -> None:
+    # SGLang takes vLLM's long name as an alias of its own --tp-size; the context
+    # holds SGLang's flag, the one a finding's condition and the answer name.
+    paste = (
+        "[2026-02-19 00:04:57] WARNING server_args.py:1201: --tensor-parallel-size 4 "
+        "leaves two of the eight GPUs idle\n" + sample("decode_assert_rtx_host_b.txt")
+    )
+    launch = "python -m sglang.launch_server --model-path nvidia/GLM-5-NVFP4"
+
+    result = diagnose(paste, rtx_context(launch), knowledge())
+
+    assert result.context.flags["tp-size"] == "4"
+    assert "tensor-parallel-size" not in result.context.flags
+    assert result.context.sources["flag.tp-size"] == "log"
+    assert ("--tp-size", "4") in result.launch_flags

@@ -191,6 +191,7 @@ def test_it_places_scores_between_the_two_fitted_thresholds_as_similar() -> None
     assert 0 < similar < known < 1
     assert level_of(known) is MatchLevel.KNOWN
     assert level_of((known + similar) / 2) is MatchLevel.SIMILAR
+    assert level_of(similar) is MatchLevel.SIMILAR  # a cut-off is the lowest score of its level
     assert level_of(similar - 0.01) is MatchLevel.NONE
 
 

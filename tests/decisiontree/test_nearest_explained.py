@@ -134,3 +134,77 @@ def test_a_word_two_findings_share_is_too_common_to_name_either_as_nearest() -> 
     assert result.verdict == "none"
     assert result.nearest == ()
     assert result.search_words == ()
+
+
+# A long message of another error class that names four of the all-reduce sample's own
+# identifiers among many words of its own: near, far from similar.
+FOUR_IDENTIFIERS = (
+    "ValueError: while warming up, the scheduler, watchdog, tokenizer manager, detokenizer, "
+    "radix cache, memory pool and cuda graph runner each logged the topology, rank_data, "
+    "meta_ptrs and fully_connected state, then the engine stopped"
+)
+TOPOLOGY_PROBE = FindingRecord(
+    id=9,
+    title="NCCL finds no path through the board's topology",
+    kind="crash",
+    cause="the topology file lists a NIC the host does not have",
+    samples=("RuntimeError: NCCL error: invalid topology: no path from GPU 2 to NIC mlx5_1",),
+    conditions=(),
+    fixes=(),
+)
+
+
+def test_the_nearest_finding_names_three_shared_words_each_one_from_the_paste() -> None:
+    result = diagnose(FOUR_IDENTIFIERS, on_h100_with_sglang(), build_graph([ALLREDUCE_TOPOLOGY]))
+
+    [near] = result.nearest
+    named = near.why_not.split("shares only ")[1].removesuffix(": too little to be the same issue")
+    words = named.split(", ")
+    assert len(words) == 3
+    assert all(word in FOUR_IDENTIFIERS and word in ALLREDUCE_SAMPLE for word in words)
+
+
+def test_search_words_leave_out_a_word_another_finding_also_has_when_rarer_ones_fill_the_list() -> (
+    None
+):
+    graph = build_graph([ALLREDUCE_TOPOLOGY, TOPOLOGY_PROBE])
+
+    result = diagnose(FOUR_IDENTIFIERS, on_h100_with_sglang(), graph)
+
+    assert [near.finding.id for near in result.nearest] == [ALLREDUCE_TOPOLOGY.id]
+    assert len(result.search_words) == 4
+    assert all(word in FOUR_IDENTIFIERS for word in result.search_words)
+    # "topology" is in both findings, so it tells less than the all-reduce's own words.
+    assert "topology" not in result.search_words
+
+
+def test_an_error_class_the_nearest_finding_shares_is_a_word_to_search_by() -> None:
+    illegal_access = FindingRecord(
+        id=6,
+        title="Warm-up trips an illegal memory access in the MoE kernel",
+        kind="crash",
+        cause="the fused MoE kernel indexes past the expert buffer",
+        samples=(
+            "torch.AcceleratorError: CUDA error: an illegal memory access was encountered "
+            "in fused_moe_kernel",
+        ),
+        conditions=(),
+        fixes=(),
+    )
+    # Behind a start-up log long enough that the paste's words run past what a
+    # lookup by free text keeps: the error's own words are still the ones to search by.
+    start_up = "".join(
+        f"[2026-02-19 00:04:{n % 60:02d}] INFO weight_utils.py:88: loaded "
+        f"model.layers.{n}.mlp.experts_{n} from shard_{n}\n"
+        for n in range(200)
+    )
+    paste = start_up + (
+        "torch.AcceleratorError: the tokenizer manager stopped after the detokenizer "
+        "closed its socket"
+    )
+
+    result = diagnose(paste, on_h100_with_sglang(), build_graph([illegal_access]))
+
+    [near] = result.nearest
+    assert near.why_not.startswith("same error class (AcceleratorError), another message")
+    assert "acceleratorerror" in result.search_words

@@ -63,6 +63,27 @@ def test_the_same_error_as_printed_lists_no_guesses_beside_it() -> None:
     assert [c.finding_id for c in shortlist([exact, weaker])] == [1]
 
 
+def test_a_reviewers_link_lists_no_guesses_beside_it() -> None:
+    linked = candidate(1, 0.99, layer="linked")
+    weaker = candidate(2, between_cutoffs())
+
+    assert [c.finding_id for c in shortlist([linked, weaker])] == [1]
+
+
+def test_a_match_at_the_runner_up_cut_off_is_listed() -> None:
+    first = candidate(1, similar_threshold() + 0.05)
+    at_cutoff = candidate(2, runner_up_threshold())
+
+    assert [(c.finding_id, c.runner_up) for c in shortlist([first, at_cutoff])] == [
+        (1, False),
+        (2, True),
+    ]
+
+
+def test_nothing_found_lists_nothing() -> None:
+    assert shortlist([]) == ()
+
+
 def test_a_runner_ups_fix_comes_after_the_first_matchs_even_when_it_scores_higher() -> None:
     # The first match's only fix was seen on another GPU architecture, so the context
     # scores it down below the runner-up's; the runner-up is still the weaker match.

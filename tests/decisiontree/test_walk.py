@@ -237,3 +237,29 @@ def test_a_fix_that_undoes_a_siblings_own_trigger_stays_with_that_symptom() -> N
     walked = diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), build_graph([oom, nan]))
 
     assert [f.fix.id for f in walked.fixes] == [BF16_VALIDATED.id]
+
+
+def test_the_plain_ranking_asks_only_about_the_findings_it_ranks() -> None:
+    # The pool assert's fix holds on one model only; the walk reaches it, so which
+    # model it is decides the walked answer's first fix. The plain ranking never
+    # reaches it: the model changes nothing there, and it is not asked.
+    pool = finding(
+        10,
+        POOL_ASSERT,
+        (BF16_VALIDATED,),
+        conditions=(
+            Condition("framework", "sglang"),
+            Condition("model.arch", "GlmMoeDsaForCausalLM"),
+        ),
+    )
+    nan = finding(20, NAN_ASSERT, (UNSET_BACKEND,))
+    graph = build_graph([pool, nan])
+
+    walked = diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), graph)
+    plain = diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), graph, plain=True)
+
+    assert [q.text for q in walked.questions] == [
+        "Which model? On another model the first fix differs."
+    ]
+    assert [f.fix.id for f in plain.fixes] == [UNSET_BACKEND.id]
+    assert plain.questions == ()
