@@ -170,10 +170,10 @@ def _question(
 ) -> Question:
     if weight == FIRST_FIX:
         pivot = _pivot([a for a, o in by_answer.items() if o.first and o.remedy != current.remedy])
-        then = f"On {_answer_label(key, pivot)} the first fix differs."
+        then = f"On {_answer_label(key, pivot, context)} the first fix differs."
     else:
         pivot = _pivot([a for a, o in by_answer.items() if o.command != current.command])
-        then = f"On {_answer_label(key, pivot)} the corrected command differs."
+        then = f"On {_answer_label(key, pivot, context)} the corrected command differs."
     by_fix = tuple(
         (a, (o.first.summary or o.first.fix.summary) if o.first else "none")
         for a, o in by_answer.items()
@@ -204,10 +204,13 @@ NOUNS = {
 }
 
 
-def _answer_label(key: str, answer: str) -> str:
-    if answer == OTHER_ANSWER:
-        return f"another {NOUNS.get(key, key)}"
-    return answer if not key.startswith("flag.") else f"{key.removeprefix('flag.')}={answer}"
+def _answer_label(key: str, answer: str, context: Context) -> str:
+    """The answer as the question names it; a flag spelled as the user's release does,
+    like the question before it."""
+    if key.startswith("flag."):
+        flag = spell_flag(key.removeprefix("flag."), context.framework, context.framework_version)
+        return f"another value of {flag}" if answer == OTHER_ANSWER else f"{flag}={answer}"
+    return f"another {NOUNS.get(key, key)}" if answer == OTHER_ANSWER else answer
 
 
 def _key_order(key: str) -> int:

@@ -144,3 +144,78 @@ def test_answering_that_question_changes_the_command_and_the_verdict() -> None:
     assert result.verdict == "different_setup"
     assert result.fixes[0].command_changes == ("--kv-cache-dtype bf16",)
     assert "model.arch" not in [q.key for q in result.questions]
+
+
+# --- how a question reads --------------------------------------------------------------
+
+
+def kernel_finding(finding_id: int, kernel: str, fix: FixRecord, cause: str) -> FindingRecord:
+    return FindingRecord(
+        id=finding_id,
+        title=f"NaN decode with the {kernel} kernel",
+        kind="crash",
+        cause=cause,
+        samples=(NAN_ASSERT,),
+        conditions=(Condition("flag.dsa-decode-backend", kernel), Condition("framework", "sglang")),
+        fixes=(fix,),
+    )
+
+
+def test_a_flag_question_spells_the_flag_as_the_users_release_does_throughout() -> None:
+    to_trtllm = FixRecord(
+        5,
+        "Switch --dsa-decode-backend to trtllm",
+        (Change(ChangeAction.SET_FLAG, "dsa-decode-backend", "trtllm"),),
+        Outcome.RESOLVES,
+    )
+    graph = build_graph(
+        [
+            kernel_finding(10, "flashmla_kv", to_trtllm, "the flashmla kv kernel reads FP8 badly"),
+            kernel_finding(20, "trtllm", UPGRADE, "an old flashinfer sampler mis-scales top-p"),
+        ]
+    )
+    # SGLang 0.5.9 still calls the sparse decode kernel --nsa-decode-backend.
+    context = build_context(framework="sglang", framework_version="0.5.9", gpu="H100")
+
+    result = diagnose(NAN_ASSERT_ELSEWHERE, context, graph)
+
+    [question] = result.questions
+    assert question.text == (
+        "What is --nsa-decode-backend set to (in the launch command or the server_args log "
+        "line)? On --nsa-decode-backend=flashmla_kv the first fix differs."
+    )
+    assert dict(question.first_fix_by_answer) == {
+        "flashmla_kv": "Switch --nsa-decode-backend to trtllm",
+        "trtllm": "Upgrade flashinfer",
+        "other": "Upgrade flashinfer",
+    }
+
+
+def test_equally_decisive_questions_ask_the_gpu_before_the_framework() -> None:
+    on_blackwell = FindingRecord(
+        id=10,
+        title="NaN decode on sm_120",
+        kind="crash",
+        cause="the sparse decode kernel yields NaN on this architecture",
+        samples=(NAN_ASSERT,),
+        conditions=(Condition("gpu.arch", "sm_120"),),
+        fixes=(BF16,),
+    )
+    under_vllm = FindingRecord(
+        id=20,
+        title="NaN decode under vLLM",
+        kind="crash",
+        cause="an old flashinfer sampler mis-scales top-p probabilities",
+        samples=(NAN_ASSERT,),
+        conditions=(Condition("framework", "vllm"),),
+        fixes=(UPGRADE,),
+    )
+
+    result = diagnose(
+        NAN_ASSERT_ELSEWHERE, build_context(), build_graph([on_blackwell, under_vllm])
+    )
+
+    assert [q.text for q in result.questions] == [
+        "Which GPU? On another GPU the first fix differs.",
+        "Which serving framework? On vllm the first fix differs.",
+    ]

@@ -263,3 +263,17 @@ def test_the_plain_ranking_asks_only_about_the_findings_it_ranks() -> None:
     ]
     assert [f.fix.id for f in plain.fixes] == [UNSET_BACKEND.id]
     assert plain.questions == ()
+
+
+def test_the_drawn_path_names_the_cause_as_the_finding_it_leads_to_states_it() -> None:
+    # The same cause in other case and spacing is one cause node; the step before the
+    # sibling shows the sibling's own words.
+    pool_words = "The FP8 sparse-attention KV pool is written by a kernel that  cannot read FP8"
+    pool = finding(10, POOL_ASSERT, (BF16_VALIDATED,), cause=pool_words)
+    nan = finding(20, NAN_ASSERT, (TRITON_SAMPLING,))
+
+    walked = diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), build_graph([pool, nan]))
+
+    first = walked.fixes[0]
+    assert first.fix.id == BF16_VALIDATED.id
+    assert [s.label for s in first.path if s.kind == "cause"] == [pool_words]
