@@ -19,6 +19,7 @@ from decisiontree import flags, versions
 from decisiontree.conditions import is_version_key
 from decisiontree.context import Context
 from decisiontree.records import Change, ChangeAction, Condition
+from decisiontree.spelling import spell_flag
 from decisiontree.vocabulary import Vocabulary
 
 
@@ -135,7 +136,8 @@ def applicability(change: Change, context: Context, finding_framework: str | Non
     archs = spec.model_archs
     if archs and context.model_arch and context.model_arch not in archs:
         needs = ", ".join(archs)
-        reason = f"--{spec.name} only acts on {needs} models; yours is {context.model_arch}"
+        flag = spell_flag(spec.name, framework, version)  # as the withheld change spells it
+        reason = f"{flag} only acts on {needs} models; yours is {context.model_arch}"
         return Applicability(translated, reason)
     return Applicability(translated)
 

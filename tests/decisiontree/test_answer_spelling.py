@@ -85,3 +85,49 @@ def test_a_fix_already_in_the_launch_command_says_so_beside_its_evidence() -> No
     assert applied.already_applied
     assert applied.why[-1].detail.startswith("reported: resolves; feedback: 2 helped, 0 did not")
     assert applied.why[-1].detail.endswith("; already in your launch command")
+
+
+def test_a_change_withheld_for_the_users_model_is_spelled_for_the_release_in_its_reason_too() -> (
+    None
+):
+    qwen_on_059 = build_context(
+        launch_command="python -m sglang.launch_server --model-path Qwen/Qwen3-8B "
+        "--kv-cache-dtype fp8_e4m3",
+        gpu="NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        framework="sglang",
+        framework_version="0.5.9",
+    )
+
+    result = diagnose(
+        sample("decode_assert_rtx_host_b.txt"),
+        qwen_on_059,
+        knowledge(fp8_decode_finding(BF16_AND_TRTLLM)),
+    )
+
+    [fix] = [f for f in result.fixes if f.fix.id == BF16_AND_TRTLLM.id]
+    assert fix.command_changes == ("--kv-cache-dtype bf16",)
+    assert [(w.command_change, w.reason) for w in fix.withheld] == [
+        (
+            f"--nsa-{phase}-backend trtllm",
+            f"--nsa-{phase}-backend only acts on deepseek_v32, glm_moe_dsa models; yours is qwen3",
+        )
+        for phase in ("decode", "prefill")
+    ]
+
+
+def test_a_bare_flag_already_in_the_launch_command_is_already_applied() -> None:
+    no_graphs = FixRecord(
+        44,
+        "Launch without CUDA graphs",
+        (Change(ChangeAction.SET_FLAG, "disable-cuda-graph", None),),
+        Outcome.RESOLVES,
+    )
+
+    result = diagnose(
+        sample("decode_assert_rtx_host_b.txt"),
+        rtx_context(SGLANG_CMD + " --disable-cuda-graph"),
+        knowledge(fp8_decode_finding(no_graphs)),
+    )
+
+    [fix] = [f for f in result.fixes if f.fix.id == no_graphs.id]
+    assert fix.already_applied

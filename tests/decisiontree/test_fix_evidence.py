@@ -101,3 +101,26 @@ def test_a_vllm_fix_for_an_sglang_user_is_translated_or_withheld_with_the_reason
         "--num-scheduler-steps 1",
         "sglang has no --num-scheduler-steps",
     )
+
+
+def test_runs_on_the_users_gpu_and_elsewhere_are_counted_apart() -> None:
+    validated = dataclasses.replace(
+        BF16_ONLY, evidence=Evidence(validated_passed=(("sm_120", 3), ("sm_90", 2)))
+    )
+
+    result = diagnose(POOL_ASSERT, rtx_context(), knowledge(triton_pool_finding(validated)))
+
+    # 1 reported + 3 runs here + 0.25 x 2 runs on another architecture
+    assert evidence_of(validated.id, result) == (
+        "reported: resolves; validated on sm_120: 3 passed, 0 failed; "
+        "validated elsewhere: 2 passed (evidence x4.50)"
+    )
+
+
+def test_fixes_that_change_no_flag_are_each_listed_and_none_is_already_applied() -> None:
+    driver = FixRecord(42, "Update the NVIDIA driver to the 580 branch", (), Outcome.RESOLVES)
+    reboot = FixRecord(43, "Reboot the host once the driver is in", (), Outcome.RESOLVES)
+
+    result = diagnose(POOL_ASSERT, rtx_context(), knowledge(triton_pool_finding(driver, reboot)))
+
+    assert [(f.fix.id, f.already_applied) for f in result.fixes] == [(42, False), (43, False)]
