@@ -277,3 +277,24 @@ def test_the_drawn_path_names_the_cause_as_the_finding_it_leads_to_states_it() -
     first = walked.fixes[0]
     assert first.fix.id == BF16_VALIDATED.id
     assert [s.label for s in first.path if s.kind == "cause"] == [pool_words]
+
+
+def test_the_plain_ranking_weighs_an_answer_by_the_plain_ranking_too() -> None:
+    # The matched finding holds on one model only. Whichever the model, the plain
+    # ranking has that finding's one fix to offer, so the model is not asked; weighed
+    # by the walk instead, an answer would bring the other symptom's validated fix first.
+    pool = finding(10, POOL_ASSERT, (BF16_VALIDATED,))
+    nan = finding(
+        20,
+        NAN_ASSERT,
+        (UNSET_BACKEND,),
+        conditions=(
+            Condition("framework", "sglang"),
+            Condition("model.arch", "GlmMoeDsaForCausalLM"),
+        ),
+    )
+
+    plain = diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), build_graph([pool, nan]), plain=True)
+
+    assert [f.fix.id for f in plain.fixes] == [UNSET_BACKEND.id]
+    assert plain.questions == ()
