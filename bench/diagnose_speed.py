@@ -261,8 +261,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def peak_rss_mib() -> float:
+    """This process's own peak RSS. Not `ru_maxrss`: Linux carries it across exec, so a
+    child started by a process that had grown to 2.4 GiB reported 2.4 GiB whatever it
+    did itself; VmHWM is the peak of the memory the process now runs in."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:  # not Linux: ru_maxrss, the parent's peak included
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kib = next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))
+    return int(kib) / 1024
 
 
 def one_size(size: int) -> dict[str, float]:
@@ -341,7 +349,7 @@ def rebuild(size: int, rows: str) -> float:
     del graph  # as kb.services.diagnosis lets the old graph go before a rebuild
     graph = build_streamed(records, rows)
     assert len(graph.findings) == size
-    return rss_mib()
+    return peak_rss_mib()
 
 
 def build_streamed(records: list[FindingRecord], rows: str) -> KnowledgeGraph:

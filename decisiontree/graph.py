@@ -360,8 +360,14 @@ def _memoised(memo: dict[Any, Any], function: Any, item: Any, framework: str | N
     key = (item, framework)
     found = memo.get(key)
     if found is None:
-        found = memo[key] = function(item, framework)
-    return found
+        result = function(item, framework)
+        found = memo[key] = _UNCHANGED if result == item else result
+    # An item already in today's spelling comes back itself, so that the finding's tuples
+    # compare equal by identity and the finding is kept as it was read.
+    return item if found is _UNCHANGED else found
+
+
+_UNCHANGED = object()
 
 
 __all__ = [

@@ -84,8 +84,8 @@ class Bm25fIndex:
         self.k1: float = params["k1"]
         self.weights: dict[str, float] = params["field_weights"]
         self.b: dict[str, float] = params["field_b"]
-        self._term_ids: dict[str, int] = {}
-        self._terms: list[str] = []
+        self._term_ids = _TermIds()
+        self._terms: list[str] = []  # term id -> term, brought up to date by term_of()
         self._doc_ids: list[int] = []  # document number -> finding id
         self._doc_numbers: dict[int, int] = {}
         # Words added since the last finish(): their term ids in one flat array, and per
@@ -141,24 +141,16 @@ class Bm25fIndex:
 
     def term_ids(self, terms: Iterable[str]) -> list[int]:
         """The ids of terms, each given one the first time it is seen."""
-        known = self._term_ids
-        terms = terms if isinstance(terms, (list, tuple)) else list(terms)
-        found = [known.get(term) for term in terms]
-        if None not in found:  # the usual case: every word seen before
-            return found  # type: ignore[return-value]
-        # One call a word (a rebuild looks up tens of millions): a new term's id is the
-        # number of terms known before it.
-        ids = [known.setdefault(term, len(known)) for term in terms]
-        held = self._terms
-        for term, term_id in zip(terms, ids, strict=True):
-            if term_id == len(held):  # a new term, where it first stands
-                held.append(term)
-        return ids
+        # One C-level lookup a word (a rebuild looks up tens of millions); `_TermIds`
+        # gives a new term the next id in the same pass.
+        return list(map(self._term_ids.__getitem__, terms))
 
     def term_id(self, term: str) -> int | None:
         return self._term_ids.get(term)
 
     def term_of(self, term_id: int) -> str:
+        if term_id >= len(self._terms):  # terms seen since: ids are insertion order
+            self._terms = list(self._term_ids)
         return self._terms[term_id]
 
     @property
@@ -177,16 +169,20 @@ class Bm25fIndex:
             docs = np.concatenate([self._post_docs, docs])
             terms = np.concatenate([old_terms, terms])
             values = np.concatenate([self._post_values, values])
-        vocabulary = len(self._terms)
+        vocabulary = len(self._term_ids)
+        self._terms = list(self._term_ids)
         # Postings in term order, each list in document order.
         by_term = np.lexsort((docs, terms))
         self._post_docs = docs[by_term]
         self._post_values = values[by_term]
         counts = np.bincount(terms, minlength=vocabulary)
         self._post_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        # A document's distinct terms, in term order.
-        by_doc = np.lexsort((terms, docs))
-        self._doc_terms = terms[by_doc].astype(np.int32)
+        # A document's distinct terms, in term order: as the fold leaves them when documents
+        # were added in order and none were folded before (the usual rebuild), no sort.
+        if _in_order(docs, terms):
+            self._doc_terms = terms.astype(np.int32)
+        else:
+            self._doc_terms = terms[np.lexsort((terms, docs))].astype(np.int32)
         per_doc = np.bincount(docs, minlength=len(self._doc_ids))
         self._doc_start = np.concatenate([[0], np.cumsum(per_doc)]).astype(np.int64)
         self._folded = len(self._doc_ids)
@@ -406,6 +402,25 @@ class Bm25fIndex:
             if findings >= limit:
                 break
         return hits
+
+
+def _in_order(first: np.ndarray, second: np.ndarray) -> bool:
+    """Whether the (first, second) pairs are in increasing order, none repeated."""
+    if len(first) < 2:
+        return True
+    later, earlier = first[1:], first[:-1]
+    ahead = later > earlier
+    ahead |= (later == earlier) & (second[1:] > second[:-1])
+    return bool(ahead.all())
+
+
+class _TermIds(dict[str, int]):
+    """Term -> id; looking up a term not seen before gives it the next id (the number of
+    terms known before it), so ids follow the order terms were first seen in."""
+
+    def __missing__(self, term: str) -> int:
+        term_id = self[term] = len(self)
+        return term_id
 
 
 def _whole_documents(

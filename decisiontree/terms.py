@@ -90,7 +90,7 @@ def words_of(text: str) -> list[str]:
     words: list[str] = []
     # Each pass runs only when the text holds what it looks for: most lines are short.
     digits = _DIGIT.search(text) is not None
-    if digits:
+    if digits and _may_name_error_code(text):
         words.extend(f"code{int(m['num'])}" for m in _ERROR_CODE.finditer(text))
     if "://" in text:
         text = _URL.sub(" ", text)
@@ -101,10 +101,25 @@ def words_of(text: str) -> list[str]:
     if "lib" in text:
         text = _BARE_LIBRARY.sub(lambda m: " " + " ".join(path_words(m.group())) + " ", text)
     if digits:
-        text = _VERSION.sub(" ", _SIZE.sub(" ", _HEXISH.sub(" ", _UUID.sub(" ", text))))
+        # What each pattern cannot match without (a dash, a unit, a dot) is checked first:
+        # a title or a cause has a number or two and rarely any of these.
+        if "-" in text:
+            text = _UUID.sub(" ", text)
+        text = _HEXISH.sub(" ", text)
+        if "B" in text or "byte" in text:
+            text = _SIZE.sub(" ", text)
+        if "." in text:
+            text = _VERSION.sub(" ", text)
     for token in _TOKEN.findall(text):
         words.extend(expand(token))
     return words
+
+
+def _may_name_error_code(text: str) -> bool:
+    """Whether `_ERROR_CODE` can match: its words, in any case (casefold: the pattern's
+    case-blind match also takes "ſ" for "s")."""
+    folded = text.casefold()
+    return "err" in folded or "code" in folded or "status" in folded or "returned" in folded
 
 
 def unique_words(texts: Iterable[str]) -> tuple[str, ...]:
