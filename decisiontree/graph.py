@@ -64,6 +64,7 @@ MIN_CAUSE_WORDS = 4
 # Findings a rebuild reads from storage at a time: their rows and their samples' stored
 # signatures are held only while the build takes them in, not all at once beside the graph.
 REBUILD_CHUNK = 2000
+EDGE_BATCH = 20_000  # edges held before they go into the graph at once
 
 
 def signature_node(fingerprint: str) -> Node:
@@ -221,18 +222,25 @@ def _build(
     skipped: list[tuple[int, str]] = []
     causes: dict[str, list[int]] = defaultdict(list)
     canonical: dict[Any, Any] = {}
+    # Finding nodes and edges are put in the graph a batch at a time: one networkx call
+    # per batch, not one per node and edge (a million of them at 100k findings).
+    nodes: list[Node] = []
+    edges: list[tuple[Node, Node]] = []
     for raw in findings:
         finding = canonical_finding(raw, vocabulary, canonical)
         held[finding.id] = finding
-        _add_finding(digraph, finding)
+        _add_finding(nodes, edges, finding)
         causes[cause_key(finding)].append(finding.id)
-        skipped.extend(_index_samples(digraph, index, finding, cache))
+        skipped.extend(_index_samples(digraph, edges, index, finding, cache))
+        if len(edges) >= EDGE_BATCH:
+            _flush(digraph, nodes, edges)
         index.add_text(
             finding.id,
             title=finding.title,
             summary=finding.summary,
             cause=" ".join([finding.cause, *(fix.summary for fix in finding.fixes)]),
         )
+    _flush(digraph, nodes, edges)
     for key, finding_ids in causes.items():
         if len(finding_ids) > 1:
             _add_shared_cause(digraph, key, [held[i] for i in finding_ids])
@@ -240,18 +248,25 @@ def _build(
     return KnowledgeGraph(digraph, index, held, tuple(skipped))
 
 
-def _add_finding(digraph: nx.DiGraph, finding: FindingRecord) -> None:
+def _flush(digraph: nx.DiGraph, nodes: list[Node], edges: list[tuple[Node, Node]]) -> None:
+    digraph.add_nodes_from(nodes)
+    digraph.add_edges_from(edges)
+    nodes.clear()
+    edges.clear()
+
+
+def _add_finding(nodes: list[Node], edges: list[tuple[Node, Node]], finding: FindingRecord) -> None:
     # Node keys say what a node is, and a finding's text lives in `findings`:
     # attribute dicts on 100k findings and conditions would cost hundreds of MiB.
     node = finding_node(finding.id)
-    digraph.add_node(node)
+    nodes.append(node)
     for condition in finding.conditions:
-        digraph.add_edge(condition_node(condition), node)
+        edges.append((condition_node(condition), node))
         if condition.key.startswith("flag."):
-            digraph.add_edge(condition_node(condition), flag_node(condition.key[5:]))
+            edges.append((condition_node(condition), flag_node(condition.key[5:])))
     # No attributes on fix nodes and edges: the fix records live in `findings`, and every
     # attribute dict would cost 120 bytes more per fix.
-    digraph.add_edges_from((node, fix_node(fix.id)) for fix in finding.fixes)
+    edges.extend((node, fix_node(fix.id)) for fix in finding.fixes)
 
 
 def _add_shared_cause(digraph: nx.DiGraph, key: str, findings: list[FindingRecord]) -> None:
@@ -275,6 +290,7 @@ def _add_shared_cause(digraph: nx.DiGraph, key: str, findings: list[FindingRecor
 
 def _index_samples(
     digraph: nx.DiGraph,
+    edges: list[tuple[Node, Node]],
     index: SignatureIndex,
     finding: FindingRecord,
     cache: SignatureCache,
@@ -283,7 +299,7 @@ def _index_samples(
         index.split(fingerprint, finding.id)
     for fingerprint in finding.linked_fingerprints:
         index.link(fingerprint, finding.id)
-        _observe(digraph, fingerprint, None, finding.id)
+        _observe(digraph, edges, fingerprint, None, finding.id)
     skipped: list[tuple[int, str]] = []
     for sample in finding.samples:
         signatures = cached_signatures(sample, cache)
@@ -294,7 +310,7 @@ def _index_samples(
             if signature.fingerprint in finding.split_fingerprints:
                 continue
             index.add(finding.id, signature)
-            _observe(digraph, signature.fingerprint, signature, finding.id)
+            _observe(digraph, edges, signature.fingerprint, signature, finding.id)
     return skipped
 
 
@@ -308,6 +324,7 @@ def cached_signatures(sample: str, cache: SignatureCache) -> tuple[Signature, ..
 
 def _observe(
     digraph: nx.DiGraph,
+    edges: list[tuple[Node, Node]],
     fingerprint: str,
     signature: Signature | None,
     finding_id: int,
@@ -318,7 +335,7 @@ def _observe(
         # the term tuples would double the graph's memory.
         shown = (signature.exception_type, signature.template) if signature else ("", "")
         digraph.add_node(node, exception_type=shown[0], template=shown[1])
-    digraph.add_edge(node, finding_node(finding_id))
+    edges.append((node, finding_node(finding_id)))
 
 
 # --- canonical spellings ------------------------------------------------------
