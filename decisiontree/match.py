@@ -161,6 +161,8 @@ class Features:
     ordinary_message: float  # most a paste message shares with an ordinary one (rare words, capped)
     message_excess: float  # most a finding shares with a paste message beyond the ordinary
     message_held: float  # most of one paste message's unusual words the finding holds anywhere
+    unusual_containment: float  # containment (as `containment`) of what ordinary output lacks
+    finding_message_held: float  # most of one sample message's unusual words the paste holds
     clause_held: float  # the same over one clause of a message, scaled down when it says little
     frames: float  # share of key frames in common
     same_fingerprint: float
@@ -425,6 +427,7 @@ class SignatureIndex:
         shared = paste.error_ids & terms
         shared_info = sum(weight(t) for t in shared)
         message, containment, message_info, excess = self._message_overlap(paste, finding_id)
+        unusual_containment, finding_message_held = self._unusual_messages(paste, finding_id)
         finding_info = self._finding_info(finding_id) or 1.0
         in_paste = errors & paste.all_ids
         finding_shared = sum(weight(t) for t in in_paste)
@@ -457,6 +460,8 @@ class SignatureIndex:
             ),
             message_excess=excess,
             message_held=self._message_held(paste, terms),
+            unusual_containment=unusual_containment,
+            finding_message_held=finding_message_held,
             clause_held=self._clause_held(paste, terms),
             frames=self._frame_overlap(paste, finding_id),
             same_fingerprint=1.0 if finding_id in same_print else 0.0,
@@ -479,6 +484,38 @@ class SignatureIndex:
                 excess = max(excess, sum(paste.weights(t) for t in (words & known) - ordinary))
         excess = min(MESSAGE_RARE_CAP, excess / self.retrieval.max_idf()) / MESSAGE_RARE_CAP
         return (*best, excess)
+
+    def _unusual_messages(self, paste: _Paste, finding_id: int) -> tuple[float, float]:
+        """The two messages' overlap over what ordinary output does not explain, each
+        way: (the weighted containment of the closest pair of a paste message and a
+        finding message, both less the words the paste message's closest ordinary
+        message holds; the largest share, by weight, of one sample message's unusual
+        words found anywhere in the paste, scaled down when they carry less than two
+        rare words' worth).
+
+        `containment_excess` subtracts an amount of rare words from a share, so a long
+        message that an ordinary one partly explains counts for nothing however much
+        of it the finding holds; these compare like with like."""
+        known = [self._entries[n].message for n in self._by_finding.get(finding_id, ())]
+        known += _own_messages(*self._own_lines.get(finding_id, ("", "")))
+        enough = MESSAGE_RARE_WORDS * self.retrieval.max_idf()
+        closest = (0.0, 0.0, 0.0)  # (Dice, containment, shared weight) of the closest pair
+        held = 0.0
+        samples = len(self._by_finding.get(finding_id, ()))
+        for number, message in enumerate(known):
+            words = _template_words(message)
+            for mine, ordinary in zip(paste.messages, paste.ordinary, strict=True):
+                closest = max(
+                    closest, self.compare(mine - ordinary, words - ordinary, paste.weights)
+                )
+            if number >= samples:
+                continue  # a title or symptom is a person's summary, not a message as printed
+            unusual = paste.unusual_words(words, self)
+            total = sum(paste.weights(t) for t in unusual)
+            if total:
+                found = sum(paste.weights(t) for t in unusual & paste.all_terms)
+                held = max(held, found / total * min(1.0, total / enough))
+        return closest[1], held
 
     def _message_held(self, paste: _Paste, terms: set[int]) -> float:
         """The largest share (by weight) of one paste message's unusual words, those the
@@ -718,6 +755,8 @@ class _Paste:
     unusual_ids: set[int] = field(default_factory=set)
     id_weights: dict[int, float] = field(default_factory=dict)
     finding_ids: dict[int, set[int]] = field(default_factory=dict)
+    # A finding message's words that no ordinary message explains, for this lookup.
+    finding_unusual: dict[frozenset[str], frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, queries: Sequence[Query], index: SignatureIndex) -> _Paste:
@@ -763,6 +802,13 @@ class _Paste:
         found = self.finding_ids.get(finding_id)
         if found is None:
             found = self.finding_ids[finding_id] = set(retrieval.doc_term_ids(finding_id))
+        return found
+
+    def unusual_words(self, words: frozenset[str], index: SignatureIndex) -> frozenset[str]:
+        """A finding message's words less those its closest ordinary message holds."""
+        found = self.finding_unusual.get(words)
+        if found is None:
+            found = self.finding_unusual[words] = words - index.explained_by_ordinary(words)
         return found
 
     def read_ordinary(self, ordinary_ids: Sequence[int], retrieval: Bm25fIndex) -> None:

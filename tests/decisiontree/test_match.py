@@ -277,6 +277,36 @@ def test_one_clause_of_a_long_message_that_a_finding_holds_counts_on_its_own() -
     assert features.get(2) is None or features[2].clause_held < 0.1
 
 
+def test_a_long_message_an_ordinary_one_partly_explains_still_counts_what_the_finding_holds() -> (
+    None
+):
+    from decisiontree.diagnose import queries_for
+    from decisiontree.fingerprint import signatures_of
+    from decisiontree.traceback import parse
+
+    index = _pasted_index(
+        "RuntimeError: CUDA error: out of memory while pinning the staging ring of the "
+        "prefetch worker",
+        "RuntimeError: CUDA error: out of memory while loading the model weights",
+    )
+    # The first sample's message whole, in a longer line that starts like any CUDA OOM.
+    paste = (
+        "RuntimeError: CUDA error: out of memory while pinning the staging ring of the "
+        "prefetch worker (ring of 4096 slots requested, 512 free); lower --prefetch-depth"
+    )
+    queries = queries_for(signatures_of(parse(paste)), paste)
+    features = {finding_id: found for finding_id, _layer, found in index.assess(queries)}
+
+    # Less the ordinary words, the sample's message is all in the paste; the near miss
+    # shares only the ordinary OOM and a word or two.
+    assert features[1].unusual_containment == 1.0
+    assert features[1].finding_message_held == 1.0
+    assert features[2].unusual_containment < 0.5
+    assert features[2].finding_message_held < 0.5
+    found = index.lookup(queries)
+    assert [c.finding_id for c in found if c.level is not MatchLevel.NONE] == [1]
+
+
 def test_the_same_ordinary_error_from_the_same_code_is_known() -> None:
     from decisiontree.fingerprint import signatures_of
     from decisiontree.traceback import parse
