@@ -14,15 +14,18 @@ from typing import Any, NamedTuple
 
 from django.contrib.postgres.search import SearchVector
 from django.db import connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from kb.models import ErrorSample, Finding, FindingGpu, Fix, FlagSetting
 from kb.models.search import SEARCH_WORD_MAX_CHARS, FindingSearchDocument, SearchWord
 from kb.search.backend import FTS_TABLE, postgres
 from kb.search.facets import Facet, facet_text, finding_facets
+from kb.search.ranking.postgresql import RUM_INDEX, AnyOf
 from kb.search.text import searchable
 
 MAX_SAMPLE_CHARS = 20_000
+BATCH = 500  # findings read at a time
 INDEXED_FIELDS = ("title", "errors", "context", "body")
 
 
@@ -71,10 +74,16 @@ class Linked:
     fixes: list[FixRow] = field(default_factory=list)
 
 
+def among(name: str, ids: list[int]) -> Q | AnyOf:
+    """`name IN ids`; on PostgreSQL as one array (`= ANY`): 500 placeholders cost more to
+    compile, bind and parse than the query takes to run."""
+    return AnyOf(F(name), ids) if postgres() else Q(**{f"{name}__in": ids})
+
+
 def linked_rows(finding_ids: list[int]) -> dict[int, Linked]:
     """One query per relation, read as values: no model instance per related row."""
     linked: dict[int, Linked] = defaultdict(Linked)
-    through = Finding.signatures.through.objects.filter(finding_id__in=finding_ids)
+    through = Finding.signatures.through.objects.filter(among("finding_id", finding_ids))
     for finding_id, *signature in through.order_by(
         "errorsignature__exception_type", "errorsignature__template", "errorsignature_id"
     ).values_list(
@@ -84,13 +93,15 @@ def linked_rows(finding_ids: list[int]) -> dict[int, Linked]:
         "errorsignature__key_frames",
     ):
         linked[finding_id].signatures.append(SignatureRow(*signature))
-    samples = ErrorSample.objects.filter(finding_id__in=finding_ids).order_by("pk")
+    samples = ErrorSample.objects.filter(among("finding_id", finding_ids)).order_by("pk")
     for finding_id, text in samples.values_list("finding_id", "text"):
         linked[finding_id].samples.append(text)
-    flags = FlagSetting.objects.filter(finding_id__in=finding_ids).order_by("name", "pk")
+    flags = FlagSetting.objects.filter(among("finding_id", finding_ids)).order_by("name", "pk")
     for finding_id, *flag in flags.values_list("finding_id", "name", "value"):
         linked[finding_id].flags.append(FlagRow(*flag))
-    gpus = FindingGpu.objects.filter(finding_id__in=finding_ids).order_by("hardware__name", "pk")
+    gpus = FindingGpu.objects.filter(among("finding_id", finding_ids)).order_by(
+        "hardware__name", "pk"
+    )
     for finding_id, *gpu in gpus.values_list(
         "finding_id",
         "hardware__name",
@@ -100,7 +111,7 @@ def linked_rows(finding_ids: list[int]) -> dict[int, Linked]:
         "hardware__compute_capability",
     ):
         linked[finding_id].gpus.append(GpuRow(*gpu))
-    fixes = Fix.objects.filter(finding_id__in=finding_ids).order_by("position", "id")
+    fixes = Fix.objects.filter(among("finding_id", finding_ids)).order_by("position", "id")
     for finding_id, *fix in fixes.values_list("finding_id", "summary", "changes"):
         linked[finding_id].fixes.append(FixRow(*fix))
     return linked
@@ -158,7 +169,7 @@ def document_row(
     finding: Finding, fields: DocumentFields, facets: Iterable[Facet] = ()
 ) -> FindingSearchDocument:
     return FindingSearchDocument(
-        finding=finding,
+        finding_id=finding.pk,
         title=searchable(fields.title),
         errors=searchable(fields.errors),
         context=searchable(fields.context),
@@ -168,49 +179,77 @@ def document_row(
     )
 
 
-def write_documents(finding_ids: list[int]) -> None:
-    """Rebuild the documents of these findings (and drop those of deleted ones), in bulk."""
-    findings = list(Finding.objects.filter(pk__in=finding_ids).select_related("model", "framework"))
+# What a document and its facets read of a finding (the rest is never loaded).
+DOCUMENT_READS = (
+    "title",
+    "summary",
+    "cause",
+    "body",
+    "works_command",
+    "conditions",
+    "status",
+    "model",
+    "framework",
+)
+
+
+def built_documents(finding_ids: list[int]) -> tuple[list[FindingSearchDocument], set[int]]:
+    """The documents of these findings, and the ids of those that are gone (deleted)."""
+    findings = list(
+        Finding.objects.filter(among("pk", finding_ids))
+        .select_related("model", "framework")
+        .only(*DOCUMENT_READS)
+    )
     linked = linked_rows([finding.pk for finding in findings])
     documents = []
     for finding in findings:
         rows = linked.get(finding.pk, Linked())
         facets = finding_facets(finding, rows.gpus, rows.flags)
         documents.append(document_row(finding, document_fields(finding, rows), facets))
-    gone = set(finding_ids) - {finding.pk for finding in findings}
+    return documents, set(finding_ids) - {finding.pk for finding in findings}
+
+
+def write_documents(finding_ids: list[int], *, batch: int = BATCH, reindex: bool = False) -> None:
+    """Rebuild the documents of these findings (and drop those of deleted ones), in one
+    transaction, `batch` findings read at a time.
+
+    `reindex` (PostgreSQL; many documents at once, see `rebuilding_index_pays`): the RUM
+    index is dropped before the documents are written and built again after them, in
+    the same transaction. Searches wait from the drop to the commit (the server's insert
+    and index build: seconds for tens of thousands of documents); a failure rolls the
+    drop back with the rest."""
     with transaction.atomic():
         if postgres():
-            upsert_by_copy(documents)
-        else:
+            write_by_copy(finding_ids, batch=batch, reindex=reindex)
+            return
+        for start in range(0, len(finding_ids), batch):
+            documents, gone = built_documents(finding_ids[start : start + batch])
             FindingSearchDocument.objects.bulk_create(
                 documents,
                 update_conflicts=True,
                 unique_fields=["finding"],
                 update_fields=[*INDEXED_FIELDS, "facets", "built_at"],
             )
-        FindingSearchDocument.objects.filter(finding_id__in=gone).delete()
-        for document in documents:
-            write_fts_row(document.finding_id, {f: getattr(document, f) for f in INDEXED_FIELDS})
-        for finding_id in gone:
-            write_fts_row(finding_id, None)
-        remember_words(documents)
+            FindingSearchDocument.objects.filter(finding_id__in=gone).delete()
+            for document in documents:
+                indexed = {name: getattr(document, name) for name in INDEXED_FIELDS}
+                write_fts_row(document.finding_id, indexed)
+            for finding_id in gone:
+                write_fts_row(finding_id, None)
+            remember_words(documents)
 
 
 def remember_words(documents: Iterable[FindingSearchDocument]) -> None:
     """Add the documents' words to the list query words are corrected against."""
-    words = sorted(
-        {
-            word
-            for document in documents
-            for name in INDEXED_FIELDS
-            for word in getattr(document, name).split()
-            if len(word) <= SEARCH_WORD_MAX_CHARS
-        }
-    )
+    insert_words(document_words(documents))
+
+
+def insert_words(words: set[str]) -> None:
     if postgres():
         quote = connection.ops.quote_name
         with connection.cursor() as cursor:
-            through_copy(cursor, "new_search_words", "word text", [(word,) for word in words])
+            temporary_table(cursor, "new_search_words", "word text")
+            copy_rows(cursor, "new_search_words", ((word,) for word in sorted(words)))
             cursor.execute(
                 f"INSERT INTO {quote(SearchWord._meta.db_table)} (word)"  # noqa: S608
                 " SELECT word FROM new_search_words ORDER BY word ON CONFLICT DO NOTHING"
@@ -218,19 +257,46 @@ def remember_words(documents: Iterable[FindingSearchDocument]) -> None:
             cursor.execute("DROP TABLE new_search_words")
         return
     SearchWord.objects.bulk_create(
-        (SearchWord(word=word) for word in words), batch_size=2000, ignore_conflicts=True
+        (SearchWord(word=word) for word in sorted(words)), batch_size=2000, ignore_conflicts=True
     )
+
+
+def document_words(documents: Iterable[FindingSearchDocument]) -> set[str]:
+    """The documents' words that go on the list query words are corrected against."""
+    return {
+        word
+        for document in documents
+        for name in INDEXED_FIELDS
+        for word in getattr(document, name).split()
+        if len(word) <= SEARCH_WORD_MAX_CHARS
+    }
+
+
+# A document written into the RUM index costs its server ~0.55-0.75 ms of CPU; the index
+# built anew over the whole table ~0.035 ms a document (20,000 documents: 11-15 s one by
+# one, 0.7 s built; bench/README.md, 2026-12-02). A write of at least a tenth of the
+# table (and of enough documents that the lock it takes is worth it) rebuilds it.
+REINDEX_SHARE = 0.1
+REINDEX_AT_LEAST = 1000
+
+
+def rebuilding_index_pays(count: int) -> bool:
+    """Whether writing `count` documents costs less with the RUM index built afresh."""
+    if count < REINDEX_AT_LEAST or not postgres():
+        return False
+    return count >= REINDEX_SHARE * (FindingSearchDocument.objects.count() + count)
 
 
 COPIED = ("finding_id", *INDEXED_FIELDS, "facets")
 
 
-def upsert_by_copy(documents: list[FindingSearchDocument]) -> None:
-    """PostgreSQL: the documents go through COPY into a temporary table, then one
-    INSERT … ON CONFLICT from it that computes the weighted vector too. bulk_create sent
-    each column as an array that psycopg escapes in Python, and the vector took an UPDATE
-    of every row after it."""
+def write_by_copy(finding_ids: list[int], *, batch: int, reindex: bool) -> None:
+    """PostgreSQL: the documents and their words go through COPY into temporary tables,
+    then one INSERT … ON CONFLICT from them that computes the weighted vector too.
+    bulk_create sent each column as an array that psycopg escapes in Python, and the
+    vector took an UPDATE of every row after it."""
     quote = connection.ops.quote_name
+    table = quote(FindingSearchDocument._meta.db_table)
     columns = ", ".join(quote(name) for name in COPIED)
     vector = " || ".join(
         f"setweight(to_tsvector('simple'::regconfig, COALESCE({quote(name)}, '')), '{weight}')"
@@ -238,28 +304,70 @@ def upsert_by_copy(documents: list[FindingSearchDocument]) -> None:
     )
     updated = (*INDEXED_FIELDS, "facets", "built_at", "vector")
     updates = ", ".join(f"{quote(name)} = EXCLUDED.{quote(name)}" for name in updated)
-    rows = [tuple(getattr(document, name) for name in COPIED) for document in documents]
+    words: set[str] = set()
     # Only field names and constants go into the text; the rows are data, the time a parameter.
     with connection.cursor() as cursor:
-        through_copy(
+        temporary_table(
             cursor,
             "new_search_documents",
             "finding_id bigint, title text, errors text, context text, body text, facets text",
-            rows,
         )
+        for start in range(0, len(finding_ids), batch):
+            documents, missing = built_documents(finding_ids[start : start + batch])
+            rows = (tuple(getattr(document, name) for name in COPIED) for document in documents)
+            copy_rows(cursor, "new_search_documents", rows)
+            words |= document_words(documents)
+            FindingSearchDocument.objects.filter(finding_id__in=missing).delete()
+        insert_words(words)
+        # From the drop on, searches wait for this transaction: only the server's work is left.
+        index = drop_index(cursor, RUM_INDEX) if reindex else None
         cursor.execute(
-            f"INSERT INTO {quote(FindingSearchDocument._meta.db_table)}"  # noqa: S608
-            f" ({columns}, built_at, vector) SELECT {columns}, %s, {vector}"
-            " FROM new_search_documents ORDER BY finding_id"
+            f"INSERT INTO {table} ({columns}, built_at, vector)"  # noqa: S608
+            f" SELECT {columns}, %s, {vector} FROM new_search_documents ORDER BY finding_id"
             f" ON CONFLICT (finding_id) DO UPDATE SET {updates}",
             [timezone.now()],
         )
         cursor.execute("DROP TABLE new_search_documents")
+        if index is not None:
+            build_index(cursor, index)
 
 
-def through_copy(cursor: Any, table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
-    """A temporary `table` (dropped at commit at the latest) holding `rows`, written by COPY."""
+def drop_index(cursor: Any, name: str) -> str | None:
+    """Drop the index `name` of the current schema; return the statement that builds it
+    again as it was (None: there is no such index, e.g. no rum extension)."""
+    cursor.execute(
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s",
+        [name],
+    )
+    found = cursor.fetchone()
+    if found is None:
+        return None
+    cursor.execute(f"DROP INDEX {connection.ops.quote_name(name)}")
+    return str(found[0])
+
+
+def build_index(cursor: Any, statement: str) -> None:
+    """Run `statement` (a CREATE INDEX on the documents' table) after the checks of the
+    foreign keys deferred to commit: PostgreSQL builds no index over pending checks."""
+    cursor.execute(
+        "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass"
+        " AND contype = 'f' AND condeferred",
+        [FindingSearchDocument._meta.db_table],
+    )
+    deferred = ", ".join(connection.ops.quote_name(name) for (name,) in cursor.fetchall())
+    if deferred:
+        cursor.execute(f"SET CONSTRAINTS {deferred} IMMEDIATE")
+    cursor.execute(statement)
+    if deferred:
+        cursor.execute(f"SET CONSTRAINTS {deferred} DEFERRED")
+
+
+def temporary_table(cursor: Any, table: str, columns: str) -> None:
+    """A temporary `table`, dropped at commit at the latest."""
     cursor.execute(f"CREATE TEMPORARY TABLE {table} ({columns}) ON COMMIT DROP")
+
+
+def copy_rows(cursor: Any, table: str, rows: Iterable[tuple[Any, ...]]) -> None:
     with connection.wrap_database_errors, cursor.copy(f"COPY {table} FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
@@ -269,7 +377,7 @@ WEIGHTS = dict(zip(INDEXED_FIELDS, "ABCD", strict=True))  # title A ... body D
 
 
 def weighted_vector() -> SearchVector:
-    """The vector `upsert_by_copy` writes, as a Django expression (bench/search_speed.py)."""
+    """The vector `write_by_copy` writes, as a Django expression (bench/search_speed.py)."""
     vectors = [SearchVector(name, weight=w, config="simple") for name, w in WEIGHTS.items()]
     combined = vectors[0]
     for vector in vectors[1:]:

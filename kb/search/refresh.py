@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from kb.models import Finding
 from kb.models.search import FindingSearchDocument, SearchRefresh, SearchWord
-from kb.search.documents import write_documents
+from kb.search.documents import rebuilding_index_pays, write_documents
 from kb.transaction_marks import first_time, forget
 
 BATCH = 500
@@ -56,13 +56,24 @@ def queue_refresh(finding_id: int) -> None:
 def queue_refreshes(finding_ids: list[int]) -> None:
     """Queue many new findings at once (a bulk load); rebuilt as `queue_refresh` says."""
     now = timezone.now()
-    SearchRefresh.objects.bulk_create(
-        [SearchRefresh(finding_id=pk, queued_at=now) for pk in finding_ids],
-        update_conflicts=True,
-        unique_fields=["finding_id"],
-        update_fields=["queued_at"],
-        batch_size=BATCH,
-    )
+    if connection.vendor == "postgresql":
+        # One array of ids: bulk_create would build a model instance a row and send
+        # both columns as arrays escaped in Python.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {connection.ops.quote_name(SearchRefresh._meta.db_table)}"  # noqa: S608
+                " (finding_id, queued_at) SELECT unnest(%s::bigint[]), %s"
+                " ON CONFLICT (finding_id) DO UPDATE SET queued_at = EXCLUDED.queued_at",
+                [finding_ids, now],
+            )
+    else:
+        SearchRefresh.objects.bulk_create(
+            [SearchRefresh(finding_id=pk, queued_at=now) for pk in finding_ids],
+            update_conflicts=True,
+            unique_fields=["finding_id"],
+            update_fields=["queued_at"],
+            batch_size=BATCH,
+        )
     for finding_id in finding_ids:
         first_time(("search-refresh", finding_id))  # a later save in this run need not
     if finding_ids and not _deferred.get():
@@ -107,27 +118,37 @@ def refresh_afterwards() -> Iterator[None]:
 
 
 def refresh_queued(batch: int = BATCH) -> int:
-    """Rebuild every queued document (the task's work, and a bulk ingest's last step)."""
+    """Rebuild every queued document (the task's work, and a bulk ingest's last step):
+    in batches of their own transaction, or, when so many are queued that the RUM index
+    is cheaper built afresh (`rebuilding_index_pays`), all in one."""
     queued = sorted(SearchRefresh.objects.values_list("finding_id", "queued_at"))
+    if rebuilding_index_pays(len(queued)):
+        refresh_batch(queued, reindex=True)
+        return len(queued)
     for start in range(0, len(queued), batch):
         refresh_batch(queued[start : start + batch])
     return len(queued)
 
 
 @transaction.atomic
-def refresh_batch(queued: list[tuple[int, datetime]]) -> None:
+def refresh_batch(queued: list[tuple[int, datetime]], *, reindex: bool = False) -> None:
     take_drain_turn()
     # What another drain built while this one waited for its turn is not built twice.
     ids = [finding_id for finding_id, _ in queued]
-    queued = list(
-        SearchRefresh.objects.filter(finding_id__in=ids).values_list("finding_id", "queued_at")
-    )
+    queued = [
+        row
+        for start in range(0, len(ids), BATCH)
+        for row in SearchRefresh.objects.filter(
+            finding_id__in=ids[start : start + BATCH]
+        ).values_list("finding_id", "queued_at")
+    ]
     if not queued:
         return
-    write_documents([finding_id for finding_id, _ in queued])
+    write_documents(sorted(finding_id for finding_id, _ in queued), reindex=reindex)
     for finding_id, _ in queued:
         forget(("search-refresh", finding_id))  # a later change must queue it again
-    SearchRefresh.objects.filter(drained(queued)).delete()
+    for start in range(0, len(queued), BATCH):
+        SearchRefresh.objects.filter(drained(queued[start : start + BATCH])).delete()
 
 
 def drained(queued: list[tuple[int, datetime]]) -> Q:
@@ -170,5 +191,8 @@ def rebuild_all() -> int:
 
 
 def refresh_in_batches(ids: list[int], size: int = BATCH) -> None:
+    if rebuilding_index_pays(len(ids)):
+        write_documents(ids, reindex=True)
+        return
     for start in range(0, len(ids), size):
         write_documents(ids[start : start + size])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 MAX_QUERY_CHARS = 500
 
@@ -78,12 +79,20 @@ def searchable(text: str) -> str:
     `flashmla_kv` next to the `decode` beside it."""
     words: list[str] = []
     for token in IDENTIFIER.findall(normalise_arch(text)):
-        parts = ALNUM.findall(token.lower())
-        words += parts
-        if len(parts) > 1:  # most words are one part: no wholes to add
-            wholes = (w for piece in identifier_pieces(token) for w in identifier_wholes(piece))
-            words += [whole for whole in dict.fromkeys(wholes) if whole not in parts]
+        if token.isalnum():  # most words are one part (ASCII: IDENTIFIER reads no other)
+            words.append(token.lower())
+        else:
+            words += token_words(token)
     return " ".join(words)
+
+
+@lru_cache(maxsize=1 << 16)
+def token_words(token: str) -> tuple[str, ...]:
+    """An identifier's parts, then its wholes; identifiers repeat from one finding to
+    the next (frames, flags, kernels), hence the cache."""
+    parts = ALNUM.findall(token.lower())
+    wholes = (w for piece in identifier_pieces(token) for w in identifier_wholes(piece))
+    return (*parts, *(whole for whole in dict.fromkeys(wholes) if whole not in parts))
 
 
 def identifier_wholes(piece: str) -> list[str]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from kb.filtersets import FindingFilterSet
 from kb.models import ErrorSample, Finding, FrameworkRelease
-from kb.search import search, snippet_for
+from kb.models.search import FindingSearchDocument
+from kb.search import documents as search_documents
+from kb.search import rebuild_all, search, snippet_for
 from kb.search.ranking.postgresql import forget_index_state
 from kb.search.text import parse_query
 
@@ -244,3 +246,62 @@ def test_a_flag_is_found_in_any_of_its_spellings(
 def test_an_option_no_table_knows_is_searched_as_written(dsa_finding: Finding) -> None:
     ErrorSample.objects.create(finding=dsa_finding, text="--enable-frobnication was set")
     assert found("--enable-frobnication") == [dsa_finding.pk]
+
+
+def rum_index() -> tuple[int, str] | None:
+    """The RUM index's object id and definition; None when there is none."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.oid, i.indexdef FROM pg_indexes i JOIN pg_class c ON c.relname = i.indexname"
+            " WHERE i.indexname = 'kb_search_vector_rum'"
+        )
+        row = cursor.fetchone()
+    return (int(row[0]), str(row[1])) if row else None
+
+
+def stored_documents() -> list[tuple[object, ...]]:
+    return list(
+        FindingSearchDocument.objects.order_by("finding_id").values_list(
+            "finding_id", "title", "errors", "context", "body", "facets", "vector"
+        )
+    )
+
+
+@pytest.mark.postgresql  # the RUM index
+def test_a_rebuild_of_many_documents_builds_the_rum_index_afresh_and_ranks_the_same(
+    dsa_finding: Finding, oom_finding: Finding, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queries = ["memory", "set_kv_buffer OutOfMemoryError", PASTED, "sm120", "cuda graph"]
+    ranked = {q: [(f.pk, round(f.rank, 5)) for f in search(q).findings] for q in queries}
+    assert all(ranked.values())
+    documents, index = stored_documents(), rum_index()
+    assert index is not None
+
+    monkeypatch.setattr(search_documents, "REINDEX_AT_LEAST", 2)  # two findings are "many"
+    assert rebuild_all() == 2
+
+    rebuilt = rum_index()
+    assert rebuilt is not None and rebuilt[0] != index[0]  # built anew ...
+    assert rebuilt[1] == index[1]  # ... as it was defined
+    assert stored_documents() == documents
+    assert {q: [(f.pk, round(f.rank, 5)) for f in search(q).findings] for q in queries} == ranked
+
+
+@pytest.mark.postgresql  # the RUM index
+def test_a_rebuild_that_fails_keeps_the_rum_index_and_the_documents(
+    dsa_finding: Finding, oom_finding: Finding, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    search("memory")  # documents built
+    documents, index = stored_documents(), rum_index()
+
+    def fails(cursor: object, statement: str) -> None:
+        raise DatabaseError("the disk is full")
+
+    monkeypatch.setattr(search_documents, "REINDEX_AT_LEAST", 2)
+    # The index is dropped and the documents written when the build fails.
+    monkeypatch.setattr(search_documents, "build_index", fails)
+    with pytest.raises(DatabaseError):
+        rebuild_all()
+
+    assert rum_index() == index
+    assert stored_documents() == documents
