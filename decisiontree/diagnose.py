@@ -119,7 +119,7 @@ def queries_for(signatures: Sequence[Signature], text: str) -> list[Query]:
 def matched(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
     """Candidates above the lower threshold, and the runner-ups listed after them (the
     walk weighs them in the context)."""
-    return shortlist(candidates)
+    return shortlist(candidates, tuning().relative_cutoff)
 
 
 def launch_flags(context: Context) -> tuple[tuple[str, str], ...]:

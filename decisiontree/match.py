@@ -631,20 +631,26 @@ def _distinct_sorted(
         yield finding_id, found
 
 
-def shortlist(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
+def shortlist(candidates: Sequence[Candidate], relative: float = 0.0) -> tuple[Candidate, ...]:
     """What an answer lists: the candidates at or above "similar" and, after a first one
     there found by its words (not the same fingerprint, not a reviewer's link), up to
     `runner_ups` more at or above the lower runner-up cut-off, marked as such. The first
     match of a paste is often a near miss of the same framework and the right finding
     second, far below it; never listed alone, a runner-up costs no false match (fitted
-    in bench/fit_matcher.py)."""
+    in bench/fit_matcher.py).
+
+    `relative` is the share of the first score that an answer shows beside it (the
+    walk's cut-off): a candidate at or above "similar" but further below is a runner-up
+    too, as the fit counts it, rather than dropped."""
     listed = [c for c in candidates if c.level is not MatchLevel.NONE]
     if not listed or candidates[0].level is MatchLevel.NONE:
         return tuple(listed)
     if candidates[0].layer in ("linked", "fingerprint"):
         return tuple(listed)  # the error as printed, or a reviewer's link: no guessing beside it
+    close = candidates[0].score * relative
+    listed = [c for c in listed if c.score >= close]
     floor = runner_up_threshold()
-    more = [c for c in candidates if c.level is MatchLevel.NONE and c.score >= floor]
+    more = [c for c in candidates if c not in listed and c.score >= floor]
     count = int(tuning()["verifier"]["runner_ups"])
     return (*listed, *(dataclasses.replace(c, runner_up=True) for c in more[:count]))
 

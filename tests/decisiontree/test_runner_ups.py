@@ -80,6 +80,19 @@ def test_a_match_at_the_runner_up_cut_off_is_listed() -> None:
     ]
 
 
+def test_a_similar_match_far_below_the_first_is_listed_as_a_runner_up() -> None:
+    # Both at or above "similar", the second under 60 % of the first: the answer's
+    # relative cut-off would hide it, so it comes after the first as a runner-up.
+    first = candidate(1, 0.95)
+    far_below = candidate(2, similar_threshold())
+    close = candidate(3, 0.9)
+
+    listed = shortlist([first, close, far_below], relative=0.6)
+
+    assert [(c.finding_id, c.runner_up) for c in listed] == [(1, False), (3, False), (2, True)]
+    assert [c.runner_up for c in shortlist([first, close, far_below])] == [False] * 3
+
+
 def test_nothing_found_lists_nothing() -> None:
     assert shortlist([]) == ()
 
