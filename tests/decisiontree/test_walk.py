@@ -298,3 +298,28 @@ def test_the_plain_ranking_weighs_an_answer_by_the_plain_ranking_too() -> None:
 
     assert [f.fix.id for f in plain.fixes] == [UNSET_BACKEND.id]
     assert plain.questions == ()
+
+
+def test_a_fix_that_did_not_help_another_symptom_says_where_it_was_tried() -> None:
+    pool = finding(10, POOL_ASSERT, (BF16_VALIDATED, TRITON_SAMPLING))
+    nan = finding(20, NAN_ASSERT, ())
+
+    walked = diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), build_graph([pool, nan]))
+
+    assert [(e.fix.id, e.reason) for e in walked.not_helpful] == [
+        (
+            TRITON_SAMPLING.id,
+            "did not help in finding 10 (symptom 10), another symptom of the same cause",
+        )
+    ]
+
+
+def test_a_fix_that_did_not_help_this_symptom_names_only_its_finding() -> None:
+    pool = finding(10, POOL_ASSERT, (BF16_VALIDATED,))
+    nan = finding(20, NAN_ASSERT, (TRITON_SAMPLING,))
+
+    walked = diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), build_graph([pool, nan]))
+
+    assert [(e.fix.id, e.reason) for e in walked.not_helpful] == [
+        (TRITON_SAMPLING.id, "did not help in finding 20 (symptom 20)")
+    ]
