@@ -7,6 +7,7 @@ assert and the pool assertion under triton attention.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from decisiontree.answer import Diagnosis
@@ -322,4 +323,15 @@ def test_a_fix_that_did_not_help_this_symptom_names_only_its_finding() -> None:
 
     assert [(e.fix.id, e.reason) for e in walked.not_helpful] == [
         (TRITON_SAMPLING.id, "did not help in finding 20 (symptom 20)")
+    ]
+
+
+def test_a_fix_that_made_it_worse_says_so() -> None:
+    worse = dataclasses.replace(TRITON_SAMPLING, outcome=Outcome.WORSE)
+    nan = finding(20, NAN_ASSERT, (UNSET_BACKEND, worse))
+
+    walked = diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), build_graph([nan]))
+
+    assert [(e.fix.id, e.reason) for e in walked.not_helpful] == [
+        (worse.id, "made it worse in finding 20 (symptom 20)")
     ]
