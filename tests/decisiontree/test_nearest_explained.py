@@ -8,6 +8,8 @@ was not taken.
 
 from __future__ import annotations
 
+import dataclasses
+
 from decisiontree.context import Context, build_context
 from decisiontree.diagnose import diagnose
 from decisiontree.graph import build_graph
@@ -208,3 +210,18 @@ def test_an_error_class_the_nearest_finding_shares_is_a_word_to_search_by() -> N
     [near] = result.nearest
     assert near.why_not.startswith("same error class (AcceleratorError), another message")
     assert "acceleratorerror" in result.search_words
+
+
+def test_a_finding_that_needs_another_framework_than_yours_says_so_in_the_verdict() -> None:
+    # The cause needs anything but SGLang; the paste is the finding's own error, from an
+    # SGLang run: the same error, on a setup the finding rules out.
+    not_sglang = dataclasses.replace(
+        ALLREDUCE_TOPOLOGY, conditions=(Condition("framework", "sglang", negate=True),)
+    )
+
+    result = diagnose(ALLREDUCE_SAMPLE, on_h100_with_sglang(), build_graph([not_sglang]))
+
+    assert result.verdict == "different_setup"
+    assert [d.describe() for d in result.different_setup] == [
+        "framework sglang here, !=sglang in the finding"
+    ]
