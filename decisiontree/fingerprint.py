@@ -76,48 +76,114 @@ _GPU_NAME = re.compile(
     r"(?:\s+(?:Server|Workstation|Max-Q)(?:\s+(?:Workstation|Edition))*)?"
     r"|(?:[ABHLV]\d{2,3}[A-Z]?|T4|L4|G[BH]\d{3})(?:[- ](?:SXM\d?|PCIe|NVL|HBM\d?e?|\d+GB))*)\b"
 )
+
+
+@dataclass(frozen=True)
+class _Mask:
+    """One masked shape, with what its pattern cannot match without.
+
+    The pattern only runs on a message holding a digit when `digit` says it needs one,
+    and holding each of `needs` (a string, or a tuple of which one will do): a plain
+    substring test costs a fraction of the regex scan it spares, and a pattern that
+    cannot match would have changed nothing.
+    """
+
+    pattern: re.Pattern[str]
+    placeholder: str
+    digit: bool = False
+    needs: tuple[str | tuple[str, ...], ...] = ()
+
+
 # Order matters: wide shapes (URLs, paths, timestamps) before the numbers inside them.
-_MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"https?://\S+"), "<url>"),
-    (re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"), "<ts>"),
-    (re.compile(r"\b\d\d:\d\d:\d\d(?:\.\d+)?\b"), "<ts>"),
-    (re.compile(r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"), "<uuid>"),
-    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
-    (_PATH, "<path>"),
-    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
-    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b"), "<hex>"),
-    (re.compile(r"torch\.Size\(\[[^\]]{0,200}\]\)"), "<shape>"),
-    (re.compile(r"\[\s*-?\d+(?:\s*,\s*-?\d+)+\s*,?\s*\]"), "<shape>"),
-    (re.compile(r"\(\s*-?\d+(?:\s*,\s*-?\d+)+\s*,?\s*\)"), "<shape>"),
-    (re.compile(r"\b\d+(?:x\d+)+\b"), "<shape>"),
-    (_GPU_NAME, "<gpu>"),
-    (re.compile(r"\b\d+(?:\.\d+)?\s?(?:[KMGTPkmgtp]i?B|[kmgt]b|bytes?)\b"), "<size>"),
-    (
+_MASKS: tuple[_Mask, ...] = (
+    _Mask(re.compile(r"https?://\S+"), "<url>", needs=("://",)),
+    _Mask(
+        re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"),
+        "<ts>",
+        digit=True,
+        needs=("-", ":"),
+    ),
+    _Mask(re.compile(r"\b\d\d:\d\d:\d\d(?:\.\d+)?\b"), "<ts>", digit=True, needs=(":",)),
+    _Mask(
+        re.compile(r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"),
+        "<uuid>",
+        needs=("-",),
+    ),
+    _Mask(re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>", digit=True, needs=(".",)),
+    _Mask(_PATH, "<path>", needs=("/",)),
+    _Mask(re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>", needs=("0x",)),
+    _Mask(re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b"), "<hex>", digit=True),
+    _Mask(re.compile(r"torch\.Size\(\[[^\]]{0,200}\]\)"), "<shape>", needs=("torch.Size([",)),
+    _Mask(
+        re.compile(r"\[\s*-?\d+(?:\s*,\s*-?\d+)+\s*,?\s*\]"),
+        "<shape>",
+        digit=True,
+        needs=("[", ","),
+    ),
+    _Mask(
+        re.compile(r"\(\s*-?\d+(?:\s*,\s*-?\d+)+\s*,?\s*\)"),
+        "<shape>",
+        digit=True,
+        needs=("(", ","),
+    ),
+    _Mask(re.compile(r"\b\d+(?:x\d+)+\b"), "<shape>", digit=True, needs=("x",)),
+    _Mask(_GPU_NAME, "<gpu>", digit=True),
+    _Mask(
+        re.compile(r"\b\d+(?:\.\d+)?\s?(?:[KMGTPkmgtp]i?B|[kmgt]b|bytes?)\b"),
+        "<size>",
+        digit=True,
+        needs=(("B", "b"),),
+    ),
+    _Mask(
         re.compile(r"\bv?\d+(?:\.\d+){2,}(?:[.+-]?[A-Za-z]+\d*)*\b|\bv\d+\.\d+\b|\b\d+\.\d+\+\w+"),
         "<ver>",
+        digit=True,
+        needs=(".",),
     ),
-    (re.compile(r"\b(?:GPU|gpu|[Dd]evice)\s?#?\d+\b|\bcuda:\d+\b"), "<gpu>"),
-    (
+    _Mask(
+        re.compile(r"\b(?:GPU|gpu|[Dd]evice)\s?#?\d+\b|\bcuda:\d+\b"),
+        "<gpu>",
+        digit=True,
+        needs=(("GPU", "gpu", "evice", "cuda:"),),
+    ),
+    _Mask(
         re.compile(
             r"\[PG ID[^\]]{0,160}\]|\[[Rr]ank \d+\]|\b[Rr]ank[ =:]?\d+\b"
             r"|\b(?:TP|DP|PP|EP)\d+\b|\btp_rank[=: ]?\d+"
         ),
         "<rank>",
+        needs=(("ank", "P"),),
     ),
-    (
+    _Mask(
         re.compile(r"(['\"])(?=[^'\"\s]{0,63}\d)(?:[0-9a-fA-F-]{8,64}|[\w-]{0,40}-[0-9a-f]{6,})\1"),
         "<id>",
+        digit=True,
+        needs=(("'", '"'),),
     ),
-    (re.compile(r"(?<![\w<])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w>])"), "<num>"),
+    _Mask(re.compile(r"(?<![\w<])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w>])"), "<num>", digit=True),
 )
 _SPACES = re.compile(r"\s+")
+_DIGIT = re.compile(r"\d")
 
 
 def normalise_message(message: str) -> str:
     """Mask the parts of a message that differ between machines, runs and releases."""
-    for pattern, placeholder in _MASKS:
-        message = pattern.sub(placeholder, message)
+    # Placeholders hold no digits, so a message without one never gains one.
+    has_digit = _DIGIT.search(message) is not None
+    for mask in _MASKS:
+        if (has_digit or not mask.digit) and _holds_all(message, mask.needs):
+            message = mask.pattern.sub(mask.placeholder, message)
     return _SPACES.sub(" ", message).strip()
+
+
+def _holds_all(message: str, needs: tuple[str | tuple[str, ...], ...]) -> bool:
+    for need in needs:
+        if isinstance(need, str):
+            if need not in message:
+                return False
+        elif not any(one in message for one in need):
+            return False
+    return True
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z<])")
@@ -139,7 +205,11 @@ def mask_quoted(template: str) -> str:
 
 def base_template(text: str) -> str:
     """The template as version 1 read it: everything but the quoted-value mask."""
-    normalised = _LEADING_RANK.sub("", normalise_message(text))
+    return _first_sentence(normalise_message(text))
+
+
+def _first_sentence(normalised: str) -> str:
+    normalised = _LEADING_RANK.sub("", normalised)
     for end in _SENTENCE_END.finditer(normalised):
         if end.start() >= MIN_SENTENCE_CHARS:
             normalised = normalised[: end.start()]
@@ -276,12 +346,13 @@ def _signature(
     base: str,
     frames: tuple[Frame, ...],
     terms: tuple[str, ...],
-    message: str = "",
+    message: str | None = None,
 ) -> Signature:
     """`base` is the version-1 template; the signature carries the current one.
 
-    `message` is the error's whole first line (the template keeps only its first
-    sentence); it is kept normalised for comparing messages word by word.
+    `message` is the error's whole first line as `message_of` gives it (the template
+    keeps only its first sentence), for comparing messages word by word; the
+    template stands in without one.
     """
     key_frames = tuple(f"{f.module}:{f.function}" for f in frames)
     # Hash basenames, not full modules: a file moved between packages, or a path
@@ -295,7 +366,7 @@ def _signature(
         fingerprint=fingerprint_hash(FINGERPRINT_VERSION, exc_type, template, hashed_frames),
         template_key=_digest("t", exc_type, template.lower()),
         terms=terms,
-        message=message_of(message) if message else template,
+        message=template if message is None else message,
         previous_fingerprint=(
             fingerprint_hash(PREVIOUS_FINGERPRINT_VERSION, exc_type, base, hashed_frames)
             if PREVIOUS_FINGERPRINT_VERSION
@@ -307,6 +378,17 @@ def _signature(
 def message_of(text: str) -> str:
     """The first line of an error, normalised for comparing messages word by word."""
     return mask_quoted(normalise_message(_first_line(text)))[:MAX_MESSAGE_CHARS]
+
+
+def _base_and_message(template_source: str, text: str) -> tuple[str, str | None]:
+    """The version-1 template of `template_source` and `message_of(text)` (None without
+    text); one normalising pass serves both when the two are the same single line."""
+    normalised = normalise_message(template_source)
+    if not text:
+        return _first_sentence(normalised), None
+    first = _first_line(text)
+    line = normalised if first == template_source else normalise_message(first)
+    return _first_sentence(normalised), mask_quoted(line)[:MAX_MESSAGE_CHARS]
 
 
 def fingerprint_hash(version: int, exc_type: str, template: str, frames: Iterable[str]) -> str:
@@ -337,14 +419,15 @@ def _exception_signature(exc: RaisedException, parsed: ParsedTraceback) -> Signa
     # A bare "AssertionError" is identified by the assert statement that raised it.
     text = _first_line(exc.message) or _innermost_code(exc.frames)
     exc_type = canonical_type(exc.type, exc.message)
-    template = _with_assertion(base_template(text), parsed)
+    base, message = _base_and_message(text, text)
+    template = _with_assertion(base, parsed)
     named = [exc_type] if exc.type else []  # "IncompleteTraceback" is our word, not the paste's
     terms = _terms_of(
         [*named, *_message_texts(exc.message), _innermost_code(exc.frames)]
         + [f.code for f in key_frames_of(exc.frames)]
         + _frame_texts(exc.frames)
     )
-    return _signature(exc_type, template, key_frames_of(exc.frames), terms, text)
+    return _signature(exc_type, template, key_frames_of(exc.frames), terms, message)
 
 
 def _exception_score(exc: RaisedException, primary: RaisedException | None) -> int:
@@ -356,9 +439,8 @@ def _exception_score(exc: RaisedException, primary: RaisedException | None) -> i
 
 
 def _kernel_signature(assertion: str) -> Signature:
-    return _signature(
-        "CUDAAssertion", base_template(assertion), (), _terms_of([assertion]), assertion
-    )
+    base, message = _base_and_message(assertion, assertion)
+    return _signature("CUDAAssertion", base, (), _terms_of([assertion]), message)
 
 
 # Error lines outside Python tracebacks: (pattern, type, score, fixed template).
@@ -383,8 +465,9 @@ _TERMINATE = re.compile(r"terminate called after throwing an instance of (?P<ins
 def _line_signature(
     parsed: ParsedTraceback, exc_type: str, text: str, score: int, template: str = ""
 ) -> tuple[int, Signature]:
-    template = _with_assertion(base_template(template or text), parsed)
-    return score, _signature(exc_type, template, (), _terms_of([text]), text)
+    base, message = _base_and_message(template or text, text)
+    template = _with_assertion(base, parsed)
+    return score, _signature(exc_type, template, (), _terms_of([text]), message)
 
 
 def _classify_line(line: str) -> tuple[str, int, str]:
@@ -455,7 +538,8 @@ def _ranked(parsed: ParsedTraceback) -> list[tuple[int, Callable[[], Signature]]
 
 
 def _warning_signature(warning: str) -> Signature:
-    return _signature("Warning", base_template(warning), (), _terms_of([warning]), warning)
+    base, message = _base_and_message(warning, warning)
+    return _signature("Warning", base, (), _terms_of([warning]), message)
 
 
 def signatures_of(parsed: ParsedTraceback) -> tuple[Signature, ...]:

@@ -1,10 +1,12 @@
 """Signatures: the same bug on another machine matches; a different bug does not."""
 
+import re
 import subprocess
 import sys
 
 import pytest
 
+from decisiontree import fingerprint
 from decisiontree.fingerprint import (
     Signature,
     normalise_message,
@@ -27,39 +29,57 @@ def sign_fixture(name: str) -> Signature:
     return sign(fixture(name))
 
 
-@pytest.mark.parametrize(
-    ("message", "normalised"),
-    [
-        (
-            "Tried to allocate 1.75 GiB. GPU 3 has a total capacity of 94.97 GiB",
-            "Tried to allocate <size>. <gpu> has a total capacity of <size>",
-        ),
-        (
-            "tensor on cuda:3 has shape torch.Size([8, 128]) not [8, 256]",
-            "tensor on <gpu> has shape <shape> not <shape>",
-        ),
-        ("Transformers 5.2.0 with torch 2.9.1+cu128", "Transformers <ver> with torch <ver>"),
-        ("No such file: '/home/u/.cache/flashinfer/120a/mla.cu'", "No such file: '<path>'"),
-        ("illegal address 0x7f3b2c5a1eb8 at 2026-02-19 00:08:10", "illegal address <hex> at <ts>"),
-        ("[PG ID 0 PG GUID 0(default_pg) Rank 3] watchdog timeout", "<rank> watchdog timeout"),
-        ("Rank 3 scheduler is dead", "<rank> scheduler is dead"),
-        (
-            "request 'a3f9e1c2-77b0-4c1e-9f00-12ab34cd56ef' failed on "
-            "NVIDIA RTX PRO 6000 Blackwell Server Edition",
-            "request '<uuid>' failed on <gpu>",
-        ),
-        (
-            "only supports bf16/bfloat16 or fp8_e4m3 kv_cache_dtype",
-            "only supports bf16/bfloat16 or fp8_e4m3 kv_cache_dtype",
-        ),
-        (
-            "mem_fraction_static=0.88 on model.layers.27.mlp",
-            "mem_fraction_static=<num> on model.layers.<num>.mlp",
-        ),
-    ],
-)
+MASKED = [
+    (
+        "Tried to allocate 1.75 GiB. GPU 3 has a total capacity of 94.97 GiB",
+        "Tried to allocate <size>. <gpu> has a total capacity of <size>",
+    ),
+    (
+        "tensor on cuda:3 has shape torch.Size([8, 128]) not [8, 256]",
+        "tensor on <gpu> has shape <shape> not <shape>",
+    ),
+    ("Transformers 5.2.0 with torch 2.9.1+cu128", "Transformers <ver> with torch <ver>"),
+    ("No such file: '/home/u/.cache/flashinfer/120a/mla.cu'", "No such file: '<path>'"),
+    ("illegal address 0x7f3b2c5a1eb8 at 2026-02-19 00:08:10", "illegal address <hex> at <ts>"),
+    ("[PG ID 0 PG GUID 0(default_pg) Rank 3] watchdog timeout", "<rank> watchdog timeout"),
+    ("Rank 3 scheduler is dead", "<rank> scheduler is dead"),
+    (
+        "request 'a3f9e1c2-77b0-4c1e-9f00-12ab34cd56ef' failed on "
+        "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        "request '<uuid>' failed on <gpu>",
+    ),
+    (
+        "only supports bf16/bfloat16 or fp8_e4m3 kv_cache_dtype",
+        "only supports bf16/bfloat16 or fp8_e4m3 kv_cache_dtype",
+    ),
+    (
+        "mem_fraction_static=0.88 on model.layers.27.mlp",
+        "mem_fraction_static=<num> on model.layers.<num>.mlp",
+    ),
+]
+
+
+@pytest.mark.parametrize(("message", "normalised"), MASKED)
 def test_it_masks_what_differs_between_machines(message: str, normalised: str) -> None:
     assert normalise_message(message) == normalised
+
+
+def test_a_mask_it_skips_could_not_have_matched() -> None:
+    # A mask runs only on messages holding what its pattern needs; skipping one that
+    # could match would move fingerprints that stored link/split decisions are keyed by.
+    lines = {
+        line
+        for path in TRACEBACKS.glob("*.txt")
+        for line in path.read_text(encoding="utf-8").splitlines()
+    } | {message for message, _ in MASKED}
+    masked = 0
+    for line in sorted(lines):
+        every_mask = line
+        for mask in fingerprint._MASKS:
+            every_mask = mask.pattern.sub(mask.placeholder, every_mask)
+        assert normalise_message(line) == re.sub(r"\s+", " ", every_mask).strip(), line
+        masked += every_mask != line
+    assert masked > 50  # the fixtures exercise the masks, not only text without numbers
 
 
 def test_it_matches_a_clipped_tail_with_the_full_traceback_from_another_install() -> None:
