@@ -44,3 +44,55 @@ def test_the_same_ordinary_error_from_the_same_code_is_known_beside_a_long_title
         "fingerprint",
         MatchLevel.KNOWN,
     )
+
+
+def _capture_oom(frames: list[tuple[str, str]]) -> str:
+    """An out-of-memory traceback through `frames` (module, function), outermost first."""
+    lines = ["Traceback (most recent call last):"]
+    for module, function in frames:
+        lines.append(
+            f'  File "/opt/venv/lib/python3.12/site-packages/servekit/{module}.py", line 41, '
+            f"in {function}"
+        )
+        lines.append("    result = step(size)")
+    lines.append(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.10 GiB of which 1.25 GiB is free."
+    )
+    return "\n".join(lines)
+
+
+def _lookup_beside_warmup_finding(paste: str) -> tuple[int, str, MatchLevel]:
+    index = SignatureIndex()
+    known = _capture_oom([("warmup", "replay_batch_shapes"), ("graphs", "capture_graph")])
+    for signature in signatures_of(parse(known)):
+        index.add(1, signature)
+    index.add_text(
+        1,
+        title="Warm-up graph capture runs out of memory on small cards, "
+        "together with an NCCL watchdog abort",
+        summary="",
+        cause="",
+    )
+    for signature in signatures_of(parse("ValueError: servekit warmup expects one batch size")):
+        index.add(2, signature)
+    index.finish()
+    found = index.lookup([Query.of(s) for s in signatures_of(parse(paste))])
+    return found[0].finding_id, found[0].layer, found[0].level
+
+
+def test_the_same_message_from_both_functions_moved_to_another_module_is_known() -> None:
+    # One function moved to another file: a new fingerprint, the same message template,
+    # and both key functions of the finding by name.
+    moved = _capture_oom([("engine", "replay_batch_shapes"), ("graphs", "capture_graph")])
+
+    assert _lookup_beside_warmup_finding(moved) == (1, "template", MatchLevel.KNOWN)
+
+
+def test_the_same_message_from_one_shared_function_alone_is_not_known() -> None:
+    # A single shared function name says too little without its module.
+    one = _capture_oom([("graphs", "capture_graph")])
+
+    finding_id, layer, level = _lookup_beside_warmup_finding(one)
+    assert (finding_id, layer) == (1, "template")
+    assert level is not MatchLevel.KNOWN
