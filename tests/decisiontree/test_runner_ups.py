@@ -93,6 +93,17 @@ def test_a_similar_match_far_below_the_first_is_listed_as_a_runner_up() -> None:
     assert [c.runner_up for c in shortlist([first, close, far_below])] == [False] * 3
 
 
+def test_a_similar_match_exactly_at_the_relative_cut_off_is_listed_as_a_match() -> None:
+    # Exactly half the first score with a relative cut-off of a half: shown beside the
+    # first as a match, not moved down among the runner-ups.
+    first = candidate(1, 0.8)
+    at_half = candidate(2, 0.4)
+
+    listed = shortlist([first, at_half], relative=0.5)
+
+    assert [(c.finding_id, c.runner_up) for c in listed] == [(1, False), (2, False)]
+
+
 def test_nothing_found_lists_nothing() -> None:
     assert shortlist([]) == ()
 

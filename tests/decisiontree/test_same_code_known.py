@@ -96,3 +96,23 @@ def test_the_same_message_from_one_shared_function_alone_is_not_known() -> None:
     finding_id, layer, level = _lookup_beside_warmup_finding(one)
     assert (finding_id, layer) == (1, "template")
     assert level is not MatchLevel.KNOWN
+
+
+def test_a_finding_known_only_by_its_message_is_not_known_from_a_pastes_frames() -> None:
+    # The finding holds the bare message line, no frames: the paste's two functions
+    # cannot be compared with anything, so the ordinary message alone decides.
+    index = SignatureIndex()
+    bare = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.10 GiB of which 1.25 GiB is free."
+    )
+    for signature in signatures_of(parse(bare)):
+        index.add(1, signature)
+    index.add_text(1, title="Warm-up graph capture runs out of memory", summary="", cause="")
+    index.finish()
+    paste = _capture_oom([("engine", "replay_batch_shapes"), ("graphs", "capture_graph")])
+
+    found = index.lookup([Query.of(s) for s in signatures_of(parse(paste))])
+
+    assert (found[0].finding_id, found[0].layer) == (1, "template")
+    assert found[0].level is not MatchLevel.KNOWN
