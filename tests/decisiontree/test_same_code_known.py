@@ -22,28 +22,9 @@ WARMUP_OOM = (
 
 
 def test_the_same_ordinary_error_from_the_same_code_is_known_beside_a_long_title() -> None:
-    index = SignatureIndex()
-    for signature in signatures_of(parse(WARMUP_OOM)):
-        index.add(1, signature)
-    index.add_text(
-        1,
-        title="Warm-up graph capture runs out of memory on small cards, "
-        "together with an NCCL watchdog abort",
-        summary="",
-        cause="",
-    )
-    for signature in signatures_of(parse("ValueError: servekit warmup expects one batch size")):
-        index.add(2, signature)
-    index.finish()
     again = WARMUP_OOM.replace("2.00 GiB", "512.00 MiB").replace("1.25 GiB", "301.00 MiB")
 
-    found = index.lookup([Query.of(s) for s in signatures_of(parse(again))])
-
-    assert (found[0].finding_id, found[0].layer, found[0].level) == (
-        1,
-        "fingerprint",
-        MatchLevel.KNOWN,
-    )
+    assert _lookup_beside(WARMUP_OOM, again) == (1, "fingerprint", MatchLevel.KNOWN)
 
 
 def _capture_oom(frames: list[tuple[str, str]]) -> str:
@@ -63,8 +44,14 @@ def _capture_oom(frames: list[tuple[str, str]]) -> str:
 
 
 def _lookup_beside_warmup_finding(paste: str) -> tuple[int, str, MatchLevel]:
-    index = SignatureIndex()
     known = _capture_oom([("warmup", "replay_batch_shapes"), ("graphs", "capture_graph")])
+    return _lookup_beside(known, paste)
+
+
+def _lookup_beside(known: str, paste: str) -> tuple[int, str, MatchLevel]:
+    """Finding 1 holds `known` under a long title, finding 2 an unrelated error: the first
+    candidate `paste` gets, as (finding, layer, level)."""
+    index = SignatureIndex()
     for signature in signatures_of(parse(known)):
         index.add(1, signature)
     index.add_text(
