@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 
+from decisiontree.gated import GatedPattern, Needs
 from decisiontree.terms import facets_of, unique_words
 from decisiontree.traceback import (
     Frame,
@@ -78,75 +79,66 @@ _GPU_NAME = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class _Mask:
-    """One masked shape, with what its pattern cannot match without.
-
-    The pattern only runs on a message holding a digit when `digit` says it needs one,
-    and holding each of `needs` (a string, or a tuple of which one will do): a plain
-    substring test costs a fraction of the regex scan it spares, and a pattern that
-    cannot match would have changed nothing.
-    """
-
-    pattern: re.Pattern[str]
-    placeholder: str
-    digit: bool = False
-    needs: tuple[str | tuple[str, ...], ...] = ()
+def _mask(
+    pattern: re.Pattern[str], placeholder: str, *, digit: bool = False, needs: Needs = ()
+) -> tuple[GatedPattern, str]:
+    """One masked shape: its pattern, run only where it can match, and its placeholder."""
+    return GatedPattern(pattern, digit=digit, needs=needs), placeholder
 
 
 # Order matters: wide shapes (URLs, paths, timestamps) before the numbers inside them.
-_MASKS: tuple[_Mask, ...] = (
-    _Mask(re.compile(r"https?://\S+"), "<url>", needs=("://",)),
-    _Mask(
+_MASKS: tuple[tuple[GatedPattern, str], ...] = (
+    _mask(re.compile(r"https?://\S+"), "<url>", needs=("://",)),
+    _mask(
         re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"),
         "<ts>",
         digit=True,
         needs=("-", ":"),
     ),
-    _Mask(re.compile(r"\b\d\d:\d\d:\d\d(?:\.\d+)?\b"), "<ts>", digit=True, needs=(":",)),
-    _Mask(
+    _mask(re.compile(r"\b\d\d:\d\d:\d\d(?:\.\d+)?\b"), "<ts>", digit=True, needs=(":",)),
+    _mask(
         re.compile(r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"),
         "<uuid>",
         needs=("-",),
     ),
-    _Mask(re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>", digit=True, needs=(".",)),
-    _Mask(_PATH, "<path>", needs=("/",)),
-    _Mask(re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>", needs=("0x",)),
-    _Mask(re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b"), "<hex>", digit=True),
-    _Mask(re.compile(r"torch\.Size\(\[[^\]]{0,200}\]\)"), "<shape>", needs=("torch.Size([",)),
-    _Mask(
+    _mask(re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>", digit=True, needs=(".",)),
+    _mask(_PATH, "<path>", needs=("/",)),
+    _mask(re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>", needs=("0x",)),
+    _mask(re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b"), "<hex>", digit=True),
+    _mask(re.compile(r"torch\.Size\(\[[^\]]{0,200}\]\)"), "<shape>", needs=("torch.Size([",)),
+    _mask(
         re.compile(r"\[\s*-?\d+(?:\s*,\s*-?\d+)+\s*,?\s*\]"),
         "<shape>",
         digit=True,
         needs=("[", ","),
     ),
-    _Mask(
+    _mask(
         re.compile(r"\(\s*-?\d+(?:\s*,\s*-?\d+)+\s*,?\s*\)"),
         "<shape>",
         digit=True,
         needs=("(", ","),
     ),
-    _Mask(re.compile(r"\b\d+(?:x\d+)+\b"), "<shape>", digit=True, needs=("x",)),
-    _Mask(_GPU_NAME, "<gpu>", digit=True),
-    _Mask(
+    _mask(re.compile(r"\b\d+(?:x\d+)+\b"), "<shape>", digit=True, needs=("x",)),
+    _mask(_GPU_NAME, "<gpu>", digit=True),
+    _mask(
         re.compile(r"\b\d+(?:\.\d+)?\s?(?:[KMGTPkmgtp]i?B|[kmgt]b|bytes?)\b"),
         "<size>",
         digit=True,
         needs=(("B", "b"),),
     ),
-    _Mask(
+    _mask(
         re.compile(r"\bv?\d+(?:\.\d+){2,}(?:[.+-]?[A-Za-z]+\d*)*\b|\bv\d+\.\d+\b|\b\d+\.\d+\+\w+"),
         "<ver>",
         digit=True,
         needs=(".",),
     ),
-    _Mask(
+    _mask(
         re.compile(r"\b(?:GPU|gpu|[Dd]evice)\s?#?\d+\b|\bcuda:\d+\b"),
         "<gpu>",
         digit=True,
         needs=(("GPU", "gpu", "evice", "cuda:"),),
     ),
-    _Mask(
+    _mask(
         re.compile(
             r"\[PG ID[^\]]{0,160}\]|\[[Rr]ank \d+\]|\b[Rr]ank[ =:]?\d+\b"
             r"|\b(?:TP|DP|PP|EP)\d+\b|\btp_rank[=: ]?\d+"
@@ -154,13 +146,13 @@ _MASKS: tuple[_Mask, ...] = (
         "<rank>",
         needs=(("ank", "P"),),
     ),
-    _Mask(
+    _mask(
         re.compile(r"(['\"])(?=[^'\"\s]{0,63}\d)(?:[0-9a-fA-F-]{8,64}|[\w-]{0,40}-[0-9a-f]{6,})\1"),
         "<id>",
         digit=True,
         needs=(("'", '"'),),
     ),
-    _Mask(re.compile(r"(?<![\w<])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w>])"), "<num>", digit=True),
+    _mask(re.compile(r"(?<![\w<])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w>])"), "<num>", digit=True),
 )
 _SPACES = re.compile(r"\s+")
 _DIGIT = re.compile(r"\d")
@@ -170,20 +162,9 @@ def normalise_message(message: str) -> str:
     """Mask the parts of a message that differ between machines, runs and releases."""
     # Placeholders hold no digits, so a message without one never gains one.
     has_digit = _DIGIT.search(message) is not None
-    for mask in _MASKS:
-        if (has_digit or not mask.digit) and _holds_all(message, mask.needs):
-            message = mask.pattern.sub(mask.placeholder, message)
+    for gated, placeholder in _MASKS:
+        message = gated.sub(placeholder, message, has_digit)
     return _SPACES.sub(" ", message).strip()
-
-
-def _holds_all(message: str, needs: tuple[str | tuple[str, ...], ...]) -> bool:
-    for need in needs:
-        if isinstance(need, str):
-            if need not in message:
-                return False
-        elif not any(one in message for one in need):
-            return False
-    return True
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z<])")

@@ -28,30 +28,53 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from decisiontree.gated import GatedPattern
 from decisiontree.traceback import module_of
 
 MAX_TOKEN_CHARS = 120  # longer "words" are base64, hashes or minified data
 
 _DIGIT = re.compile(r"\d")
-_URL = re.compile(r"\b(?:https?|ftp|file)://[^\s'\"<>)\]]{1,500}")
-_UUID = re.compile(r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
-_HEXISH = re.compile(r"\b0x[0-9a-fA-F]{1,32}\b|\b(?=[0-9a-f]{0,40}\d)[0-9a-f]{8,40}\b")
-_SIZE = re.compile(r"\b\d{1,12}(?:\.\d{1,6})?\s?(?:[KMGTPkmgtp]i?B|bytes?)\b")
-_VERSION = re.compile(
-    r"(?<![\w.])v?\d{1,4}(?:\.\d{1,5}){1,3}(?:(?:[.+-]?(?:post|dev|rc|a|b|cu|rocm)\d{0,4})"
-    r"|\+[\w.]{1,20})*(?![\w.]*\d)"
+# Each pattern with what it cannot match without (`gated`): most lines are short and
+# hold none of it.
+_URL = GatedPattern(re.compile(r"\b(?:https?|ftp|file)://[^\s'\"<>)\]]{1,500}"), needs=("://",))
+_UUID = GatedPattern(
+    re.compile(r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"), needs=("-",)
 )
-_ERROR_CODE = re.compile(
-    r"\b(?:error|code|errno|err|status|returned)\b\s{0,3}[=:(#]?\s{0,3}\(?(?P<num>\d{1,5})\b",
-    re.IGNORECASE,
+_HEXISH = GatedPattern(
+    re.compile(r"\b0x[0-9a-fA-F]{1,32}\b|\b(?=[0-9a-f]{0,40}\d)[0-9a-f]{8,40}\b"), digit=True
+)
+_SIZE = GatedPattern(
+    re.compile(r"\b\d{1,12}(?:\.\d{1,6})?\s?(?:[KMGTPkmgtp]i?B|bytes?)\b"),
+    digit=True,
+    needs=(("B", "byte"),),
+)
+_VERSION = GatedPattern(
+    re.compile(
+        r"(?<![\w.])v?\d{1,4}(?:\.\d{1,5}){1,3}(?:(?:[.+-]?(?:post|dev|rc|a|b|cu|rocm)\d{0,4})"
+        r"|\+[\w.]{1,20})*(?![\w.]*\d)"
+    ),
+    digit=True,
+    needs=(".",),
+)
+_ERROR_CODE = GatedPattern(
+    re.compile(
+        r"\b(?:error|code|errno|err|status|returned)\b\s{0,3}[=:(#]?\s{0,3}\(?(?P<num>\d{1,5})\b",
+        re.IGNORECASE,
+    ),
+    digit=True,
+    needs=(("err", "code", "status", "returned"),),
+    fold_case=True,
 )
 # A path: two or more segments joined by / or \, or one segment after a leading
 # /, ./, ../ or ~/; Windows drives included. Bounded segments keep it linear.
-_PATH = re.compile(
-    r"(?<![\w.@+/\\-])(?:[A-Za-z]:)?(?:(?:~|\.{1,3})?[/\\](?:[\w.@+-]{1,100}[/\\]){0,30}"
-    r"|(?:[\w.@+-]{1,100}[/\\]){1,30})[\w.@+-]{1,100}"
+_PATH = GatedPattern(
+    re.compile(
+        r"(?<![\w.@+/\\-])(?:[A-Za-z]:)?(?:(?:~|\.{1,3})?[/\\](?:[\w.@+-]{1,100}[/\\]){0,30}"
+        r"|(?:[\w.@+-]{1,100}[/\\]){1,30})[\w.@+-]{1,100}"
+    ),
+    needs=(("/", "\\"),),
 )
-_MANGLED = re.compile(r"\b_Z[A-Za-z0-9_]{3,400}")
+_MANGLED = GatedPattern(re.compile(r"\b_Z[A-Za-z0-9_]{3,400}"), needs=("_Z",))
 _SHARED_LIBRARY = re.compile(r"^(lib[\w+-]{1,80}?)\.(?:so|dylib|dll|a)(?:\.\d+)*$")
 _TOKEN = re.compile(r"-{0,2}[A-Za-z_][A-Za-z0-9_]{0,119}(?:-[A-Za-z0-9_]{1,60}){0,8}")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -70,7 +93,10 @@ _BORING_DIRS = frozenset(
      "conda", "anaconda3", "miniconda3", "site-packages", "dist-packages", "python", "work"}
 )  # fmt: skip
 _PACKAGED = re.compile(r"/(?:site|dist)-packages/|/lib/python\d")
-_BARE_LIBRARY = re.compile(r"(?<![\w/\\.-])lib[\w+-]{1,80}?\.(?:so|dylib|dll)(?:\.\d{1,4}){0,4}\b")
+_BARE_LIBRARY = GatedPattern(
+    re.compile(r"(?<![\w/\\.-])lib[\w+-]{1,80}?\.(?:so|dylib|dll)(?:\.\d{1,4}){0,4}\b"),
+    needs=("lib",),
+)
 _PATH_KEEP_DIRS = 2  # directories kept above a non-package file: ".../gloo/transport/tcp/pair.cc"
 
 
@@ -88,38 +114,20 @@ class Facets:
 def words_of(text: str) -> list[str]:
     """Terms of `text` in order of appearance, repeats kept (callers count them)."""
     words: list[str] = []
-    # Each pass runs only when the text holds what it looks for: most lines are short.
     digits = _DIGIT.search(text) is not None
-    if digits and _may_name_error_code(text):
-        words.extend(f"code{int(m['num'])}" for m in _ERROR_CODE.finditer(text))
-    if "://" in text:
-        text = _URL.sub(" ", text)
-    if "_Z" in text:
-        text = _MANGLED.sub(lambda m: " " + demangled_name(m.group()) + " ", text)
-    if "/" in text or "\\" in text:
-        text = _PATH.sub(lambda m: " " + " ".join(path_words(m.group())) + " ", text)
-    if "lib" in text:
-        text = _BARE_LIBRARY.sub(lambda m: " " + " ".join(path_words(m.group())) + " ", text)
-    if digits:
-        # What each pattern cannot match without (a dash, a unit, a dot) is checked first:
-        # a title or a cause has a number or two and rarely any of these.
-        if "-" in text:
-            text = _UUID.sub(" ", text)
-        text = _HEXISH.sub(" ", text)
-        if "B" in text or "byte" in text:
-            text = _SIZE.sub(" ", text)
-        if "." in text:
-            text = _VERSION.sub(" ", text)
+    words.extend(f"code{int(m['num'])}" for m in _ERROR_CODE.finditer(text, digits))
+    text = _URL.sub(" ", text, digits)
+    text = _MANGLED.sub(lambda m: " " + demangled_name(m.group()) + " ", text, digits)
+    text = _PATH.sub(lambda m: " " + " ".join(path_words(m.group())) + " ", text, digits)
+    text = _BARE_LIBRARY.sub(lambda m: " " + " ".join(path_words(m.group())) + " ", text, digits)
+    # `digits` is of the text as given: the passes above put in only what came from it.
+    text = _UUID.sub(" ", text, digits)
+    text = _HEXISH.sub(" ", text, digits)
+    text = _SIZE.sub(" ", text, digits)
+    text = _VERSION.sub(" ", text, digits)
     for token in _TOKEN.findall(text):
         words.extend(expand(token))
     return words
-
-
-def _may_name_error_code(text: str) -> bool:
-    """Whether `_ERROR_CODE` can match: its words, in any case (casefold: the pattern's
-    case-blind match also takes "ſ" for "s")."""
-    folded = text.casefold()
-    return "err" in folded or "code" in folded or "status" in folded or "returned" in folded
 
 
 def unique_words(texts: Iterable[str]) -> tuple[str, ...]:
@@ -218,15 +226,18 @@ def _is_term(term: str) -> bool:
 
 def facets_of(text: str) -> Facets:
     """Flags, env names, versions, shared libraries and kernel names in `text`."""
+    digits = _DIGIT.search(text) is not None
     libraries = []
-    for match in _PATH.finditer(text):
+    for match in _PATH.finditer(text, digits):
         base = match.group().replace("\\", "/").rsplit("/", 1)[-1]
         if library := _SHARED_LIBRARY.match(base):
             libraries.append(library.group(1))
     return Facets(
         flags=_distinct(m.group().lstrip("-").lower() for m in _FLAG.finditer(text)),
         env=_distinct(_ENV_NAME.findall(text)),
-        versions=_distinct(m.group().lstrip("v") for m in _VERSION.finditer(_URL.sub(" ", text))),
+        versions=_distinct(
+            m.group().lstrip("v") for m in _VERSION.finditer(_URL.sub(" ", text, digits), digits)
+        ),
         libraries=_distinct(libraries),
         kernels=_distinct(m.group().rstrip("<") for m in _KERNEL.finditer(text)),
     )
