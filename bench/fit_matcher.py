@@ -355,7 +355,7 @@ def main() -> int:
         "in-sample: top-1 {:.2f}, top-3 {:.2f}, false {:.2f}".format(*in_figures)
     )
     if args.misses:
-        print_misses(cv, similar, reports)
+        print_misses(cv, similar, runner_up, reports)
     names = ["bias", *FEATURES]
     print("weights: " + ", ".join(f"{n} {v:+.2f}" for n, v in zip(names, w_all, strict=True)))
     if args.write:
@@ -407,11 +407,36 @@ def _wrong_listed(found: Sequence[Answer], similar: float, runner_up: float) -> 
     return wrong / len(answered) if answered else 0.0
 
 
-def print_misses(found: Sequence[Answer], similar: float, reports) -> None:  # type: ignore[no-untyped-def]
+def miss_kind(answer: Answer, similar: float, runner_up: float) -> str:
+    """Which way a cross-validated answer misses, by where the right bug stands (not by
+    the words of the report): what a change would have to move to count it."""
+    listed = shown(answer, similar, runner_up)
+    if not answer.known:
+        return "control answered"
+    rank = next((i for i, (_, bug) in enumerate(answer.ranked) if bug == answer.bug), None)
+    if rank is None:
+        return "right bug not retrieved"
+    if rank == 0:
+        return "right first, below similar"
+    if rank > 2:
+        return "right bug below the first three"
+    if answer.bug in listed[:3]:
+        return "wrong first, right listed (top-3)"
+    return "wrong first, right not listed"
+
+
+def print_misses(  # type: ignore[no-untyped-def]
+    found: Sequence[Answer], similar: float, runner_up: float, reports
+) -> None:
     """One line per query whose cross-validated answer is not right first (or a control
-    answered): the right bug's rank and probability, and the best wrong candidate's."""
-    print("\nmisses (cross-validated): query, expected, right bug's rank/probability, best wrong")
+    answered): the right bug's rank and probability, the best wrong candidate's, and the
+    kind of miss; then how many of each kind."""
+    print(
+        "\nmisses (cross-validated): query, expected, right bug's rank/probability, best wrong, "
+        "kind"
+    )
     answered = {a.query for a in found}
+    kinds: dict[str, int] = defaultdict(int)
     for answer in sorted(found, key=lambda a: (a.known, a.query)):
         bugs = shown(answer, similar)
         if answer.known and bugs[:1] == [answer.bug]:
@@ -421,16 +446,20 @@ def print_misses(found: Sequence[Answer], similar: float, reports) -> None:  # t
         rank = next((i for i, (_, b) in enumerate(answer.ranked) if b == answer.bug), None)
         right = f"{rank + 1}/{answer.ranked[rank][0]:.2f}" if rank is not None else "absent"
         wrong = next(((p, b) for p, b in answer.ranked if b != answer.bug), None)
-        wrong_text = f"{wrong[0]:.2f} {wrong[1]}" if wrong else "-"
-        kind = "known" if answer.known else "control"
+        wrong_text = f"{wrong[0]:.2f} {wrong[1][:40]}" if wrong else "-"
+        kind = miss_kind(answer, similar, runner_up)
+        kinds[kind] += 1
+        expected = "known" if answer.known else "control"
         print(
-            f"  {answer.query:<10} {kind:<8} {answer.bug[:40]:<40} right {right:<9} "
-            f"wrong {wrong_text}"
+            f"  {answer.query:<10} {expected:<8} {answer.bug[:40]:<40} right {right:<9} "
+            f"wrong {wrong_text:<46} {kind}"
         )
     _, queries = shared_reports.split(reports)
     missing = [r.id for r in queries if r.known and r.id not in answered]
     if missing:
+        kinds["no candidate at all"] += len(missing)
         print("  no candidate at all: " + ", ".join(missing))
+    print("by kind: " + "; ".join(f"{kind} {count}" for kind, count in sorted(kinds.items())))
 
 
 def _r(value: float) -> float:
