@@ -24,6 +24,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from kb.collector import collector_paused
 from kb.models import Finding
 from kb.models.search import FindingSearchDocument, SearchRefresh, SearchWord
 from kb.search.documents import rebuilding_index_pays, write_documents
@@ -123,10 +124,12 @@ def refresh_queued(batch: int = BATCH) -> int:
     is cheaper built afresh (`rebuilding_index_pays`), all in one."""
     queued = sorted(SearchRefresh.objects.values_list("finding_id", "queued_at"))
     if rebuilding_index_pays(len(queued)):
-        refresh_batch(queued, reindex=True)
+        with collector_paused():
+            refresh_batch(queued, reindex=True)
         return len(queued)
     for start in range(0, len(queued), batch):
-        refresh_batch(queued[start : start + batch])
+        with collector_paused():
+            refresh_batch(queued[start : start + batch])
     return len(queued)
 
 

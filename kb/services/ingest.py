@@ -31,6 +31,7 @@ from decisiontree.documents import (
     decode_document,
     extract_document,
 )
+from kb.collector import collector_paused
 from kb.models import Finding, SourceDocument
 from kb.search import refresh_afterwards
 from kb.services.bulk import create_findings
@@ -75,7 +76,8 @@ def ingest_paths(paths: Iterable[str | Path], *, publish: bool = False) -> Inges
     report = IngestReport()
     with remembered_lookups(), refresh_afterwards():
         for path in iter_documents(paths):
-            report.documents.append(ingest_file(path, publish=publish))
+            with collector_paused():  # one document at a time: its objects, then freed
+                report.documents.append(ingest_file(path, publish=publish))
     return report
 
 
