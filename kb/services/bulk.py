@@ -17,7 +17,10 @@ are then never created by two writers at once.
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, TypeVar
@@ -52,6 +55,11 @@ from kb.signals import findings_created
 
 BATCH = 1000
 HISTORY_BATCH = 500  # ids in one IN list: within SQLite's 999 parameters too
+# A document with this many distinct samples has them parsed in a second process while
+# its rows are written (parsing is ~0.2 ms a sample, a third of storing's own CPU; the
+# worker's start and the results' way back cost ~0.03 ms a sample: bench/README.md).
+PARALLEL_AT_LEAST = 1000
+PARSE_CHUNK = 100  # samples a worker parses per message
 T = TypeVar("T")
 
 
@@ -92,8 +100,14 @@ def create_findings(
     """Store `keyed` entries of a new `document` as new findings; return their ids."""
     created: list[int] = []
     parsed: dict[str, SampleSignatures] = {}  # a text repeated in a document parses once
-    for batch in _chunks(keyed, BATCH):
-        created += _create_batch(document, batch, problems, publish, parsed)
+    texts = list(dict.fromkeys(text for _, entry in keyed for text in entry.samples))
+    with _parsing(texts) as results:
+        for batch in _chunks(keyed, BATCH):
+            for text in (text for _, entry in batch for text in entry.samples):
+                while text not in parsed:  # results come in the order of `texts`
+                    done, found = next(results)
+                    parsed[done] = found
+            created += _create_batch(document, batch, problems, publish, parsed)
     if created:
         KnowledgeRevision.bump_once()
         # Instances only for a listener that reads them (webhooks, when some listen).
@@ -119,10 +133,6 @@ def _create_batch(
         for (key, _), value in zip(batch, values, strict=True)
     ]
     finding_ids = _create_with_history(findings)
-    for entry in (entry for _, entry in batch):
-        for text in entry.samples:
-            if text not in parsed:
-                parsed[text] = signatures_of_sample(text)
     signature_ids = _signature_ids(
         found for _, entry in batch for text in entry.samples for found in _found(parsed[text])
     )
@@ -136,6 +146,28 @@ def _create_batch(
             _write(table)
     queue_refreshes(finding_ids)
     return finding_ids
+
+
+@contextmanager
+def _parsing(texts: list[str]) -> Iterator[Iterator[tuple[str, SampleSignatures]]]:
+    """(text, its signatures) for each of `texts`, in their order, as the caller asks.
+
+    With many texts and a second core, forked workers (one on two cores, two on more)
+    parse them while this process writes rows: parsing is pure, the same function gives
+    the same results. Where no child process can start (a daemonic worker process, no
+    fork), they parse here, one by one."""
+    workers = min(2, (os.cpu_count() or 1) - 1)
+    inline = ((text, signatures_of_sample(text)) for text in texts)
+    if len(texts) < PARALLEL_AT_LEAST or workers < 1:
+        yield inline
+        return
+    try:
+        pool = multiprocessing.get_context("fork").Pool(workers)
+    except (OSError, ValueError, AssertionError):  # AssertionError: a daemonic process
+        yield inline
+        return
+    with pool:  # leaving it (done, or an error) stops the worker
+        yield zip(texts, pool.imap(signatures_of_sample, texts, chunksize=PARSE_CHUNK), strict=True)
 
 
 def _add_links(

@@ -3,16 +3,22 @@ unread, and two ingests at once both finish."""
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
+import os
 import threading
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from api.models import Webhook, WebhookDelivery
-from kb.models import ErrorSignature, Finding, LanguageModel, SourceDocument
+from decisiontree.samples import signatures_of_sample, stored_form
+from kb.models import ErrorSample, ErrorSignature, Finding, LanguageModel, SourceDocument
+from kb.services import bulk
 from kb.services.ingest import IngestReport, ingest_paths
 from tests.services import require_services
 
@@ -247,3 +253,55 @@ def test_a_row_the_database_refuses_in_bulk_fails_its_document_alone(
     assert list(SourceDocument.objects.values_list("path", flat=True)) == [str(stored)]
     assert Finding.objects.filter(origin__path=str(stored)).count() == 3
     assert Finding.objects.count() == 3
+
+
+@pytest.mark.django_db
+def test_samples_parsed_in_a_second_process_are_stored_as_parsed_here(
+    on_postgres: None, vocabulary: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long document's samples are parsed by a forked worker while its rows are written;
+    each sample keeps the signatures this process would give it, in batches of any size."""
+    contexts: list[str] = []
+    real_context = multiprocessing.get_context
+
+    def spied_context(method: str) -> Any:
+        contexts.append(method)
+        return real_context(method)
+
+    monkeypatch.setattr(multiprocessing, "get_context", spied_context)
+    monkeypatch.setattr(bulk, "PARALLEL_AT_LEAST", 10)
+    monkeypatch.setattr(bulk, "PARSE_CHUNK", 4)
+    monkeypatch.setattr(bulk, "BATCH", 7)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    path = tmp_path / "FINDINGS.md"
+    path.write_text(entries(40))
+
+    report = ingest_paths([path], publish=True)
+
+    assert contexts == ["fork"]
+    assert report.documents[0].findings_created == 40
+    samples = ErrorSample.objects.select_related("signature").order_by("pk")
+    assert samples.count() == 40
+    for sample in samples:
+        found = signatures_of_sample(sample.text)
+        assert isinstance(found, tuple)
+        assert sample.parsed == stored_form(found)
+        assert sample.signature is not None
+        assert sample.signature.fingerprint == found[0].fingerprint
+        assert list(sample.finding.signatures.all()) == [sample.signature]
+
+
+@pytest.mark.django_db
+def test_an_ingest_leaves_the_garbage_collector_running(
+    on_postgres: None, vocabulary: None, tmp_path: Path
+) -> None:
+    """The collector is paused while a document is stored and its documents built, and
+    running again afterwards, after a document that failed too."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "FINDINGS.md").write_text(entries(3))
+    (tmp_path / "b.md").write_text("   \n")  # empty: refused
+
+    report = ingest_paths([tmp_path], publish=True)
+
+    assert [doc.action for doc in report.documents] == ["created", "failed"]
+    assert gc.isenabled()
