@@ -14,6 +14,12 @@ class Command(BaseCommand):
         "Ingest incident write-ups and FINDINGS.md files (files or folders). Idempotent: "
         "unchanged documents are skipped, edited ones update their findings."
     )
+    # Django's system checks cost 0.9 s of each run (they import every URL module and
+    # the admin); they judge the project's configuration (URLs, admin, templates,
+    # security settings), which `manage.py check`, `migrate` and the server's start-up
+    # check, not anything an ingest reads. Django's own `shell`, `dbshell`, `test` and
+    # `createcachetable` skip them the same way.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", help="Files or folders (.md, .txt, .log)")
