@@ -1,0 +1,95 @@
+"""How a question names the answer that changes things, and what each answer would do.
+
+The paste is the NaN decode assert of tests/decisiontree/test_questions.py; the
+findings here differ in the facts they were seen under.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from decisiontree.context import build_context
+from decisiontree.diagnose import diagnose
+from decisiontree.graph import build_graph
+from decisiontree.records import Change, ChangeAction, Condition, FindingRecord, FixRecord, Outcome
+
+FIXTURES = Path(__file__).parent / "fixtures" / "diagnose"
+NAN_ASSERT = (FIXTURES / "decode_assert_rtx_host_a.txt").read_text()
+NAN_ASSERT_ELSEWHERE = (FIXTURES / "decode_assert_rtx_host_b.txt").read_text()
+
+BF16 = FixRecord(
+    1, "Store the KV cache in BF16", (Change(ChangeAction.SET_FLAG, "kv-cache-dtype", "bf16"),),
+    Outcome.RESOLVES,
+)  # fmt: skip
+UPGRADE = FixRecord(
+    2, "Upgrade flashinfer", (Change(ChangeAction.PIN_VERSION, "flashinfer-python", "0.7.2"),),
+    Outcome.RESOLVES,
+)  # fmt: skip
+
+
+def finding(finding_id: int, conditions: tuple[Condition, ...], fix: FixRecord) -> FindingRecord:
+    return FindingRecord(
+        id=finding_id,
+        title=f"NaN in decode sampling ({finding_id})",
+        kind="crash",
+        cause=f"cause number {finding_id}",
+        samples=(NAN_ASSERT,),
+        conditions=conditions,
+        fixes=(fix,),
+    )
+
+
+SGLANG = Condition("framework", "sglang")
+# Seen with one setting only; the other finding holds whatever it is.
+ANY_SETTING = finding(20, (SGLANG,), UPGRADE)
+
+
+def only_question(*findings: FindingRecord) -> tuple[str, dict[str, str]]:
+    result = diagnose(
+        NAN_ASSERT_ELSEWHERE, build_context(framework="sglang"), build_graph(findings)
+    )
+    [question] = result.questions
+    return question.text, dict(question.first_fix_by_answer)
+
+
+def test_a_flag_whose_other_values_change_the_first_fix_is_asked_about_as_another_value() -> None:
+    flashinfer = finding(10, (Condition("flag.attention-backend", "flashinfer"), SGLANG), BF16)
+
+    text, by_answer = only_question(flashinfer, ANY_SETTING)
+
+    assert text == (
+        "What is --attention-backend set to (in the launch command or the server_args log "
+        "line)? On another value of --attention-backend the first fix differs."
+    )
+    assert by_answer == {"flashinfer": BF16.summary, "other": UPGRADE.summary}
+
+
+def test_a_package_release_question_names_the_package_in_its_other_answer() -> None:
+    on_torch_28 = finding(10, (Condition("version.torch", "2.8.0"), SGLANG), BF16)
+
+    text, by_answer = only_question(on_torch_28, ANY_SETTING)
+
+    assert text == "What is version.torch? On another version.torch the first fix differs."
+    assert by_answer == {"2.8.0": BF16.summary, "other": UPGRADE.summary}
+
+
+def test_a_fix_first_only_while_the_gpu_is_unknown_makes_the_gpu_a_question() -> None:
+    # Seen on two architectures, so any one GPU contradicts one of them: whatever the
+    # user answers, the other finding's fix comes first, though now it is second.
+    two_archs = finding(10, (Condition("gpu.arch", "sm_90"), Condition("gpu.arch", "sm_100")), BF16)
+    no_conditions = finding(20, (), UPGRADE)
+    result = diagnose(
+        NAN_ASSERT_ELSEWHERE,
+        build_context(framework="sglang"),
+        build_graph([two_archs, no_conditions]),
+    )
+
+    assert [fix.fix.id for fix in result.fixes] == [BF16.id, UPGRADE.id]
+    [question] = result.questions
+    # A real architecture is named, not "another GPU", when one changes the answer.
+    assert question.text == "Which GPU? On sm_100 the first fix differs."
+    assert dict(question.first_fix_by_answer) == {
+        "sm_100": UPGRADE.summary,
+        "sm_90": UPGRADE.summary,
+        "other": UPGRADE.summary,
+    }
