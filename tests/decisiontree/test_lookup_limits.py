@@ -9,8 +9,9 @@ tests/decisiontree/test_reviewer_decisions.py's.
 from __future__ import annotations
 
 from decisiontree.context import build_context
-from decisiontree.diagnose import diagnose
+from decisiontree.diagnose import diagnose, matched
 from decisiontree.graph import build_graph
+from decisiontree.match import Candidate
 from decisiontree.records import Change, ChangeAction, FindingRecord, FixRecord, Outcome
 from tests.decisiontree.test_fingerprint_version import SCHEDULER_CRASH, sign
 from tests.decisiontree.test_reviewer_decisions import SCHEDULER_CRASH_ELSEWHERE
@@ -74,3 +75,15 @@ def test_of_eleven_findings_of_one_error_the_answer_weighs_ten() -> None:
 
     assert [c.finding_id for c in result.candidates] == list(range(1, 11))
     assert len(result.fixes) == 10
+
+
+def test_a_similar_match_far_below_the_first_is_listed_as_a_runner_up_after_it() -> None:
+    # ranking.json shows a finding beside the first when it scores at least 0.6 of it;
+    # 0.3 is "similar" but half of 0.6.
+    first = Candidate(1, 0.6, "terms", ("page_size",), None)
+    far_below = Candidate(2, 0.3, "terms", ("page_size",), None)
+
+    listed = matched([first, far_below])
+
+    assert [(c.finding_id, c.runner_up) for c in listed] == [(1, False), (2, True)]
+    assert listed[1].explain().startswith("less likely than the first match")
