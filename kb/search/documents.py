@@ -263,13 +263,12 @@ def insert_words(words: set[str]) -> None:
 
 def document_words(documents: Iterable[FindingSearchDocument]) -> set[str]:
     """The documents' words that go on the list query words are corrected against."""
-    return {
-        word
-        for document in documents
-        for name in INDEXED_FIELDS
-        for word in getattr(document, name).split()
-        if len(word) <= SEARCH_WORD_MAX_CHARS
-    }
+    words: set[str] = set()
+    for document in documents:
+        for name in INDEXED_FIELDS:
+            words.update(getattr(document, name).split())
+    # Each distinct word measured once, not each time it occurs.
+    return {word for word in words if len(word) <= SEARCH_WORD_MAX_CHARS}
 
 
 # A document written into the RUM index costs its server ~0.55-0.75 ms of CPU; the index
