@@ -181,7 +181,8 @@ def time_findings_md(sizes: list[int], rng: random.Random) -> None:
     print(
         f"{'entries':>8} {'KB':>6} {'stored s':>9} {'stored/s':>9} {'cpu s':>7} {'per cpu s':>9}"
         f" {'search docs s':>13} {'its cpu s':>9} {'whole s':>8} {'whole/s':>8}"
-        f" {'whole cpu s':>11} {'per cpu s':>9} {'load':>5}"
+        f" {'whole cpu s':>11} {'per cpu s':>9} {'main':>6} {'workers':>7} {'backend':>7}"
+        f" {'load':>5}"
     )
     for size in sizes:
         text = findings_md_entries(rng, size)
@@ -191,7 +192,14 @@ def time_findings_md(sizes: list[int], rng: random.Random) -> None:
             path.write_text(text)
             search.update(wall=0.0, cpu=0.0)
             wall, cpu = time.perf_counter(), cpu_now()
+            parts = (time.process_time(), children_cpu(), backend_cpu(backend))
             report = ingest_paths([path], publish=True)
+            main, workers, server = (
+                now - then
+                for now, then in zip(
+                    (time.process_time(), children_cpu(), backend_cpu(backend)), parts, strict=True
+                )
+            )
             whole_wall = time.perf_counter() - wall
             whole_cpu = cpu_now() - cpu
         wall = whole_wall - search["wall"]
@@ -201,7 +209,8 @@ def time_findings_md(sizes: list[int], rng: random.Random) -> None:
             f"{size:>8} {len(text) / 1024:>6.0f} {wall:>9.2f} {size / wall:>9.0f} "
             f"{cpu:>7.2f} {size / cpu:>9.0f} {search['wall']:>13.2f} {search['cpu']:>9.2f}"
             f" {whole_wall:>8.2f} {size / whole_wall:>8.0f} {whole_cpu:>11.2f}"
-            f" {size / whole_cpu:>9.0f} {os.getloadavg()[0]:>5.1f}"
+            f" {size / whole_cpu:>9.0f} {main:>6.2f} {workers:>7.2f} {server:>7.2f}"
+            f" {os.getloadavg()[0]:>5.1f}"
         )
 
 
