@@ -31,8 +31,8 @@ MUTATE ?=
 mutation: install
 	rm -rf mutants
 	mkdir mutants
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" DEBUG=True $(VENV)/bin/mutmut run --max-children 2 \
-		$(MUTATE) > mutants/run.log || { tr '\r' '\n' < mutants/run.log | tail -n 30; exit 1; }
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" DEBUG=True MUTATE="$(MUTATE)" $(PY) bench/mutation_run.py \
+		> mutants/run.log || { tr '\r' '\n' < mutants/run.log | tail -n 30; exit 1; }
 	$(PY) bench/mutation_score.py
 
 lint: install

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from decisiontree.flags import canonical_flag, flags_in_text, known_flag, lookup, spell
+from decisiontree.flags import (
+    canonical_flag,
+    flags_in_text,
+    known_flag,
+    lookup,
+    python_value,
+    spell,
+)
 
 
 @pytest.mark.parametrize(
@@ -47,3 +54,55 @@ def test_it_spells_a_renamed_flag_as_the_release_did() -> None:
 def test_it_finds_flags_in_prose_under_their_canonical_name() -> None:
     found = flags_in_text("We had --nsa-decode-backend flashmla_kv and -tp 8 set.", "sglang")
     assert ("dsa-decode-backend", "flashmla_kv") in found
+
+
+# --- found by `make mutation` (sampled flags.py mutants that survived) ----------------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "read"),
+    [
+        ("We lowered --mem-fraction-static from 0.9 to 0.8.", ("mem-fraction-static", "0.8")),
+        ("Set --mem-fraction-static = 0.8 and it started.", ("mem-fraction-static", "0.8")),
+        ("With a --mem-fraction-static of 0.8 it started.", ("mem-fraction-static", "0.8")),
+        ("Run --attention-backend as triton instead.", ("attention-backend", "triton")),
+    ],
+)
+def test_it_reads_the_value_a_sentence_gives_a_flag(sentence: str, read: tuple[str, str]) -> None:
+    assert flags_in_text(sentence, "sglang") == [read]
+
+
+def test_a_switch_mentioned_in_a_sentence_is_on_and_takes_no_word_as_its_value() -> None:
+    assert flags_in_text("We added --enable-torch-compile and it crashed.", "sglang") == [
+        ("enable-torch-compile", None)
+    ]
+    assert flags_in_text("We added --no-enable-torch-compile.", "sglang") == [
+        ("enable-torch-compile", "false")
+    ]
+
+
+def test_a_switchs_opposite_spelling_turns_it_off() -> None:
+    # vLLM's --enable-custom-all-reduce is the opposite of --disable-custom-all-reduce.
+    assert flags_in_text("We passed --enable-custom-all-reduce.", "vllm") == [
+        ("disable-custom-all-reduce", "false")
+    ]
+
+
+def test_a_length_written_in_thousands_is_a_number() -> None:
+    assert flags_in_text("--max-model-len 32K", "vllm") == [("max-model-len", "32K")]
+
+
+@pytest.mark.parametrize(
+    ("printed", "value"),
+    [
+        ("torch.bfloat16", "bfloat16"),
+        ("'auto'", "auto"),
+        ("True", "true"),
+        ("None", None),
+        (" ;", None),
+    ],
+)
+def test_a_value_printed_by_python_reads_as_a_user_would_write_it(
+    printed: str, value: str | None
+) -> None:
+    assert python_value(printed) == value
