@@ -12,6 +12,7 @@ from decisiontree.context import build_context
 from decisiontree.diagnose import diagnose
 from decisiontree.graph import build_graph
 from decisiontree.records import Change, ChangeAction, Condition, FindingRecord, FixRecord, Outcome
+from tests.decisiontree.test_questions import DSA_FIX
 
 FIXTURES = Path(__file__).parent / "fixtures" / "diagnose"
 NAN_ASSERT = (FIXTURES / "decode_assert_rtx_host_a.txt").read_text()
@@ -93,3 +94,22 @@ def test_a_fix_first_only_while_the_gpu_is_unknown_makes_the_gpu_a_question() ->
         "sm_90": UPGRADE.summary,
         "other": UPGRADE.summary,
     }
+
+
+def test_a_question_that_changes_the_first_fix_comes_before_one_that_changes_the_command() -> None:
+    # On sm_90 another finding's fix comes first; on a model that is not DSA the sparse
+    # kernel flag of this one's fix is withheld from the command.
+    on_blackwell = finding(30, (Condition("gpu.arch", "sm_120"), SGLANG), DSA_FIX)
+    on_hopper = finding(
+        40, (Condition("gpu.arch", "sm_90"), Condition("model.arch", "glm_moe_dsa")), UPGRADE
+    )
+    result = diagnose(
+        NAN_ASSERT_ELSEWHERE,
+        build_context(framework="sglang"),
+        build_graph([on_blackwell, on_hopper]),
+    )
+
+    assert [q.text for q in result.questions] == [
+        "Which GPU? On sm_90 the first fix differs.",
+        "Which model? On another model the corrected command differs.",
+    ]

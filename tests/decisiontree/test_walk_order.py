@@ -161,3 +161,21 @@ def test_with_no_fix_that_helps_the_verdict_speaks_of_the_finding_that_fits_best
     assert [entry.fix.id for entry in result.not_helpful] == [TRITON_SAMPLING.id]
     assert result.verdict == "known"
     assert result.different_setup == ()
+
+
+def test_scores_equal_to_the_four_places_an_answer_shows_go_to_the_older_finding() -> None:
+    # 0.5001 on a met condition (x1.25) is 0.625125: 0.6251 as shown, as is 0.6251.
+    on_sglang = finding(20, NAN_ASSERT, (UNSET_BACKEND,), cause="one cause")
+    no_conditions = finding(10, POOL_ASSERT, (BF16_REPORTED,), cause="another", conditions=())
+
+    result = walk(
+        [match(20, 0.5001), match(10, 0.6251)],
+        on_sm120(),
+        build_graph([on_sglang, no_conditions]),
+        load(),
+    )
+
+    assert [(f.fix.id, f.score) for f in result.fixes] == [
+        (BF16_REPORTED.id, 0.6251),
+        (UNSET_BACKEND.id, 0.6251),
+    ]
