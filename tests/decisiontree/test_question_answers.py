@@ -113,3 +113,16 @@ def test_a_question_that_changes_the_first_fix_comes_before_one_that_changes_the
         "Which GPU? On sm_90 the first fix differs.",
         "Which model? On another model the corrected command differs.",
     ]
+
+
+def test_a_stored_condition_on_a_key_since_dropped_stops_no_question() -> None:
+    # "cuda.driver" is no condition key today (conditions.canonical keeps such a row as
+    # it was stored); no answer can be taken for it, and it sorts before "gpu.arch".
+    legacy = Condition("cuda.driver", "550")
+    on_blackwell = finding(10, (Condition("gpu.arch", "sm_120"), SGLANG, legacy), BF16)
+    on_hopper = finding(20, (Condition("gpu.arch", "sm_90"), SGLANG), UPGRADE)
+
+    text, by_answer = only_question(on_blackwell, on_hopper)
+
+    assert text.startswith("Which GPU?")
+    assert set(by_answer) == {"sm_120", "sm_90", "other"}
