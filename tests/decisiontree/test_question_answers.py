@@ -6,12 +6,21 @@ findings here differ in the facts they were seen under.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from decisiontree.context import build_context
 from decisiontree.diagnose import diagnose
 from decisiontree.graph import build_graph
-from decisiontree.records import Change, ChangeAction, Condition, FindingRecord, FixRecord, Outcome
+from decisiontree.records import (
+    Change,
+    ChangeAction,
+    Condition,
+    Evidence,
+    FindingRecord,
+    FixRecord,
+    Outcome,
+)
 from tests.decisiontree.test_questions import DSA_FIX
 
 FIXTURES = Path(__file__).parent / "fixtures" / "diagnose"
@@ -126,3 +135,36 @@ def test_a_stored_condition_on_a_key_since_dropped_stops_no_question() -> None:
 
     assert text.startswith("Which GPU?")
     assert set(by_answer) == {"sm_120", "sm_90", "other"}
+
+
+def test_an_answer_under_which_nothing_is_left_to_try_names_no_fix() -> None:
+    # Both fixes that are not in the command yet failed their runs on sm_100, and the
+    # third, BF16, is already in it: on sm_100 there is no first fix to name.
+    failed_on_sm100 = Evidence(validated_failed=(("sm_100", 2),))
+    upgrade = dataclasses.replace(UPGRADE, evidence=failed_on_sm100)
+    pytorch_sampling = FixRecord(
+        3,
+        "Sample with the pytorch backend",
+        (Change(ChangeAction.SET_FLAG, "sampling-backend", "pytorch"),),
+        Outcome.RESOLVES,
+        failed_on_sm100,
+    )
+    findings = [
+        finding(10, (Condition("gpu.arch", "sm_100"), SGLANG), upgrade),
+        finding(20, (SGLANG,), BF16),
+        finding(30, (Condition("gpu.arch", "sm_90"), SGLANG), pytorch_sampling),
+    ]
+    context = build_context(
+        launch_command="python -m sglang.launch_server --model-path Qwen/Qwen3-8B "
+        "--kv-cache-dtype bf16"
+    )
+
+    result = diagnose(NAN_ASSERT_ELSEWHERE, context, build_graph(findings))
+
+    [question] = result.questions
+    assert question.text == "Which GPU? On sm_90 the first fix differs."
+    assert dict(question.first_fix_by_answer) == {
+        "sm_100": "none",
+        "sm_90": pytorch_sampling.summary,
+        "other": UPGRADE.summary,
+    }
