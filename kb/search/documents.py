@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from kb.models import ErrorSample, Finding, FindingGpu, Fix, FlagSetting
+from kb.models import ErrorSample, Finding, FindingGpu, Fix, FlagSetting, FrameworkRelease
 from kb.models.search import SEARCH_WORD_MAX_CHARS, FindingSearchDocument, SearchWord
 from kb.search.backend import FTS_TABLE, postgres
 from kb.search.facets import Facet, facet_text, finding_facets
@@ -61,6 +61,41 @@ class FlagRow(NamedTuple):
 class FixRow(NamedTuple):
     summary: str
     changes: list[object] | None
+
+
+class ModelRow(NamedTuple):
+    """The fields of a finding's LanguageModel a document and its facets read."""
+
+    name: str
+    family: str
+    arch: str
+    quantization: str
+
+
+class ReleaseRow(NamedTuple):
+    """The fields of a finding's FrameworkRelease a document and its facets read."""
+
+    name: str
+    version: str
+
+    def __str__(self) -> str:
+        return FrameworkRelease.__str__(self)  # type: ignore[arg-type]  # reads name, version
+
+
+class FindingRow(NamedTuple):
+    """The fields of a finding a document and its facets read (`DOCUMENT_READS`), as a
+    plain row: a model instance a finding cost more than building its document."""
+
+    pk: int
+    title: str
+    summary: str
+    cause: str
+    body: str
+    works_command: str
+    conditions: list[object] | None
+    status: str
+    model: ModelRow | None
+    framework: ReleaseRow | None
 
 
 @dataclass
@@ -117,7 +152,7 @@ def linked_rows(finding_ids: list[int]) -> dict[int, Linked]:
     return linked
 
 
-def document_fields(finding: Finding, linked: Linked) -> DocumentFields:
+def document_fields(finding: FindingRow, linked: Linked) -> DocumentFields:
     return DocumentFields(
         title=finding.title,
         errors=join_lines(error_lines(linked)),
@@ -138,7 +173,7 @@ def error_lines(linked: Linked) -> Iterable[str]:
         yield text[:MAX_SAMPLE_CHARS]
 
 
-def context_lines(finding: Finding, linked: Linked) -> Iterable[str | None]:
+def context_lines(finding: FindingRow, linked: Linked) -> Iterable[str | None]:
     yield finding.summary
     yield finding.cause
     for setting in linked.flags:
@@ -155,7 +190,7 @@ def context_lines(finding: Finding, linked: Linked) -> Iterable[str | None]:
         yield str(finding.framework)
 
 
-def body_lines(finding: Finding, linked: Linked) -> Iterable[str | None]:
+def body_lines(finding: FindingRow, linked: Linked) -> Iterable[str | None]:
     yield finding.body
     yield finding.works_command
     for fix in linked.fixes:
@@ -166,7 +201,7 @@ def body_lines(finding: Finding, linked: Linked) -> Iterable[str | None]:
 
 
 def document_row(
-    finding: Finding, fields: DocumentFields, facets: Iterable[Facet] = ()
+    finding: FindingRow | Finding, fields: DocumentFields, facets: Iterable[Facet] = ()
 ) -> FindingSearchDocument:
     return FindingSearchDocument(
         finding_id=finding.pk,
@@ -181,6 +216,7 @@ def document_row(
 
 # What a document and its facets read of a finding (the rest is never loaded).
 DOCUMENT_READS = (
+    "pk",
     "title",
     "summary",
     "cause",
@@ -188,18 +224,34 @@ DOCUMENT_READS = (
     "works_command",
     "conditions",
     "status",
-    "model",
-    "framework",
+    "model_id",
+    *(f"model__{name}" for name in ModelRow._fields),
+    "framework_id",
+    *(f"framework__{name}" for name in ReleaseRow._fields),
 )
+
+
+def finding_rows(finding_ids: list[int]) -> list[FindingRow]:
+    """The findings of `finding_ids` (those that still exist) as `FindingRow`s."""
+    rows = []
+    own = len(FindingRow._fields) - 2  # pk … status, then the model's and the release's
+    framework_at = own + 1 + len(ModelRow._fields)
+    for values in Finding.objects.filter(among("pk", finding_ids)).values_list(*DOCUMENT_READS):
+        fields, model_id, model = values[:own], values[own], values[own + 1 : framework_at]
+        framework_id, release = values[framework_at], values[framework_at + 1 :]
+        rows.append(
+            FindingRow(
+                *fields,
+                model=ModelRow(*model) if model_id is not None else None,
+                framework=ReleaseRow(*release) if framework_id is not None else None,
+            )
+        )
+    return rows
 
 
 def built_documents(finding_ids: list[int]) -> tuple[list[FindingSearchDocument], set[int]]:
     """The documents of these findings, and the ids of those that are gone (deleted)."""
-    findings = list(
-        Finding.objects.filter(among("pk", finding_ids))
-        .select_related("model", "framework")
-        .only(*DOCUMENT_READS)
-    )
+    findings = finding_rows(finding_ids)
     linked = linked_rows([finding.pk for finding in findings])
     documents = []
     for finding in findings:

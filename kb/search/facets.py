@@ -16,7 +16,7 @@ from django.contrib.postgres.lookups import Overlap
 from django.db.models import F, Func, Q, TextField
 
 from decisiontree.flags import canonical_flag
-from kb.models import Finding, FrameworkRelease, Hardware, LanguageModel
+from kb.models import FrameworkRelease, Hardware, LanguageModel
 from kb.search.backend import postgres
 from kb.search.text import canonical_arch
 
@@ -32,9 +32,10 @@ def facet_text(facets: Iterable[Facet]) -> str:
     return "\n" + "".join(f"{line}\n" for line in lines if not line.endswith("="))
 
 
-def finding_facets(finding: Finding, gpus: Iterable[Any], flags: Iterable[Any]) -> list[Facet]:
-    """The facets of a finding, given its GPUs and flag settings (Hardware and FlagSetting,
-    or rows with their fields: see documents.linked_rows)."""
+def finding_facets(finding: Any, gpus: Iterable[Any], flags: Iterable[Any]) -> list[Facet]:
+    """The facets of a finding (a Finding, or documents.FindingRow with its fields), given
+    its GPUs and flag settings (Hardware and FlagSetting, or rows with their fields: see
+    documents.linked_rows)."""
     facets = [("status", finding.status), *gpu_facets(gpus)]
     facets += [("flag", canonical_flag(setting.name)) for setting in flags]
     facets += condition_facets(finding.conditions or ())
