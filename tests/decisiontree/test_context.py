@@ -221,3 +221,20 @@ def test_with_answer_fills_in_what_the_user_tells_us():
     assert (context.model_arch, context.quantization) == ("glm_moe_dsa", "nvfp4")
     assert context.with_answer("gpu.arch", "SM 100").arch == "sm_100"
     assert Context().get("gpu.arch") is None  # the original is untouched
+
+
+def test_an_answer_about_the_framework_its_release_or_the_quantization_is_kept():
+    context = (
+        Context()
+        .with_answer("framework", "SGLang")
+        .with_answer("framework.version", "0.5.9")
+        .with_answer("model.quantization", "fp8")
+    )
+    assert (context.framework, context.framework_version, context.quantization) == (
+        "sglang",
+        "0.5.9",
+        "fp8",
+    )
+    assert context.sources["framework.version"] == "user"
+    with pytest.raises(KeyError):
+        Context().with_answer("model.colour", "blue")

@@ -126,3 +126,29 @@ def test_other_changes_leave_the_command_as_it_was() -> None:
 )
 def test_it_splits_words_as_a_shell_does(command: str, texts: list[str]) -> None:
     assert [w.text for w in words(command)] == texts
+
+
+def test_a_switch_set_to_true_in_any_case_is_written_bare() -> None:
+    assert apply_changes("vllm serve Qwen/Qwen3-8B -tp 2", [set_flag("enforce-eager", "True")]) == (
+        "vllm serve Qwen/Qwen3-8B -tp 2 --enforce-eager"
+    )
+
+
+def test_a_negated_switch_given_a_value_reads_as_its_opposite() -> None:
+    assert parse_launch_command("vllm serve m --no-enforce-eager=false").flags == {
+        "enforce-eager": "true"
+    }
+    assert parse_launch_command("vllm serve m --no-enforce-eager").flags == {
+        "enforce-eager": "false"
+    }
+
+
+def test_an_environment_change_to_bare_flags_goes_before_them() -> None:
+    edited = apply_changes("--tp 2", [Change(ChangeAction.SET_ENV, "X", "1")], framework="sglang")
+    assert edited == "X=1 --tp 2"
+    assert apply_changes("", [Change(ChangeAction.SET_ENV, "X", "1")], framework="sglang") == "X=1 "
+
+
+def test_a_switch_followed_by_true_or_false_takes_that_word_not_the_model() -> None:
+    command = parse_launch_command("vllm serve --enforce-eager false Qwen/Qwen3-8B")
+    assert (command.model, command.flags) == ("Qwen/Qwen3-8B", {"enforce-eager": "false"})

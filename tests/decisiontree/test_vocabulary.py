@@ -312,3 +312,8 @@ def test_it_loads_once_and_never_imports_django():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("written", ["8x H100", "8× H100", "eight H100s", "8 x H100"])
+def test_a_count_of_gpus_is_read_however_it_is_written(written: str) -> None:
+    assert [(g.name, n) for g, n in load().gpus_in_text(written)] == [("NVIDIA H100", 8)]
