@@ -51,3 +51,15 @@ def test_it_rejects_documents_over_the_size_limit():
 def test_it_rejects_text_made_of_control_characters():
     with pytest.raises(DocumentRejected, match="control characters"):
         decode_document(bytes(range(1, 9)) * 100)
+
+
+def test_a_document_exactly_at_the_limit_is_read_and_one_over_it_is_refused_with_its_size():
+    assert len(decode_document(b"a" * MAX_DOCUMENT_BYTES, "full.log")) == MAX_DOCUMENT_BYTES
+    with pytest.raises(DocumentRejected) as refused:
+        decode_document(b"a" * 5_297_406, "huge.log")  # 5.052 MB (of 1,048,576 bytes)
+    assert str(refused.value) == "document 'huge.log' is 5.1 MB; the limit is 5 MB"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_two_letters_in_utf16_without_a_bom_are_read(encoding):
+    assert decode_document("ok".encode(encoding)) == "ok"

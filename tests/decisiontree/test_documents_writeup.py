@@ -215,3 +215,8 @@ def test_it_keeps_the_failing_launch_as_the_flags_and_the_last_one_as_working():
     assert outcomes(finding)["--max-model-len 32768"] is Outcome.RESOLVES
     # The finding's flags are the configuration the error appeared with.
     assert dict(finding.flags)["max-model-len"] == "131072"
+
+
+def test_a_write_up_with_an_empty_heading_is_named_after_its_file():
+    document = extract_document("# \n\nRuntimeError: x\n", "incidents/2026/h100-oom.txt")
+    assert document.title == "h100-oom.txt"
