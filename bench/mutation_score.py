@@ -113,7 +113,7 @@ def percent(value: float | None) -> str:
 
 def row(stratum: Stratum) -> str:
     counts = stratum.counts
-    if stratum.census:
+    if stratum.census or stratum.judged == stratum.mutants:
         interval = "exact"
     elif stratum.judged:
         low, high = wilson(stratum.caught, stratum.judged)
@@ -192,7 +192,8 @@ def main() -> int:
         judged = sum(s.judged for s in full)
         caught = sum(s.caught for s in full)
         score = percent(caught / judged if judged else None)
-        print(f"score of the modules run in full (exact): {score} ({caught} of {judged})")
+        what = "the census modules" if "seed" in plan else "the mutants this run took"
+        print(f"mutation score of {what} (exact): {score} ({caught} of {judged})")
     if sampled:
         print(f"sampled modules' score (estimate): {estimated(sampled)}")
         print(f"mutation score of decisiontree/ (estimate): {estimated(strata)}")
