@@ -49,6 +49,10 @@ class VocabularyLike(Protocol):
     def model_info(self, text: str) -> ModelInfoLike | None: ...
 
 
+MAX_REMEMBERED_TEXT = 200  # a GPU scan is remembered for texts up to this long
+MAX_REMEMBERED_SCANS = 4096
+
+
 class CachedVocabulary:
     """Remembers lookups of short names: a document asks about the same flag hundreds of times."""
 
@@ -57,9 +61,16 @@ class CachedVocabulary:
         self._flags: dict[tuple[str, str | None], FlagSpec | None] = {}
         self._models: dict[str, ModelInfoLike | None] = {}
         self._arches: dict[str, str | None] = {}
+        self._gpus: dict[str, tuple[tuple[GpuLike, int], ...]] = {}
 
     def gpus_in_text(self, text: str) -> Sequence[tuple[GpuLike, int]]:
-        return self._inner.gpus_in_text(text)
+        if len(text) > MAX_REMEMBERED_TEXT:  # prose: rarely the same twice
+            return self._inner.gpus_in_text(text)
+        if text not in self._gpus:  # a field's "8x H100", entry after entry
+            if len(self._gpus) >= MAX_REMEMBERED_SCANS:  # short paragraphs of many write-ups
+                self._gpus.clear()
+            self._gpus[text] = tuple(self._inner.gpus_in_text(text))
+        return self._gpus[text]
 
     def arch_of(self, text: str) -> str | None:
         if text not in self._arches:
