@@ -175,7 +175,7 @@ def main() -> int:
     for stratum in strata:
         total.update(stratum.counts)
     parts = [
-        ("census", [s for s in strata if s.census]),
+        ("census" if "seed" in plan else "run in full", [s for s in strata if s.census]),
         ("sampled", [s for s in strata if not s.census]),
     ]
     print()

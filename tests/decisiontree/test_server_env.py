@@ -88,3 +88,9 @@ def test_a_refused_change_is_kept_as_words_and_never_set_on_a_host() -> None:
         allowed,
         flag,
     )
+
+
+def test_a_vetted_knob_set_to_a_path_is_not_run_either() -> None:
+    path = Change(ChangeAction.SET_ENV, "NCCL_DEBUG", "/tmp/libhook.so")
+    assert change_problem(path) is not None
+    assert runnable_changes([path])[0].action is ChangeAction.OTHER
