@@ -7,7 +7,6 @@ findings here differ in the facts they were seen under.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 from decisiontree.context import build_context
 from decisiontree.diagnose import diagnose
@@ -21,20 +20,13 @@ from decisiontree.records import (
     FixRecord,
     Outcome,
 )
-from tests.decisiontree.test_questions import DSA_FIX
-
-FIXTURES = Path(__file__).parent / "fixtures" / "diagnose"
-NAN_ASSERT = (FIXTURES / "decode_assert_rtx_host_a.txt").read_text()
-NAN_ASSERT_ELSEWHERE = (FIXTURES / "decode_assert_rtx_host_b.txt").read_text()
-
-BF16 = FixRecord(
-    1, "Store the KV cache in BF16", (Change(ChangeAction.SET_FLAG, "kv-cache-dtype", "bf16"),),
-    Outcome.RESOLVES,
-)  # fmt: skip
-UPGRADE = FixRecord(
-    2, "Upgrade flashinfer", (Change(ChangeAction.PIN_VERSION, "flashinfer-python", "0.7.2"),),
-    Outcome.RESOLVES,
-)  # fmt: skip
+from tests.decisiontree.test_questions import (
+    BF16,
+    DSA_FIX,
+    NAN_ASSERT,
+    NAN_ASSERT_ELSEWHERE,
+    UPGRADE,
+)
 
 
 def finding(finding_id: int, conditions: tuple[Condition, ...], fix: FixRecord) -> FindingRecord:

@@ -5,21 +5,12 @@ The paste is the NaN decode assert of tests/decisiontree/test_questions.py.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from decisiontree.context import build_context
 from decisiontree.diagnose import diagnose
 from decisiontree.graph import build_graph
-from decisiontree.records import Change, ChangeAction, FindingRecord, FixRecord, Outcome
+from decisiontree.records import FindingRecord
+from tests.decisiontree.test_questions import BF16, NAN_ASSERT, NAN_ASSERT_ELSEWHERE
 
-FIXTURES = Path(__file__).parent / "fixtures" / "diagnose"
-NAN_ASSERT = (FIXTURES / "decode_assert_rtx_host_a.txt").read_text()
-NAN_ASSERT_ELSEWHERE = (FIXTURES / "decode_assert_rtx_host_b.txt").read_text()
-
-BF16 = FixRecord(
-    1, "Store the KV cache in BF16", (Change(ChangeAction.SET_FLAG, "kv-cache-dtype", "bf16"),),
-    Outcome.RESOLVES,
-)  # fmt: skip
 NAN_DECODE = FindingRecord(
     id=1,
     title="NaN in decode sampling",
