@@ -43,6 +43,7 @@ from typing import Any
 import networkx as nx  # type: ignore[import-untyped]  # no stubs installed
 
 from decisiontree import conditions, flags
+from decisiontree.collector import collector_paused
 from decisiontree.conditions import framework_of
 from decisiontree.fingerprint import Signature
 from decisiontree.match import SignatureIndex
@@ -198,18 +199,13 @@ def build_graph(
     """
     # The build allocates millions of small, long-lived objects and frees none: the
     # cyclic collector would rescan them again and again (about half the build time).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         graph = _build(findings, vocabulary or load(), cache if cache is not None else {})
         # And after it: left to the collector, the graph's objects would be scanned in
         # full collections in the middle of diagnoses (a 100k graph: a second or more
         # each). Frozen, the collector leaves them alone; the graph holds no reference
         # cycles, so when it is replaced reference counting frees it all the same.
         gc.freeze()
-    finally:
-        if collecting:
-            gc.enable()
     return graph
 
 

@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from kb.collector import collector_paused
+from decisiontree.collector import collector_paused
 from kb.models import Finding
 from kb.models.search import FindingSearchDocument, SearchRefresh, SearchWord
 from kb.search.documents import rebuilding_index_pays, write_documents

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from django.db import DatabaseError, connection, transaction
 
+from decisiontree.collector import collector_paused
 from decisiontree.documents import (
     MAX_DOCUMENT_BYTES,
     DocumentRejected,
@@ -31,7 +32,6 @@ from decisiontree.documents import (
     decode_document,
     extract_document,
 )
-from kb.collector import collector_paused
 from kb.models import Finding, SourceDocument
 from kb.search import refresh_afterwards
 from kb.services.bulk import create_findings
