@@ -1,0 +1,96 @@
+"""The verdict of a sentence told in the many ways people tell it: inflections, ellipses,
+figures in other units, curly apostrophes, a failure ruled out, a hope not met."""
+
+import pytest
+
+from decisiontree.documents.outcomes import judge_outcome
+from decisiontree.records import Outcome
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Setting --enforce-eager fixes the crash.",  # fix -> fixes
+        "With --enforce-eager the benchmark finishes.",  # finish -> finishes
+    ],
+)
+def test_a_verb_ending_in_x_or_sh_is_heard_in_its_es_form(sentence):
+    assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+def test_a_curly_apostrophe_negates_like_a_straight_one():
+    assert judge_outcome("Switching to --attention-backend triton didn\u2019t help.") is (
+        Outcome.NO_EFFECT
+    )
+
+
+@pytest.mark.parametrize(
+    ("sentence", "outcome"),
+    [
+        ("--enforce-eager should have fixed the hang, and it did.", Outcome.RESOLVES),
+        ("--enforce-eager should have fixed the hang, but it didn't.", Outcome.NO_EFFECT),
+        ("--enforce-eager is supposed to fix the hang, and it does.", Outcome.RESOLVES),
+        ("--enforce-eager is supposed to fix the hang, but it does not.", Outcome.NO_EFFECT),
+    ],
+)
+def test_it_did_or_did_not_answers_the_hope_before_it(sentence, outcome):
+    assert judge_outcome(sentence) is outcome
+
+
+def test_there_was_no_failure_is_a_fix():
+    assert judge_outcome("There was no crash with --enforce-eager.") is Outcome.RESOLVES
+
+
+def test_worse_than_something_else_is_a_cost_beside_what_the_change_fixed():
+    """Short prompts work, long ones still crash, latency is worse than before: a partial
+    fix with a cost, not a change that made things worse."""
+    sentence = (
+        "With --max-num-seqs 32 short prompts serve fine; long prompts crash, "
+        "and latency is worse than before."
+    )
+    assert judge_outcome(sentence) is Outcome.PARTIAL
+
+
+def test_a_figure_that_stays_where_it_was_is_no_effect():
+    assert judge_outcome("With --max-num-seqs 64 throughput stays at 310 tok/s.") is (
+        Outcome.NO_EFFECT
+    )
+
+
+def test_a_hope_that_was_not_met_is_no_effect():
+    assert judge_outcome("--cuda-graph-max-bs 64 gives 20 tok/s, not the 40 we expected.") is (
+        Outcome.NO_EFFECT
+    )
+
+
+def test_fixing_named_as_the_purpose_is_not_a_fix():
+    sentence = (
+        "Lowering --gpu-memory-utilization to 0.8 was our way of fixing the OOM, but it still OOMs."
+    )
+    assert judge_outcome(sentence) is Outcome.NO_EFFECT
+
+
+def test_a_clause_that_opens_by_ruling_a_failure_out_does_not_say_it_is_gone():
+    sentence = (
+        "Relaunching with --enforce-eager did not help: not an OOM, the same illegal memory access."
+    )
+    assert judge_outcome(sentence) is Outcome.NO_EFFECT
+
+
+def test_a_figure_instead_of_another_in_other_units_compares_like_with_like():
+    # 30 s against 2 min is faster, though 30 is more than 2
+    assert judge_outcome("With --enforce-eager startup took 30 seconds instead of 2 minutes.") is (
+        Outcome.RESOLVES
+    )
+
+
+def test_a_figure_instead_of_an_aside_is_read_without_failing():
+    sentence = "With --max-num-seqs 64 throughput went up to 90 tok/s instead of, before that, 40."
+    assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+def test_a_failure_then_a_success_that_does_not_point_back_at_it_is_partial():
+    sentence = (
+        "The server crashed on long prompts; with --max-model-len 8192 the short ones serve fine."
+    )
+    assert judge_outcome(sentence) is Outcome.PARTIAL
