@@ -40,8 +40,12 @@ def respell(text: str, framework: str | None, version: str | None) -> str:
         return text
 
     def spelled(found: re.Match[str]) -> str:
-        canonical = flags.known_flag(found.group(0), framework)
-        return spell_flag(canonical, framework, version) if canonical else found[0]
+        hit = flags.lookup(found.group(0), framework)
+        # A negation (`--no-enable-prefix-caching`) stays as written: spelled by its
+        # flag's name it would say the opposite.
+        if hit is None or hit.negated:
+            return found[0]
+        return spell_flag(hit.spec.name, framework, version)
 
     return FLAG_IN_TEXT.sub(spelled, text)
 

@@ -92,3 +92,18 @@ def test_respell_leaves_words_that_are_no_flags_alone() -> None:
     spelled = respell(text, "sglang", None)
 
     assert spelled == "Pass --dsa-decode-backend, not --no-such-flag; see /opt/x--y."
+
+
+def test_a_summary_that_turns_a_switch_off_still_turns_it_off() -> None:
+    # Respelt by the flag it negates, "--no-enable-prefix-caching" would read as its opposite.
+    summary = "Start with --no-enable-prefix-caching and --disable-flashinfer-autotune."
+
+    assert respell(summary, "vllm", "0.11.0") == summary
+    assert respell(summary, "vllm", None) == summary
+
+
+def test_a_flag_of_the_other_framework_is_not_respelt_as_this_ones() -> None:
+    # "--tp" is no vLLM spelling; SGLang would read it as its --tp-size.
+    text = "SGLang's --tp 2 is what vLLM calls -tp 2."
+
+    assert respell(text, "vllm", "0.11.0") == text
