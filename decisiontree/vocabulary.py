@@ -70,9 +70,10 @@ def gpu_key(text: str) -> str:
 
 
 def _number(word: str) -> int | None:
-    word = word.lower().rstrip("x×")
-    if word.isdigit():
-        return int(word)
+    word = word.lower()
+    digits = word.rstrip("x×")  # "8x"; a word keeps its x ("six")
+    if digits.isdigit():
+        return int(digits)
     return _NUMBER_WORDS.get(word)
 
 

@@ -238,3 +238,86 @@ def test_an_answer_about_the_framework_its_release_or_the_quantization_is_kept()
     assert context.sources["framework.version"] == "user"
     with pytest.raises(KeyError):
         Context().with_answer("model.colour", "blue")
+
+
+# ---- each source on its own (nothing else in the paste says the same thing)
+
+
+def test_the_model_field_alone_names_the_model() -> None:
+    context = build_context("RuntimeError: the engine died", model=" org/Tiny-1B ")
+    assert context.model == "org/Tiny-1B"
+    assert context.sources["model.name"] == "user"
+
+
+def test_a_gpu_field_with_a_count_gives_the_count() -> None:
+    context = build_context(gpu="4x H100")
+    assert (context.gpus, context.gpu_count, context.arch) == (("NVIDIA H100",), 4, "sm_90")
+
+
+def test_a_gpu_field_written_in_words_gives_the_count() -> None:
+    # "six" ends in an x, and the x of "8x" is a multiplication sign, not the number's.
+    assert build_context(gpu="six H200").gpu_count == 6
+    assert build_context("We serve it on six H200 cards.").gpu_count == 6
+
+
+def test_a_traceback_path_gives_the_python_release() -> None:
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/vllm/engine/core.py", line 7, in run\n'
+        "    step()\n"
+        "ValueError: no free blocks\n"
+    )
+    context = build_context(paste)
+    assert context.versions["python"] == "3.11"
+    assert context.framework == "vllm"
+
+
+def test_nvidia_smi_version_lines_give_the_driver_and_its_cuda() -> None:
+    printed = (
+        "NVIDIA-SMI version  : 575.51.03\n"
+        "NVML version        : 575.51\n"
+        "DRIVER version      : 575.51.03\n"
+        "CUDA Version        : 12.9\n"
+    )
+    versions = build_context(printed).versions
+    assert (versions["driver"], versions["driver.cuda"]) == ("575.51.03", "12.9")
+
+
+def test_a_gpu_the_vocabulary_does_not_know_keeps_the_name_nvidia_smi_printed() -> None:
+    listed = (
+        "GPU 0: NVIDIA Quasar Q9 (UUID: GPU-0a1b2c3d-0000-1111-2222-333344445555)\n"
+        "GPU 1: NVIDIA Quasar Q9 (UUID: GPU-0a1b2c3d-0000-1111-2222-333344446666)\n"
+    )
+    context = build_context(listed)
+    assert (context.gpus, context.gpu_count, context.arch) == (("NVIDIA Quasar Q9",), 2, None)
+
+
+COLLECT_ENV = """\
+PyTorch version: 2.8.0+cu128
+Is debug build: False
+Python version: 3.12.9 (main, Feb  4 2026, 10:11:12) [GCC 13.3.0] (64-bit runtime)
+vLLM Version: 0.11.2
+"""
+
+
+def test_collect_env_gives_the_python_release_and_vllm() -> None:
+    context = build_context(COLLECT_ENV)
+    assert context.versions["python"] == "3.12.9"
+    assert (context.framework, context.framework_version) == ("vllm", "0.11.2")
+
+
+def test_the_vllm_in_collect_env_is_known_when_the_user_runs_sglang() -> None:
+    # SGLang installs vLLM beside it; a finding may depend on the vLLM release too.
+    context = build_context(COLLECT_ENV, framework="sglang", framework_version="0.5.9")
+    assert context.versions["vllm"] == "0.11.2"
+    assert context.versions["sglang"] == "0.5.9"
+
+
+def test_server_args_alone_name_the_model() -> None:
+    log = (
+        "[2026-03-01 09:00:00] server_args=ServerArgs(model_path='/srv/weights/Tiny-1B', "
+        "tp_size=1, kv_cache_dtype='auto')\n"
+    )
+    context = build_context(log)
+    assert context.model == "/srv/weights/Tiny-1B"
+    assert context.sources["model.name"] == "log"
