@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from decisiontree.logline import has_prefix, split_prefix, strip_ansi, strip_prefix
+from decisiontree.traceback import parse
 
 
 @pytest.mark.parametrize(
@@ -41,3 +42,14 @@ def test_it_leaves_indented_and_plain_lines_alone() -> None:
 
 def test_it_strips_colour_and_cursor_codes() -> None:
     assert strip_ansi("\x1b[31mERROR\x1b[0m \x1b]0;title\x07done\x1b[2K") == "ERROR done"
+
+
+def test_an_error_message_goes_on_over_lines_of_its_own_logger_only() -> None:
+    # Same level, same second: only the source file:line tells the two loggers apart.
+    log = (
+        "ERROR 03-02 10:11:12 [engine.py:88] ValueError: the prompt is longer than max_model_len\n"
+        "ERROR 03-02 10:11:12 [engine.py:88] it holds 40960 tokens\n"
+        "ERROR 03-02 10:11:12 [launcher.py:41] Shutting down the HTTP server\n"
+    )
+    (error,) = parse(log).exceptions
+    assert error.message == "the prompt is longer than max_model_len\nit holds 40960 tokens"

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from decisiontree.context import build_context
 from decisiontree.flags import known_flag
 from decisiontree.vocabulary import load
 
@@ -317,3 +318,19 @@ def test_it_loads_once_and_never_imports_django():
 @pytest.mark.parametrize("written", ["8x H100", "8× H100", "eight H100s", "8 x H100"])
 def test_a_count_of_gpus_is_read_however_it_is_written(written: str) -> None:
     assert [(g.name, n) for g, n in load().gpus_in_text(written)] == [("NVIDIA H100", 8)]
+
+
+def test_a_gpu_named_after_a_number_that_is_no_gpu_is_still_counted(vocab):
+    text = "Latency went from 4090 ms to 3080 ms once we moved to 2x H100."
+    assert [(g.name, n) for g, n in vocab.gpus_in_text(text)] == [("NVIDIA H100", 2)]
+
+
+@pytest.mark.parametrize(
+    ("model", "quantization"),
+    [("/data/models/llama3_70b_instruct_fp8", "fp8"), ("/srv/qwen3_32b_awq", "awq")],
+)
+def test_a_quantization_inside_a_model_directory_written_with_underscores_is_read(
+    model: str, quantization: str
+) -> None:
+    context = build_context(launch_command=f"vllm serve {model} --tensor-parallel-size 2")
+    assert context.quantization == quantization

@@ -1,0 +1,96 @@
+"""Shapes of pastes the parser must read as a user means them: a source checkout's paths,
+exception groups nested deep, start-up INFO lines, a traceback left unfinished."""
+
+from __future__ import annotations
+
+import pytest
+
+from decisiontree import traceback
+from decisiontree.traceback import MAX_NOISE_IN_FRAMES, module_of, parse
+
+
+def test_a_module_in_a_source_checkout_is_named_from_its_package() -> None:
+    # No "src", "lib" or "python" directory to go by: the package name alone says where.
+    assert module_of("/home/dev/checkouts/vllm/attention/layer.py") == "vllm/attention/layer.py"
+    assert module_of("/work/co/sglang/srt/layers/x.py") == "sglang/srt/layers/x.py"
+
+
+NESTED_GROUPS = """\
+  + Exception Group Traceback (most recent call last):
+  |   File "/app/serve.py", line 12, in main
+  |     run()
+  | ExceptionGroup: startup failed (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | Exception Group Traceback (most recent call last):
+    |   File "/app/serve.py", line 30, in run
+    |     start()
+    | ExceptionGroup: workers failed (1 sub-exception)
+    +-+---------------- 1 ----------------
+      | Exception Group Traceback (most recent call last):
+      |   File "/app/serve.py", line 44, in start
+      |     spawn()
+      | ExceptionGroup: worker 0 failed (1 sub-exception)
+      +-+---------------- 1 ----------------
+        | Traceback (most recent call last):
+        |   File "/app/worker.py", line 9, in spawn
+        |     load()
+        | ValueError: checkpoint shard 3 is missing
+        +------------------------------------
+"""
+
+
+def test_the_error_at_the_bottom_of_exception_groups_nested_three_deep_is_read() -> None:
+    primary = parse(NESTED_GROUPS).primary
+    assert primary is not None
+    assert (primary.type, primary.message) == ("ValueError", "checkpoint shard 3 is missing")
+    assert [frame.function for frame in primary.frames] == ["spawn"]
+
+
+def test_of_the_start_up_info_lines_only_a_choice_about_the_setup_is_kept() -> None:
+    log = (
+        "INFO 03-02 10:00:01 [cfg.py:10] Using 8 threads to load the tokenizer\n"
+        "INFO 03-02 10:00:02 [cfg.py:11] Using FlashInfer as the attention backend\n"
+    )
+    assert parse(log).warnings == ("Using FlashInfer as the attention backend",)
+
+
+def test_a_traceback_lost_among_other_output_is_not_given_a_later_error() -> None:
+    # The traceback's last lines never arrived; much later another error is logged alone.
+    chatter = "".join(
+        f"INFO 03-02 10:00:{i:02d} [loader.py:5] loaded shard {i} of 40\n"
+        for i in range(MAX_NOISE_IN_FRAMES + 5)
+    )
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/app/engine.py", line 80, in step\n'
+        "    self.run_batch()\n" + chatter + "RuntimeError: health check timed out\n"
+    )
+    parsed = parse(paste)
+
+    assert parsed.truncated
+    assert [(e.type, [f.function for f in e.frames]) for e in parsed.exceptions] == [
+        ("", ["step"]),
+        ("RuntimeError", []),
+    ]
+
+
+def test_of_a_paste_over_the_line_budget_its_start_and_its_end_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The budget is 20,000 lines (2,000 from the start, 18,000 from the end); a small one
+    # reads a small paste the same way.
+    monkeypatch.setattr(traceback, "MAX_LINES", 40)
+    monkeypatch.setattr(traceback, "HEAD_LINES", 4)
+    monkeypatch.setattr(traceback, "TAIL_LINES", 36)
+    error = [
+        "Traceback (most recent call last):",
+        '  File "/app/engine.py", line 80, in step',
+        "    self.run_batch()",
+        "ValueError: batch of 0 requests",
+    ]
+    lines = [f"tick {i}" for i in range(30)] + error + [f"tock {i}" for i in range(25)]
+
+    parsed = parse("\n".join(lines))
+
+    assert parsed.truncated
+    assert parsed.primary is not None and parsed.primary.type == "ValueError"
