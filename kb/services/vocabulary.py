@@ -36,25 +36,28 @@ def load_vocabulary() -> dict[str, LoadCounts]:
 
 
 def load_gpus() -> LoadCounts:
-    counts = LoadCounts()
-    for gpu in data_file("gpus.json")["gpus"]:
-        values = {
-            "arch": gpu["arch"],
-            "compute_capability": gpu["compute_capability"],
-            "family": gpu.get("family") or "",
-            "memory_gb": gpu.get("memory_gb"),
-            "aliases": sorted(gpu.get("aliases") or []),
-        }
-        upsert(Hardware, {"name": gpu["name"]}, values, counts)
-    return counts
+    rows = [
+        (
+            {"name": gpu["name"]},
+            {
+                "arch": gpu["arch"],
+                "compute_capability": gpu["compute_capability"],
+                "family": gpu.get("family") or "",
+                "memory_gb": gpu.get("memory_gb"),
+                "aliases": sorted(gpu.get("aliases") or []),
+            },
+        )
+        for gpu in data_file("gpus.json")["gpus"]
+    ]
+    return upsert(Hardware, rows)
 
 
 def load_flags() -> LoadCounts:
-    counts = LoadCounts()
     concepts = flag_concepts()
-    for framework, filename in FRAMEWORK_FILES.items():
-        for flag in data_file(filename)["flags"]:
-            values = {
+    rows = [
+        (
+            {"framework": framework, "name": flag["name"]},
+            {
                 "aliases": sorted(flag.get("aliases") or []),
                 "type": flag.get("type") or "str",
                 "choices": list(flag.get("choices") or []),
@@ -63,9 +66,12 @@ def load_flags() -> LoadCounts:
                 "renamed": [list(pair) for pair in flag.get("renamed") or []],
                 "concept": concepts.get((framework, flag["name"]), ""),
                 "description": flag.get("description") or "",
-            }
-            upsert(Flag, {"framework": framework, "name": flag["name"]}, values, counts)
-    return counts
+            },
+        )
+        for framework, filename in FRAMEWORK_FILES.items()
+        for flag in data_file(filename)["flags"]
+    ]
+    return upsert(Flag, rows)
 
 
 def flag_concepts() -> dict[tuple[str, str], str]:
@@ -78,15 +84,34 @@ def flag_concepts() -> dict[tuple[str, str], str]:
     return concepts
 
 
-def upsert(model: Any, key: dict[str, Any], values: dict[str, Any], counts: LoadCounts) -> None:
-    row = model.objects.filter(**key).first()
-    if row is None:
-        model.objects.create(**key, **values)
-        counts.created += 1
-    elif any(getattr(row, name) != value for name, value in values.items()):
-        for name, value in values.items():
-            setattr(row, name, value)
-        row.save()
-        counts.updated += 1
-    else:
-        counts.unchanged += 1
+Row = tuple[dict[str, Any], dict[str, Any]]  # (the row's unique key, its other values)
+
+
+def upsert(model: Any, rows: list[Row]) -> LoadCounts:
+    """Create the missing rows and correct the changed ones, in a few statements: one
+    read of the table and one bulk write of each kind (row by row it was two round
+    trips per flag, about 1.5 s for the ~950 rows, paid by every test that loads it).
+    Hardware and flags send no signals that a bulk write would skip."""
+    counts = LoadCounts()
+    key_names = tuple(rows[0][0]) if rows else ()
+    stored = {tuple(getattr(row, name) for name in key_names): row for row in model.objects.all()}
+    created: dict[tuple[Any, ...], Any] = {}
+    changed: dict[tuple[Any, ...], Any] = {}
+    for key, values in rows:
+        ident = tuple(key[name] for name in key_names)
+        row = created.get(ident) or stored.get(ident)
+        if row is None:
+            created[ident] = model(**key, **values)
+            counts.created += 1
+        elif any(getattr(row, name) != value for name, value in values.items()):
+            for name, value in values.items():
+                setattr(row, name, value)
+            if ident not in created and ident not in changed:
+                changed[ident] = row
+                counts.updated += 1
+        elif ident not in created and ident not in changed:
+            counts.unchanged += 1
+    model.objects.bulk_create(created.values())
+    if changed:
+        model.objects.bulk_update(changed.values(), fields=list(rows[0][1]))
+    return counts

@@ -48,3 +48,17 @@ def test_it_loads_twice_without_duplicates() -> None:
     second = load()
     assert (Hardware.objects.count(), Flag.objects.count()) == counts
     assert "0 created, 0 updated" in second
+
+
+def test_a_second_load_puts_back_what_was_changed_and_only_that() -> None:
+    load()
+    Flag.objects.filter(framework="vllm", name="gpu-memory-utilization").update(
+        description="edited by hand", deprecated=True
+    )
+    Hardware.objects.filter(name="NVIDIA H200").update(arch="sm_00")
+    second = load()
+    flag = Flag.objects.get(framework="vllm", name="gpu-memory-utilization")
+    assert flag.description != "edited by hand" and flag.deprecated is False
+    assert Hardware.objects.get(name="NVIDIA H200").arch == "sm_90"
+    assert "gpus: 0 created, 1 updated" in second
+    assert "flags: 0 created, 1 updated" in second
