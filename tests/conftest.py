@@ -8,11 +8,27 @@ a missing service fails the run instead of being skipped.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.core.management import call_command
 
 from tests.services import in_ci
+
+STARTER = Path(__file__).resolve().parents[1] / "knowledge"
+
+
+@pytest.fixture
+def vocabulary(db: None) -> None:
+    """The GPUs and launch flags of the shipped data files, as rows."""
+    call_command("load_vocabulary", verbosity=0)
+
+
+@pytest.fixture
+def starter_kb(vocabulary: None) -> None:
+    """The knowledge base `make run` loads: the shipped FINDINGS.md, published."""
+    call_command("ingest", str(STARTER), "--publish", verbosity=0)
 
 
 @pytest.fixture(autouse=True)

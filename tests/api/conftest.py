@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from api.models import ApiToken
@@ -77,16 +75,6 @@ DSA_ASSERT = """\
     assert not self.nsa_kv_cache_store_fp8
 AssertionError
 """
-
-
-STARTER = Path(__file__).resolve().parents[2] / "knowledge"
-
-
-@pytest.fixture
-def starter_kb(db: None) -> None:
-    """The knowledge base `make run` loads: the shipped FINDINGS.md, published."""
-    call_command("load_vocabulary", verbosity=0)
-    call_command("ingest", str(STARTER), "--publish", verbosity=0)
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ from django.test import Client
 
 from kb.models import ErrorSignature, Finding, Fix, SourceDocument
 from kb.templatetags.fixgraph import inline_markdown
-
-from .conftest import STARTER
+from tests.conftest import STARTER
 
 pytestmark = pytest.mark.django_db
 

@@ -14,4 +14,4 @@ from tests.api.conftest import (  # noqa: F401 (fixtures)
     user,
     writer,
 )
-from tests.web.conftest import draft, reviewer, starter_kb  # noqa: F401 (fixtures)
+from tests.web.conftest import draft, reviewer  # noqa: F401 (fixtures)

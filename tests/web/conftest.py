@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
 from django.utils import timezone
 
 from kb.models import (
@@ -30,12 +29,6 @@ RTX_LAUNCH = (
 
 def fixture_text(name: str) -> str:
     return (FIXTURES / name).read_text()
-
-
-@pytest.fixture
-def starter_kb(db: None) -> None:
-    call_command("load_vocabulary", verbosity=0)
-    call_command("ingest", str(ROOT / "knowledge"), "--publish", verbosity=0)
 
 
 def decode_finding() -> Finding:
