@@ -5,6 +5,9 @@ tests; whatever a `functools.cache` of decisiontree/ computed there (the vocabul
 the flag tables, the environment policy) was computed by the unmutated code, and a
 mutant of the code that builds it would pass every test. So each run starts by
 emptying those caches (about 12 ms to build the flag tables and the vocabulary again).
+mutmut's stats run (one run of the tests that maps each function to the tests calling
+it) empties them before every test, so that each test is mapped to the code that
+builds the caches it reads, not only the first test that happened to fill them.
 
 mutmut runs a mutant's tests in no particular order and stops at the first that
 fails; a mutant the quick unit tests catch need not wait for the pinned answers of
@@ -22,15 +25,26 @@ from pathlib import Path
 import pytest
 
 STATS = Path("mutmut-stats.json")
+# Kept through mutmut's stats run: the background's parsed messages take 65 ms to build
+# again, most of what emptying every cache before every test would cost (bench/README.md).
+KEPT_IN_STATS = frozenset({"decisiontree.match.ordinary_messages"})
 
 
-def empty_decisiontree_caches() -> None:
+def empty_decisiontree_caches(keep: frozenset[str] = frozenset()) -> None:
     for name, module in list(sys.modules.items()):
         if name == "decisiontree" or name.startswith("decisiontree."):
-            for value in list(vars(module).values()):
+            for key, value in list(vars(module).items()):
                 cache_clear = getattr(value, "cache_clear", None)
-                if callable(cache_clear):
+                if callable(cache_clear) and f"{name}.{key}" not in keep:
                     cache_clear()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # mutmut's stats run maps each function to the tests that call it. A cache filled
+    # by collection or an earlier test hides the code that builds it from every later
+    # test, and that code's mutants then run against one test or none.
+    if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+        empty_decisiontree_caches(keep=KEPT_IN_STATS)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
