@@ -70,11 +70,8 @@ def gpu_key(text: str) -> str:
 
 
 def _number(word: str) -> int | None:
-    word = word.lower()
-    digits = word.rstrip("x×")  # "8x"; a word keeps its x ("six")
-    if digits.isdigit():
-        return int(digits)
-    return _NUMBER_WORDS.get(word)
+    """ "8" or "eight"; `_count_before` has already set the x of "8x" apart ("six" keeps its x)."""
+    return int(word) if word.isdigit() else _NUMBER_WORDS.get(word.lower())
 
 
 def _alias_pattern(key: str) -> str:
