@@ -27,7 +27,9 @@ from decisiontree.documents.structure import (
 )
 from decisiontree.records import Change, ChangeAction, Condition, Outcome
 
-_SYNONYMS = {
+# Every field name the reader accepts (lower case, `_`/`-` as spaces) -> the field it fills;
+# docs/findings-format.md lists them all. The format detector counts the same names.
+FIELD_NAMES = {
     "hardware": "hardware", "gpu": "hardware", "gpus": "hardware", "hw": "hardware",
     "model": "model", "models": "model",
     "framework": "framework", "frameworks": "framework", "versions": "framework",
@@ -80,7 +82,7 @@ class _Entry:
 
 
 def looks_like_findings_md(text: str) -> bool:
-    """`## ` headings with `- Field:` bullets of known names under them."""
+    """`## ` headings with `- Field:` bullets under them, named as the entry reader names fields."""
     known_bullets = 0
     in_entry = False
     for line in lines_of(text[:500_000]):
@@ -89,7 +91,7 @@ def looks_like_findings_md(text: str) -> bool:
             in_entry = level[0] == 2
             continue
         match = _FIELD.match(line[:300])
-        if in_entry and match and _field_name(match.group(1)) in _SYNONYMS.values():
+        if in_entry and match and _field_name(match.group(1)) in FIELD_NAMES:
             known_bullets += 1
             if known_bullets >= 2:
                 return True
@@ -153,7 +155,7 @@ def _take_line(entry: _Entry, line: str, in_fields: bool, last_field: int) -> tu
     match = _FIELD.match(line[:2000])
     if match:
         name = _field_name(match.group(1))
-        known = _SYNONYMS.get(name)
+        known = FIELD_NAMES.get(name)
         if known or in_fields:
             entry.fields.append((known or name, (match.group(2) or "").strip()))
             return in_fields, len(entry.fields) - 1
@@ -481,7 +483,7 @@ def _note_gaps(
         problems.append(f"entry '{entry.title}' has no Fix or Did not help")
 
 
-_KNOWN_FIELDS = frozenset(_SYNONYMS.values()) - {"source", "tags"}
+_KNOWN_FIELDS = frozenset(FIELD_NAMES.values()) - {"source", "tags"}
 
 
 def _extra(entry: _Entry) -> Mapping[str, str]:
