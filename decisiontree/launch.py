@@ -230,7 +230,9 @@ def _nested(found: list[Word]) -> tuple[int, LaunchCommand] | None:
     if _find_entry(texts) is not None and not any(" " in t for t in texts):
         return None
     for i, text in enumerate(texts):
-        if " " in text and _find_entry([w.text for w in words(text)]):
+        # A quoted server path with a space ("/home/me/my code/sglang/launch_server.py")
+        # is the entry point itself, not a command inside it.
+        if " " in text and not _find_entry([text]) and _find_entry([w.text for w in words(text)]):
             return i, parse_launch_command(text)
     return None
 

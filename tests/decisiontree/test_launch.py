@@ -152,3 +152,14 @@ def test_an_environment_change_to_bare_flags_goes_before_them() -> None:
 def test_a_switch_followed_by_true_or_false_takes_that_word_not_the_model() -> None:
     command = parse_launch_command("vllm serve --enforce-eager false Qwen/Qwen3-8B")
     assert (command.model, command.flags) == ("Qwen/Qwen3-8B", {"enforce-eager": "false"})
+
+
+def test_a_server_started_from_a_path_with_a_space_keeps_its_arguments() -> None:
+    command = 'python "/home/ana/my code/sglang/launch_server.py" --model-path org/M --tp 2'
+
+    parsed = parse_launch_command(command)
+    assert (parsed.framework, parsed.model) == ("sglang", "org/M")
+    assert parsed.flags["tp-size"] == "2"
+    assert apply_changes(command, [set_flag("tp-size", "4")]) == (
+        'python "/home/ana/my code/sglang/launch_server.py" --model-path org/M --tp-size 4'
+    )
