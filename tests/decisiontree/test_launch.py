@@ -163,3 +163,16 @@ def test_a_server_started_from_a_path_with_a_space_keeps_its_arguments() -> None
     assert apply_changes(command, [set_flag("tp-size", "4")]) == (
         'python "/home/ana/my code/sglang/launch_server.py" --model-path org/M --tp-size 4'
     )
+
+
+def test_a_command_handed_to_a_shell_inside_the_vllm_image_is_the_one_read() -> None:
+    command = (
+        "docker run --gpus all --entrypoint bash vllm/vllm-openai:v0.11.0 "
+        '-c "vllm serve Qwen/Qwen3-8B -tp 2"'
+    )
+
+    parsed = parse_launch_command(command)
+    assert (parsed.model, dict(parsed.flags)) == ("Qwen/Qwen3-8B", {"tensor-parallel-size": "2"})
+    assert apply_changes(command, [set_flag("tensor-parallel-size", "4")]).endswith(
+        "-c 'vllm serve Qwen/Qwen3-8B --tensor-parallel-size 4'"
+    )
