@@ -3,16 +3,8 @@ figures in other units, curly apostrophes, a failure ruled out, a hope not met."
 
 import pytest
 
-from decisiontree.documents.outcomes import judge_outcome, lexicon
+from decisiontree.documents.outcomes import judge_outcome
 from decisiontree.records import Outcome
-
-
-@pytest.fixture
-def word_file_read_afresh():
-    """The word lists are read and inflected once per process (a cache); read them again
-    here, so that this test (not whichever test happened to come first) is the one that
-    sees how they are inflected. mutmut maps each function to the tests that call it."""
-    lexicon.cache_clear()
 
 
 @pytest.mark.parametrize(
@@ -22,7 +14,6 @@ def word_file_read_afresh():
         "With --enforce-eager the benchmark finishes.",  # finish -> finishes
     ],
 )
-@pytest.mark.usefixtures("word_file_read_afresh")
 def test_a_verb_ending_in_x_or_sh_is_heard_in_its_es_form(sentence):
     assert judge_outcome(sentence) is Outcome.RESOLVES
 
