@@ -96,10 +96,21 @@ def symptom_of(text: str) -> Symptom | None:
 
 
 def kind_of(symptom: Symptom) -> str:
+    # An exception whose name says a class it is told with (`OutOfMemoryError` beside "out
+    # of memory") is that failure by name, not a second one.
+    classes = {
+        c
+        for c in symptom.classes
+        if not (c.startswith("exc:") and _classes_named(c.removeprefix("exc:")) & symptom.classes)
+    }
     for name, kind in (("oom", "oom"), ("hang", "hang"), ("slow", "slow")):
-        if name in symptom.classes and len(symptom.classes - {"slow"}) <= 1:
+        if name in classes and len(classes - {"slow"}) <= 1:
             return kind
     return "crash"
+
+
+def _classes_named(text: str) -> set[str]:
+    return {name for name, pattern in _CLASSES if pattern.search(text)}
 
 
 # A failure told only in words is titled as a log would put it: the failure, then the stage.

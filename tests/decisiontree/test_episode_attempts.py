@@ -50,3 +50,40 @@ def test_a_relaunch_that_repeats_an_environment_variable_already_tried_changes_o
         "NCCL_P2P_DISABLE=1": "no_effect",
         "--disable-custom-all-reduce": "resolves",
     }
+
+
+TORCH_OOM_THEN_ASSERT = """\
+# Two failures on one H100
+
+We serve Qwen2.5-32B-Instruct with SGLang 0.4.6 on one NVIDIA H100.
+
+The first launch failed while loading the weights:
+
+```
+Traceback (most recent call last):
+  File "/opt/sglang/python/sglang/srt/model_executor/model_runner.py", line 410, in load_model
+    self.model = get_model(config)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.
+```
+
+Lowering --mem-fraction-static to 0.80 fixed that.
+
+Under load the next launch then hit a device-side assert in the sampler:
+
+```
+RuntimeError: CUDA error: device-side assert triggered
+```
+
+Switching to --sampling-backend pytorch made it go away.
+"""
+
+
+def test_a_torch_out_of_memory_error_told_beside_another_failure_is_an_out_of_memory_finding():
+    findings = extract_document(TORCH_OOM_THEN_ASSERT, "notes.md").findings
+    kinds = {
+        " ".join(c.describe() for fix in f.fixes for c in fix.changes): f.kind for f in findings
+    }
+    assert kinds == {
+        "--mem-fraction-static 0.80": "oom",
+        "--sampling-backend pytorch": "crash",
+    }
