@@ -706,11 +706,27 @@ def judge_outcome(sentence: str) -> Outcome | None:
 
 
 _BACK = frozenset({"that", "it", "this", "them", "those"})
+_NAMING_BACK = frozenset({"the", "our", "that", "this", "those", "these"})
+
+
+_PASSIVE = frozenset({"was", "were", "is", "are", "got", "gets", "been", "be"})
 
 
 def _cures_it(words: Sequence[str], lex: Lexicon) -> bool:
-    """ "fixed that", "cured it", "solved this": a remedy whose object is what was just told."""
-    return any(w in lex.remedy and nxt in _BACK for w, nxt in zip(words, words[1:], strict=False))
+    """ "fixed that", "cured it", "solved this": a remedy whose object is what was just told;
+    so is an object that names a failure ("fixed the crash", "cured the OOM"), and the
+    subject of a passive ("that was fixed by", "the OOM got solved")."""
+    for i, word in enumerate(words):
+        if word not in lex.remedy:
+            continue
+        after, before = words[i + 1 : i + 3], words[max(0, i - 2) : i]
+        if after[:1] and after[0] in _BACK:
+            return True
+        if len(after) == 2 and after[0] in _NAMING_BACK and after[1] in lex.problem:
+            return True
+        if len(before) == 2 and before[1] in _PASSIVE and (before[0] in _BACK | lex.problem):
+            return True
+    return False
 
 
 def combine(signals: Sequence[Signal | None], words: Sequence[str] = ()) -> Outcome | None:

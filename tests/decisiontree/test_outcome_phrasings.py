@@ -94,3 +94,47 @@ def test_a_failure_then_a_success_that_does_not_point_back_at_it_is_partial():
         "The server crashed on long prompts; with --max-model-len 8192 the short ones serve fine."
     )
     assert judge_outcome(sentence) is Outcome.PARTIAL
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The server died while warming up; --enforce-eager fixed the crash.",
+        "The engine hung at startup; --disable-custom-all-reduce fixed the hang.",
+        "Prefill ran into an OOM, and --chunked-prefill-size 2048 cured the OOM.",
+    ],
+)
+def test_a_cure_whose_object_names_the_failure_just_told_resolves_it(sentence):
+    # "fixed the crash" points back at the failure told before it as "fixed it" does: the
+    # failure is the one cured, not one left over.
+    assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+def test_a_cure_of_one_failure_beside_another_still_standing_is_partial():
+    sentence = "--enforce-eager fixed the crash, but decode still hangs after an hour."
+    assert judge_outcome(sentence) is Outcome.PARTIAL
+
+
+@pytest.mark.parametrize(
+    ("sentence", "outcome"),
+    [
+        ("With --max-model-len 8192 the engine still ran out of memory.", Outcome.NO_EFFECT),
+        ("After --max-num-seqs 64 it no longer runs out of memory.", Outcome.RESOLVES),
+        ("Lowering --gpu-memory-utilization, we never ran out of memory again.", Outcome.RESOLVES),
+        ("With --enforce-eager the workers ran out of memory as before.", Outcome.NO_EFFECT),
+    ],
+)
+def test_running_out_of_memory_is_a_failure(sentence, outcome):
+    assert judge_outcome(sentence) is outcome
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The scheduler deadlocked under load; it was fixed by --disable-overlap-schedule.",
+        "Capture hit an out-of-memory error; that got solved with --cuda-graph-max-bs 64.",
+        "Loading the weights crashed the worker - the crash was fixed by --load-format safetensors.",
+    ],
+)
+def test_a_failure_that_is_the_subject_of_a_passive_cure_is_the_one_cured(sentence):
+    assert judge_outcome(sentence) is Outcome.RESOLVES
