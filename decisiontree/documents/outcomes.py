@@ -529,6 +529,41 @@ def _route(words: tuple[str, ...], i: int, lex: Lexicon) -> bool:
     )
 
 
+def _noun_use(words: tuple[str, ...], i: int, lex: Lexicon) -> bool:
+    """ "the quick start page", "a load test": a bare verb after a determiner (or after a
+    determiner and a word that cannot be its plural subject: "the workers start" is a verb)
+    and before another noun names a thing; it reports nothing. As the head of its phrase
+    ("got a clean start", "a clean start on every rank") it still tells what happened."""
+    word = words[i]
+    if i == 0 or not ({word + "s", word + "es"} & lex.success):
+        return False  # only the bare form: "starts", "started" are verbs wherever they stand
+    nxt = words[i + 1] if i + 1 < len(words) else ""
+    modifies = nxt.isalpha() and not (
+        nxt in _FUNCTION_WORDS or nxt.endswith("ly") or nxt in lex.success_states
+    )
+    if not modifies:
+        return False
+    if words[i - 1] in _ADJECTIVE_BEFORE:
+        return True
+    between = words[i - 1]
+    subject_like = between.endswith("s") or between in lex.modals | lex.negation | _FUNCTION_WORDS
+    return i > 1 and words[i - 2] in _ADJECTIVE_BEFORE and not subject_like
+
+
+# Closed-class words (prepositions, conjunctions, adverbs of time, auxiliaries): a word after
+# a verb or noun that starts no compound ("start on every rank", "start now").
+_FUNCTION_WORDS = frozenset(
+    {
+        "about", "across", "after", "against", "along", "and", "around", "as", "at", "before",
+        "behind", "between", "by", "during", "for", "from", "in", "inside", "into", "like",
+        "near", "of", "off", "on", "onto", "or", "out", "over", "past", "since", "than",
+        "then", "through", "to", "toward", "towards", "under", "until", "up", "upon", "with",
+        "within", "without", "now", "again", "here", "there", "so", "too", "also", "just",
+        "only", "still", "yet", "do", "does", "did",
+    }
+)  # fmt: skip
+
+
 def _success(reading: _Reading) -> Signal | None:
     lex, words = reading.lex, reading.words
     hits = [
@@ -537,6 +572,7 @@ def _success(reading: _Reading) -> Signal | None:
         if not (words[i].endswith("ing") and i > 0 and words[i - 1] in _TEMPORAL)
         and not (words[i].endswith("ing") and words[i] in lex.success and "_" not in words[i])
         and not _route(words, i, lex)
+        and not _noun_use(words, i, lex)
     ]
     if not hits:
         return None

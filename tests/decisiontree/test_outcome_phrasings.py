@@ -138,3 +138,28 @@ def test_running_out_of_memory_is_a_failure(sentence, outcome):
 )
 def test_a_failure_that_is_the_subject_of_a_passive_cure_is_the_one_cured(sentence):
     assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I ran the example from the quick start guide with --tp 2.",
+        "The cold start took about four minutes with --load-format dummy.",
+        "We reran the load test with --enforce-eager on.",
+    ],
+)
+def test_a_success_verb_that_names_a_thing_reports_no_result(sentence):
+    assert judge_outcome(sentence) is None
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "With --enforce-eager the workers start fine.",
+        "With --enforce-eager the old replicas load in a minute.",
+        "After --enforce-eager the engine did start.",
+        "With --enforce-eager we got a clean start on both nodes.",
+    ],
+)
+def test_a_bare_success_verb_after_its_subject_or_as_the_head_of_its_phrase_is_a_success(sentence):
+    assert judge_outcome(sentence) is Outcome.RESOLVES
