@@ -176,3 +176,8 @@ def test_a_command_handed_to_a_shell_inside_the_vllm_image_is_the_one_read() -> 
     assert apply_changes(command, [set_flag("tensor-parallel-size", "4")]).endswith(
         "-c 'vllm serve Qwen/Qwen3-8B --tensor-parallel-size 4'"
     )
+
+
+def test_a_command_with_an_unclosed_quote_is_still_read_up_to_its_pipe() -> None:
+    parsed = parse_launch_command('vllm serve Qwen/Qwen3-8B -tp 2 2>&1 | tee "server.log')
+    assert (parsed.model, dict(parsed.flags)) == ("Qwen/Qwen3-8B", {"tensor-parallel-size": "2"})

@@ -334,3 +334,17 @@ def test_a_quantization_inside_a_model_directory_written_with_underscores_is_rea
 ) -> None:
     context = build_context(launch_command=f"vllm serve {model} --tensor-parallel-size 2")
     assert context.quantization == quantization
+
+
+@pytest.mark.parametrize(
+    ("written", "arch"),
+    [
+        ("Glm4MoeForCausalLM", "glm4_moe"),
+        ("GlmMoeDsaForCausalLM", "glm_moe_dsa"),
+        ("glm4_moe", "glm4_moe"),
+    ],
+)
+def test_a_models_class_or_architecture_name_gives_its_architecture(vocab, written, arch):
+    # What a config.json's "architectures" or a server log names, not the repository.
+    info = vocab.model_info(written)
+    assert info is not None and info.arch == arch
