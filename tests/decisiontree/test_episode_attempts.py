@@ -2,6 +2,7 @@
 try, and a setting already in force when a relaunch shows it again is not a new change."""
 
 from decisiontree.documents import extract_document
+from decisiontree.documents.episodes import symptom_of
 
 
 def attempts(text):
@@ -87,3 +88,15 @@ def test_a_torch_out_of_memory_error_told_beside_another_failure_is_an_out_of_me
         "--mem-fraction-static 0.80": "oom",
         "--sampling-backend pytorch": "crash",
     }
+
+
+def test_two_out_of_memory_errors_in_different_files_are_one_failure():
+    first = symptom_of("CUDA out of memory while capturing graphs in cuda_graph_runner.py")
+    second = symptom_of("Out of memory again, this time in memory_pool.py during prefill")
+    assert first.same_as(second)
+
+
+def test_the_same_exception_type_raised_in_different_files_is_two_failures():
+    first = symptom_of("A ValueError raised in tokenizer_utils.py")
+    second = symptom_of("A ValueError from sampling_params.py")
+    assert not first.same_as(second)

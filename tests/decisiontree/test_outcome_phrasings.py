@@ -163,3 +163,63 @@ def test_a_success_verb_that_names_a_thing_reports_no_result(sentence):
 )
 def test_a_bare_success_verb_after_its_subject_or_as_the_head_of_its_phrase_is_a_success(sentence):
     assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+def test_a_sad_word_before_it_did_not_still_answers_the_hope():
+    sentence = "--enforce-eager should have fixed the hang, but sadly it didn't."
+    assert judge_outcome(sentence) is Outcome.NO_EFFECT
+
+
+def test_it_did_help_is_a_fix_not_an_ellipsis():
+    assert judge_outcome("I doubted --enforce-eager, but it did help.") is Outcome.RESOLVES
+
+
+def test_a_figure_left_hanging_mid_sentence_is_read_without_its_second_value():
+    sentence = "With --max-num-seqs 8 throughput dropped from 40 to... almost nothing."
+    assert judge_outcome(sentence) is Outcome.WORSE
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "With --enforce-eager, prefill went from 900 ms to 300 ms.",  # time: lower is better
+        "With --kv-cache-dtype fp8 each replica needs 38 GB instead of 70 GB.",  # memory
+        "With --enable-prefix-caching the cache hit rate went from 20% to 75%.",  # a percentage
+    ],
+)
+def test_the_unit_of_two_figures_says_which_way_is_better(sentence):
+    assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+def test_a_question_answered_it_did_reports_no_fix():
+    """Nothing in the question was hoped of the change: "it did" confirms a fact."""
+    sentence = "Someone asked if the server ran with --enforce-eager, and it did."
+    assert judge_outcome(sentence) is None
+
+
+def test_a_warning_about_what_a_flag_breaks_is_not_a_proposal():
+    sentence = "The scheduler will deadlock if you enable --enable-chunked-prefill here."
+    assert judge_outcome(sentence) is None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "outcome"),
+    [
+        ("With --enforce-eager decode is still slow.", Outcome.NO_EFFECT),
+        (
+            "--num-scheduler-steps 8 helped; throughput is still far below the target.",
+            Outcome.PARTIAL,
+        ),
+    ],
+)
+def test_still_short_of_the_goal_is_a_shortfall(sentence, outcome):
+    assert judge_outcome(sentence) is outcome
+
+
+def test_still_loading_after_minutes_is_not_a_success():
+    sentence = "With --enforce-eager the server is still loading after ten minutes."
+    assert judge_outcome(sentence) is None
+
+
+def test_a_flag_between_a_negation_and_its_verb_does_not_widen_the_gap():
+    assert judge_outcome("Not even --enforce-eager helped.") is Outcome.NO_EFFECT
