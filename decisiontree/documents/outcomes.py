@@ -745,7 +745,7 @@ _BACK = frozenset({"that", "it", "this", "them", "those"})
 _NAMING_BACK = frozenset({"the", "our", "that", "this", "those", "these"})
 
 
-_PASSIVE = frozenset({"was", "were", "is", "are", "got", "gets", "been", "be"})
+_PASSIVE = _COPULAS | {"got", "gets"}  # "was fixed", "got solved"
 
 
 def _cures_it(words: Sequence[str], lex: Lexicon) -> bool:

@@ -99,17 +99,21 @@ def upsert(model: Any, rows: list[Row]) -> LoadCounts:
     changed: dict[tuple[Any, ...], Any] = {}
     for key, values in rows:
         ident = tuple(key[name] for name in key_names)
-        row = created.get(ident) or stored.get(ident)
+        pending = created.get(ident) or changed.get(ident)
+        if pending is not None:  # the same key twice in a data file: the later entry wins
+            for name, value in values.items():
+                setattr(pending, name, value)
+            continue
+        row = stored.get(ident)
         if row is None:
             created[ident] = model(**key, **values)
             counts.created += 1
         elif any(getattr(row, name) != value for name, value in values.items()):
             for name, value in values.items():
                 setattr(row, name, value)
-            if ident not in created and ident not in changed:
-                changed[ident] = row
-                counts.updated += 1
-        elif ident not in created and ident not in changed:
+            changed[ident] = row
+            counts.updated += 1
+        else:
             counts.unchanged += 1
     model.objects.bulk_create(created.values())
     if changed:
