@@ -397,6 +397,7 @@ def outcome_judge() -> int:
         "heldout2.json",
         "heldout3.json",
         "heldout4.json",
+        "heldout5.json",
     ):
         score_judge(OUTCOMES / name)
     return 0
