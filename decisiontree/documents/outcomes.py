@@ -67,6 +67,9 @@ class Lexicon:
     version: int
     remedy: frozenset[str]
     remedy_nouns: frozenset[str]
+    points_back: frozenset[str]  # phrasal cures with a pronoun between the parts
+    gains: frozenset[str]
+    nothing: frozenset[str]
     removal: frozenset[str]
     over: frozenset[str]  # idioms of a failure that is over, whatever is said to be over
     problem: frozenset[str]
@@ -78,6 +81,7 @@ class Lexicon:
     same_nouns: frozenset[str]
     of_failure_only: frozenset[str]
     novelty: frozenset[str]
+    trades: frozenset[str]
     better: frozenset[str]
     worse: frozenset[str]
     cost: frozenset[str]
@@ -113,14 +117,32 @@ def _plain(entries: Iterable[str]) -> frozenset[str]:
     return frozenset(_joined(entry) for entry in entries)
 
 
+# Pronouns that point back at what was just told ("fixed that", "sorted it out").
+_BACK = frozenset({"that", "it", "this", "them", "those"})
+
+
+def _phrasal(entries: Iterable[str], objects: Iterable[str] = ()) -> set[tuple[str, ...]]:
+    """A verb and its particle, the verb inflected ("tip over" -> "tipped over"); with
+    objects, also one between the parts ("sort out" -> "sorted it out")."""
+    found: set[tuple[str, ...]] = set()
+    for entry in entries:
+        verb, *rest = entry.split()
+        for form in _inflect(verb):
+            found.add((form, *rest))
+            found |= {(form, thing, *rest) for thing in objects}
+    return found
+
+
 @cache
 def lexicon() -> Lexicon:
     data = tomllib.loads(WORDS_FILE.read_text(encoding="utf-8"))
     remedy, problem, success = data["remedy"], data["problem"], data["success"]
     persistence, proposal, negation = data["persistence"], data["proposal"], data["negation"]
+    problem_verbs = [verb for verb in problem["verbs"] if " " not in verb]
+    problem_phrasal = _phrasal(verb for verb in problem["verbs"] if " " in verb)
+    cures_phrasal = _phrasal(remedy["phrasal"], _BACK)
     phrase_lists = [
         remedy["irregular"],
-        problem["verbs"],
         problem["irregular"],
         success["irregular"],
         persistence["phrases"],
@@ -134,17 +156,24 @@ def lexicon() -> Lexicon:
         data["metric"]["down_words"],
     ]
     phrases: dict[str, list[tuple[str, ...]]] = {}
-    for entry in (e for group in phrase_lists for e in group if " " in e):
-        words = tuple(entry.split())
+    split = [tuple(e.split()) for group in phrase_lists for e in group if " " in e]
+    for words in [*split, *problem_phrasal, *cures_phrasal]:
         phrases.setdefault(words[0], []).append(words)
     return Lexicon(
         version=int(data["version"]),
-        remedy=frozenset(_forms(remedy["verbs"]) | _forms(remedy["irregular"])),
+        remedy=frozenset(_forms(remedy["verbs"]) | _forms(remedy["irregular"]))
+        | {"_".join(words) for words in cures_phrasal},
         remedy_nouns=frozenset(remedy["nouns"]) | {"anything", "avail"},
+        points_back=frozenset("_".join(words) for words in cures_phrasal if len(words) > 2),
+        gains=frozenset(_forms(remedy["gains"])) | frozenset(remedy["gains_irregular"]),
+        nothing=frozenset(remedy["nothing"]),
         removal=frozenset(data["removal"]["words"]),
         over=_plain(data["removal"]["idioms"]),
         problem=frozenset(
-            _forms(problem["verbs"]) | _plain(problem["irregular"]) | set(problem["nouns"])
+            _forms(problem_verbs)
+            | {"_".join(words) for words in problem_phrasal}
+            | _plain(problem["irregular"])
+            | set(problem["nouns"])
         ),
         breakage=frozenset(data["breakage"]["words"]),
         success=frozenset(_forms(success["verbs"]) | _plain(success["irregular"])),
@@ -157,12 +186,13 @@ def lexicon() -> Lexicon:
         same_nouns=frozenset(persistence["same_nouns"]),
         of_failure_only=frozenset(persistence["of_failure_only"]),
         novelty=frozenset(data["novelty"]["words"]) | {"moved", "changed"},
+        trades=frozenset(_forms(data["novelty"]["trades"])),
         better=frozenset(data["better"]["words"]),
         worse=frozenset(data["worse"]["words"]),
         cost=frozenset(data["cost"]["words"]),
         partial=frozenset(data["partial"]["words"]) | _plain(data["partial"]["phrases"]),
         shortfall=frozenset(data["shortfall"]["words"]),
-        hopes=frozenset(data["shortfall"]["hopes"]),
+        hopes=frozenset(data["hope"]["words"]),
         negation=frozenset(negation["words"]) | _plain(negation["phrases"]),
         negation_scope=int(negation["scope"]),
         contrast=frozenset(data["contrast"]["words"]),
@@ -328,7 +358,22 @@ def judge_clause(clause: Clause, lex: Lexicon | None = None) -> Signal | None:
         return Signal.PROPOSED
     if reading.masked and (_good_words(reading, masked=True) or _any_in(clause.words, lex.better)):
         return Signal.MASKED_GOOD
+    if reading.masked and _past_hope(reading) and not _any_in(clause.words, lex.problem):
+        return Signal.MASKED_GOOD  # "the hope was that X would keep us under the limit"
     return None
+
+
+def _past_hope(reading: _Reading, before: int | None = None) -> bool:
+    """ "we hoped", "I expected", "was supposed to", "the hope was": a hope told in the past
+    (before word `before`, if given) is what was expected then, not a plan. Inside a question
+    or a relative clause ("gives away what X was supposed to buy") it is not told as a hope."""
+    words = reading.words
+    return any(
+        words[i] in reading.lex.hopes
+        and i not in reading.masked
+        and _past_tense(words[max(0, i - 1) : i + 2])
+        for i in range(len(words) if before is None else before)
+    )
 
 
 def _any_in(words: Iterable[str], group: frozenset[str]) -> bool:
@@ -348,7 +393,7 @@ def _ellipsis(words: tuple[str, ...]) -> Signal | None:
 
 def _good_words(reading: _Reading, *, masked: bool = False) -> bool:
     lex = reading.lex
-    group = lex.remedy | lex.success
+    group = lex.remedy | lex.success | lex.removal  # "expected X to stop the errors"
     return any(
         w in group and (masked == (i in reading.masked)) for i, w in enumerate(reading.words)
     )
@@ -433,11 +478,19 @@ def _remedy(reading: _Reading) -> Signal | None:
         if not _masked_by_purpose(reading, i) and not _named_not_reported(reading.words, i)
     ]
     nouns = [i for i in reading.live(lex.remedy_nouns) if i in reading.negated]
-    if nouns:
+    if nouns or any(_gains_nothing(reading.words, i, lex) for i in reading.live(lex.gains)):
         return Signal.NO_EFFECT
     if not hits:
         return None
     return Signal.NO_EFFECT if hits[0] in reading.negated else Signal.GOOD
+
+
+def _gains_nothing(words: tuple[str, ...], i: int, lex: Lexicon) -> bool:
+    """ "bought us nothing", "gained nothing", "got us nowhere": a gain whose object is none."""
+    after = list(words[i + 1 : i + 3])
+    if after[:1] and after[0] in _OBJECTS:
+        after = after[1:]
+    return bool(after) and after[0] in lex.nothing
 
 
 _DETERMINERS = frozenset({"the", "a", "an", "this", "that", "real", "proper", "our", "my"})
@@ -499,9 +552,20 @@ def _problem(reading: _Reading) -> Signal | None:
         return Signal.PARTIAL  # "the crash now happens only under load", "fewer timeouts"
     if reading.has(lex.better):
         return Signal.PARTIAL  # "made the hangs rarer": less often, still there
-    if _any_in(words, lex.novelty):
+    if _any_in(words, lex.novelty) or _trades_failure(words, lex):
         return Signal.NEW_PROBLEM
     return Signal.PROBLEM
+
+
+def _trades_failure(words: tuple[str, ...], lex: Lexicon) -> bool:
+    """ "traded the OOM for a segfault", "swapped it for": what is given up is a failure."""
+    for i in (k for k, word in enumerate(words) if word in lex.trades):
+        given = list(words[i + 1 : i + 3])
+        if given[:1] and given[0] in _ADJECTIVE_BEFORE:
+            given = given[1:]
+        if given[:1] and given[0] in lex.problem | _BACK:
+            return True
+    return False
 
 
 _ENDED = frozenset({"anymore", "longer", "again", "more", "after", "since", "now"})
@@ -676,7 +740,7 @@ def _proposes(reading: _Reading) -> bool:
     for i, word in enumerate(words):
         ahead = words[i + 1 : i + 4]
         modal = word in lex.modals and not _negated_or_perfect(words, i, lex)
-        if modal and _any_in(ahead, lex.actions | lex.remedy):
+        if modal and not _past_hope(reading, before=i) and _any_in(ahead, lex.actions | lex.remedy):
             return True
         wanted = [w for w in words[i + 1 : i + 5] if w not in _OBJECTS][:2]
         if word in lex.advice and any(
@@ -726,7 +790,9 @@ def judge_outcome(sentence: str) -> Outcome | None:
     lex = lexicon()
     for k, (_, signal) in enumerate(judged):
         if signal is Signal.PROBLEM and any(
-            later is Signal.GOOD and not clause.contrast and _cures_it(clause.words, lex)
+            later is Signal.GOOD
+            and not clause.contrast
+            and _cures_it(clause.words, lex, told=judged[k][0].words)
             for clause, later in judged[k + 1 :]
         ):
             signals[k] = None
@@ -741,28 +807,53 @@ def judge_outcome(sentence: str) -> Outcome | None:
     return combine(signals, tokens(sentence))
 
 
-_BACK = frozenset({"that", "it", "this", "them", "those"})
 _NAMING_BACK = frozenset({"the", "our", "that", "this", "those", "these"})
 
 
 _PASSIVE = _COPULAS | {"got", "gets"}  # "was fixed", "got solved"
 
 
-def _cures_it(words: Sequence[str], lex: Lexicon) -> bool:
-    """ "fixed that", "cured it", "solved this": a remedy whose object is what was just told;
-    so is an object that names a failure ("fixed the crash", "cured the OOM"), and the
-    subject of a passive ("that was fixed by", "the OOM got solved")."""
+def _cures_it(words: Sequence[str], lex: Lexicon, told: Sequence[str] = ()) -> bool:
+    """ "fixed that", "cured it", "solved this", "sorted that out": a remedy whose object is
+    what was just told (`told`); so is an object that names a failure ("fixed the crash",
+    "cured the OOM") or whose noun phrase holds the failure told ("fixed the capture crash"
+    after "it crashed at capture"), and the subject of a passive ("that was fixed by", "the
+    OOM got solved")."""
     for i, word in enumerate(words):
         if word not in lex.remedy:
             continue
+        if word in lex.points_back:
+            return True
         after, before = words[i + 1 : i + 3], words[max(0, i - 2) : i]
         if after[:1] and after[0] in _BACK:
             return True
         if len(after) == 2 and after[0] in _NAMING_BACK and after[1] in lex.problem:
             return True
+        if after[:1] and after[0] in _NAMING_BACK and _names_failure(words[i + 2 :], told, lex):
+            return True
         if len(before) == 2 and before[1] in _PASSIVE and (before[0] in _BACK | lex.problem):
             return True
     return False
+
+
+def _names_failure(phrase: Sequence[str], told: Sequence[str], lex: Lexicon) -> bool:
+    """A noun phrase (its words up to the first closed-class word) holds a failure word of
+    the clause told: "the sampler index error" after "crashed with an index error"."""
+    named: set[str] = set()
+    for word in phrase:
+        if word in _FUNCTION_WORDS or word in _BACK:
+            break
+        named |= _stems(word)
+    return any(word in lex.problem and _stems(word) & named for word in told)
+
+
+def _stems(word: str) -> set[str]:
+    """The word and the word without an inflection: "errors" -> error; "crashed" -> crash."""
+    found = {word}
+    for suffix in ("s", "es", "ed", "ing"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            found.add(word[: -len(suffix)])
+    return found
 
 
 def combine(signals: Sequence[Signal | None], words: Sequence[str] = ()) -> Outcome | None:

@@ -223,3 +223,125 @@ def test_still_loading_after_minutes_is_not_a_success():
 
 def test_a_flag_between_a_negation_and_its_verb_does_not_widen_the_gap():
     assert judge_outcome("Not even --enforce-eager helped.") is Outcome.NO_EFFECT
+
+
+# -- session 7: a hope answered, phrasal cures, gains of nothing, trades, a failure named again
+
+
+@pytest.mark.parametrize(
+    ("sentence", "outcome"),
+    [
+        ("We hoped --enforce-eager would stop the hang, but it did not.", Outcome.NO_EFFECT),
+        ("I expected --enforce-eager to make the NaNs go away, and it did.", Outcome.RESOLVES),
+        ("--enforce-eager was meant to fix the hang; sadly it didn't.", Outcome.NO_EFFECT),
+        # a hope for no failure in particular, answered
+        ("The hope was that --page-size 64 would keep memory flat; it didn't.", Outcome.NO_EFFECT),
+    ],
+)
+def test_a_hope_told_in_the_past_is_answered_by_it_did_or_it_did_not(sentence, outcome):
+    assert judge_outcome(sentence) is outcome
+
+
+def test_a_hope_told_in_the_past_with_no_answer_is_no_plan():
+    """The change was tried; what it did comes in another sentence, if at all."""
+    assert judge_outcome("We hoped --enforce-eager would fix the hang.") is None
+
+
+def test_a_hope_told_in_the_present_is_still_a_plan():
+    assert judge_outcome("We hope --enforce-eager will fix the hang.") is Outcome.PROPOSED
+
+
+def test_an_expected_failure_that_came_is_no_fix():
+    assert judge_outcome("With --enforce-eager we expected it to OOM again, and it did.") is None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "outcome"),
+    [
+        (
+            "The scheduler deadlocked on the first batch; --watchdog-timeout 600 smoothed it out.",
+            Outcome.RESOLVES,
+        ),
+        ("The pods kept restarting; --mem-fraction-static 0.8 sorted them out.", Outcome.RESOLVES),
+        ("Setting --enforce-eager straightens it out.", Outcome.RESOLVES),
+        ("Lowering --max-num-seqs ironed out the stalls.", Outcome.RESOLVES),
+        ("Reinstalling the driver with --force did not clear it up.", Outcome.NO_EFFECT),
+    ],
+)
+def test_a_phrasal_cure_is_read_with_its_object_between_the_parts(sentence, outcome):
+    # "smoothed it out" after a failure points back at it: the failure is the one cured.
+    assert judge_outcome(sentence) is outcome
+
+
+@pytest.mark.parametrize(
+    ("sentence", "outcome"),
+    [
+        ("Pinning triton==3.1.0 got rid of the illegal instruction.", Outcome.RESOLVES),
+        ("Clearing ~/.cache/flashinfer didn't get rid of the NaNs.", Outcome.NO_EFFECT),
+    ],
+)
+def test_getting_rid_of_a_failure_is_a_cure(sentence, outcome):
+    assert judge_outcome(sentence) is outcome
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Raising --batch-timeout won us nothing.",
+        "Turning on --enable-expert-parallel gained nothing.",
+        "A second replica with --dp 2 got us nowhere.",
+    ],
+)
+def test_a_change_that_gained_nothing_had_no_effect(sentence):
+    assert judge_outcome(sentence) is Outcome.NO_EFFECT
+
+
+def test_a_change_that_gained_something_helped():
+    assert judge_outcome("--enable-torch-compile bought us 15% more throughput.") is (
+        Outcome.RESOLVES
+    )
+
+
+@pytest.mark.parametrize(
+    ("sentence", "outcome"),
+    [
+        ("With --max-running-requests 64 the gateway still tips over.", Outcome.NO_EFFECT),
+        ("With --enforce-eager the scheduler no longer keels over.", Outcome.RESOLVES),
+    ],
+)
+def test_tipping_or_keeling_over_is_a_failure(sentence, outcome):
+    assert judge_outcome(sentence) is outcome
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Upgrading with --upgrade flashinfer exchanged the hang for a segfault at startup.",
+        "--attention-backend triton swapped NaNs for an illegal memory access.",
+        "The OOM is gone with --enforce-eager, but we traded it for a hang in decode.",
+    ],
+)
+def test_trading_a_failure_for_another_is_worse(sentence):
+    assert judge_outcome(sentence) is Outcome.WORSE
+
+
+def test_swapping_a_part_is_a_change_not_a_new_failure():
+    """The crash is the one told, not one the swap brought: a partial fix, not a worse one."""
+    sentence = "--sampling-backend pytorch helps short prompts, but after we swap the sampler long prompts crash."
+    assert judge_outcome(sentence) is Outcome.PARTIAL
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Warmup died with a graph capture error; --disable-cuda-graph fixed the capture error.",
+        "The engine crashed at load; --load-format safetensors fixed the load crashes.",
+    ],
+)
+def test_a_cure_naming_the_failure_told_with_more_words_resolves_it(sentence):
+    assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+def test_a_cure_naming_another_failure_leaves_the_one_told_standing():
+    sentence = "Decode hung after an hour; --skip-tokenizer-init fixed the tokenizer crash."
+    assert judge_outcome(sentence) is Outcome.PARTIAL
