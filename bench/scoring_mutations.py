@@ -32,6 +32,7 @@ TESTS = [
     "tests/decisiontree/test_walk.py",
     "tests/decisiontree/test_walk_siblings.py",
     "tests/decisiontree/test_condition_ranking.py",
+    "tests/decisiontree/test_derived_conditions.py",
     "tests/decisiontree/test_fix_evidence.py",
     "tests/decisiontree/test_match.py",
     "tests/decisiontree/test_no_match.py",
@@ -87,6 +88,16 @@ MUTATIONS = (
         "a contradicted condition costs nothing",
         RANKING,
         in_json("condition", "contradicted", "value", to=lambda old, data: 1.0),
+    ),
+    Mutation(
+        "a contradicted derived condition costs as much as a stated one",
+        RANKING,
+        in_json(
+            "condition",
+            "contradicted_derived",
+            "value",
+            to=lambda old, data: data["condition"]["contradicted"]["value"],
+        ),
     ),
     Mutation(
         "a run on the user's GPU counts as one elsewhere",

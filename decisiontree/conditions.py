@@ -45,6 +45,9 @@ _ALIASES = {
     "version": "framework.version",
 }
 _LINE = re.compile(r"^\s*([A-Za-z][\w.-]*)\s*(!=|==|=|:)\s*(.+?)\s*$")
+# After a condition written as a line: the finding was seen there, the cause may not need it.
+SEEN_MARK = "(seen)"
+_SEEN = re.compile(r"\s*" + re.escape(SEEN_MARK) + r"\s*$", re.IGNORECASE)
 MAX_VALUE_CHARS = 200
 EXAMPLE = "gpu.arch = sm_120"
 
@@ -73,7 +76,12 @@ def canonical_key(key: str, framework: str | None = None) -> str:
 
 
 def condition(
-    key: str, value: str, negate: bool = False, framework: str | None = None
+    key: str,
+    value: str,
+    negate: bool = False,
+    framework: str | None = None,
+    *,
+    derived: bool = False,
 ) -> Condition:
     """A condition with its key and value in the form the diagnosis compares."""
     canonical = canonical_key(key, framework)
@@ -82,7 +90,7 @@ def condition(
         raise ConditionError(f"“{key.strip()}” needs a value, e.g. {EXAMPLE}.")
     if len(text) > MAX_VALUE_CHARS:
         raise ConditionError(f"the value of “{canonical}” is over {MAX_VALUE_CHARS} characters.")
-    return Condition(canonical, canonical_value(canonical, text), negate)
+    return Condition(canonical, canonical_value(canonical, text), negate, derived)
 
 
 def canonical_value(key: str, value: str) -> str:
@@ -105,32 +113,35 @@ def is_condition_line(text: str) -> bool:
 
 
 def parse_line(line: str, framework: str | None = None) -> Condition:
-    """ "arch = sm_120", "flag.kv-cache-dtype != bf16", "version.torch: >=2.8"."""
-    match = _LINE.match(line)
+    """ "arch = sm_120", "flag.kv-cache-dtype != bf16", "version.torch: >=2.8";
+    "gpu.arch = sm_120 (seen)" is a derived one (where the finding was seen)."""
+    stated = _SEEN.sub("", line)
+    match = _LINE.match(stated)
     if match is None:
         raise ConditionError(
             f"“{line.strip()}” is not a condition: write key = value or key != value, "
             f"e.g. {EXAMPLE}"
         )
     key, operator, value = match.groups()
-    return condition(key, value, operator == "!=", framework)
+    return condition(key, value, operator == "!=", framework, derived=stated != line)
 
 
 @functools.lru_cache(maxsize=8192)
 def canonical(item: Condition, framework: str | None = None) -> Condition:
     """A stored condition in today's form (flag renames move on; old rows keep matching).
 
-    A condition that no longer reads (a key since dropped) is kept as it was.
+    A condition that no longer reads (a key since dropped) is kept as it was; a derived
+    one stays derived.
     """
     try:
-        fresh = condition(item.key, item.value, item.negate, framework)
+        fresh = condition(item.key, item.value, item.negate, framework, derived=item.derived)
     except ConditionError:
         return item
     return item if fresh == item else fresh
 
 
 def checked(items: Any, framework: str | None = None) -> list[dict[str, Any]]:
-    """Conditions given as JSON (`[{"key", "value", "negate"}]`) in their stored form.
+    """Conditions given as JSON (`[{"key", "value", "negate", "derived"}]`) in their stored form.
 
     The one check behind the API, the admin and the review form; ConditionError
     names the first condition that does not read.
@@ -145,25 +156,36 @@ def _from_dict(item: Any, framework: str | None) -> Condition:
         isinstance(item.get(k), str) for k in ("key", "value")
     ):
         raise ConditionError('each condition needs string fields "key" and "value".')
-    negate = item.get("negate", False)
-    if not isinstance(negate, bool):
-        raise ConditionError('"negate" is true or false.')
-    return condition(item["key"], item["value"], negate, framework)
+    for name in ("negate", "derived"):
+        if not isinstance(item.get(name, False), bool):
+            raise ConditionError(f'"{name}" is true or false.')
+    negate, derived = item.get("negate", False), item.get("derived", False)
+    return condition(item["key"], item["value"], negate, framework, derived=derived)
 
 
 def as_dict(item: Condition) -> dict[str, Any]:
-    return {"key": item.key, "value": item.value, "negate": item.negate}
+    """The stored form; `"derived": true` only on a derived condition, so a stated one
+    is stored as it always was."""
+    stored: dict[str, Any] = {"key": item.key, "value": item.value, "negate": item.negate}
+    if item.derived:
+        stored["derived"] = True
+    return stored
 
 
 def as_line(item: Condition | Mapping[str, Any]) -> str:
-    return _condition(item).describe()
+    """The line `parse_line` reads back, with its mark when the condition is derived."""
+    condition_ = _condition(item)
+    line = condition_.describe()
+    return f"{line} {SEEN_MARK}" if condition_.derived else line
 
 
 def _condition(item: Condition | Mapping[str, Any]) -> Condition:
-    """A condition as stored (`as_dict`: key, value and negate, each checked) or as read."""
+    """A condition as stored (`as_dict`: key, value, negate and derived, each checked) or read."""
     if isinstance(item, Condition):
         return item
-    return Condition(str(item["key"]), str(item["value"]), bool(item.get("negate")))
+    return Condition(
+        str(item["key"]), str(item["value"]), bool(item.get("negate")), bool(item.get("derived"))
+    )
 
 
 def framework_of(items: Iterable[Condition]) -> str | None:
@@ -177,6 +199,7 @@ def framework_of(items: Iterable[Condition]) -> str | None:
 __all__ = [
     "FAMILIES",
     "KEYS",
+    "SEEN_MARK",
     "ConditionError",
     "as_dict",
     "as_line",

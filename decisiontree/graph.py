@@ -15,7 +15,8 @@ Node keys are tuples that say what a node is:
 Edges (their kind follows from the kinds of their ends):
 
 - signature -> finding: the error was observed in that finding;
-- condition -> finding: the finding's cause needs that fact about the context;
+- condition -> finding: the finding's cause needs that fact about the context, or (a
+  condition its record marks `derived`) the finding was seen with it;
 - finding -> cause: the cause explains the finding's symptom;
 - finding -> fix: the fix was tried against that symptom (its record: `findings`);
 - fix -> remedy, remedy -> flag, condition -> flag.
@@ -125,9 +126,17 @@ class KnowledgeGraph:
     skipped_samples: tuple[tuple[int, str], ...] = ()  # (finding id, why) for unreadable samples
 
     def conditions_of(self, finding_id: int) -> tuple[Condition, ...]:
-        preds = self.digraph.predecessors(finding_node(finding_id))
-        found = [Condition(n[1], n[2], n[3]) for n in preds if n[0] == "condition"]
-        return tuple(sorted(found, key=lambda c: (c.key, c.value, c.negate)))
+        """The finding's condition nodes, each stated or derived as its record says (the
+        node is the fact, shared; whether the finding needs it or was only seen with it
+        is the finding's own). A fact both stated and derived counts as stated."""
+        held: dict[Node, Condition] = {}
+        ordered = sorted(
+            self.findings[finding_id].conditions,
+            key=lambda c: (c.key, c.value, c.negate, c.derived),
+        )
+        for condition in ordered:
+            held.setdefault(condition_node(condition), condition)
+        return tuple(held.values())
 
     def fixes_of(self, finding_id: int) -> tuple[FixRecord, ...]:
         """The fixes the finding links to: its own, in its order (fix nodes hold only ids)."""

@@ -73,11 +73,17 @@ class Condition:
     `flag.<canonical-name>`, `version.<package>`, ...), which reads what people type.
     `negate=True` means the cause needs the key to be anything *but* `value`
     (e.g. `flag.kv-cache-dtype != bf16`).
+
+    `derived=True` marks a condition nobody stated: read off where the finding was
+    seen (its GPU, model, framework, launched flags; `decisiontree.documents.derive`),
+    not said to be what the cause needs. Stated is the default, so a condition
+    stored before the mark existed reads as stated.
     """
 
     key: str
     value: str
     negate: bool = False
+    derived: bool = False
 
     def describe(self) -> str:
         return f"{self.key} {'!=' if self.negate else '='} {self.value}"

@@ -8,9 +8,10 @@ the graph's edges:
 
 A path scores the product of what it crosses: the match score, the condition
 factor of every finding on it (met / unknown / contradicted in the user's
-context), `same_cause_step` for the step to another symptom of the cause, and
-the evidence for the fix's remedy over every symptom of the cause (reported
-outcome, validated runs, the user's architecture counting most, and votes). So
+context; a contradicted condition only derived from where the finding was seen
+weighs `contradicted_derived`), `same_cause_step` for the step to another symptom
+of the cause, and the evidence for the fix's remedy over every symptom of the cause
+(reported outcome, validated runs, the user's architecture counting most, and votes). So
 a change validated against one symptom of a cause ranks for all its symptoms.
 Each remedy keeps its best path, and that path is the one the answer draws.
 
@@ -54,6 +55,7 @@ class Tuning:
     """The factors of data/ranking.json (each with its reason there)."""
 
     condition: Mapping[State, float]
+    contradicted_derived: float
     reported: Mapping[str, float]
     same_arch: float
     unknown_arch: float
@@ -79,6 +81,7 @@ def tuning() -> Tuning:
 
     return Tuning(
         condition={state: value("condition", str(state)) for state in State},
+        contradicted_derived=value("condition", "contradicted_derived"),
         reported={name: value("reported", name) for name in data["reported"]},
         same_arch=value("validated", "same_arch"),
         unknown_arch=value("validated", "unknown_arch"),
@@ -274,10 +277,18 @@ def condition_steps(
     steps: list[WhyStep] = []
     for condition in conditions:
         state = assess(condition, context, vocabulary)
-        factor *= tuning().condition[state]
+        factor *= condition_factor(condition, state)
         detail = condition_detail(condition, state, context, vocabulary)
         steps.append(WhyStep("condition", detail, condition.key, shown_value(condition), state))
     return factor, tuple(steps)
+
+
+def condition_factor(condition: Condition, state: State) -> float:
+    """A stated condition the setup contradicts says the fix is for another setup; a
+    derived one only that the finding was seen on another (the verdict says both)."""
+    if state is State.CONTRADICTED and condition.derived:
+        return tuning().contradicted_derived
+    return tuning().condition[state]
 
 
 def shown_value(condition: Condition) -> str:
@@ -293,9 +304,12 @@ def condition_detail(
     if family == "flag":
         subject = spell_flag(name, context.framework, context.framework_version)
     needs = in_words(condition, subject=subject)
+    where = f"applies when {needs}"
+    if condition.derived:
+        where = f"seen where {needs} (not stated as needed)"
     if state is State.UNKNOWN:
-        return f"applies when {needs}; not known here"
-    return f"applies when {needs}; here {context.get(condition.key)} ({state})"
+        return f"{where}; not known here"
+    return f"{where}; here {context.get(condition.key)} ({state})"
 
 
 # --- fixes ---------------------------------------------------------------------

@@ -105,7 +105,8 @@ class WorkedInsteadForm(forms.Form):
 
 
 class ConditionsField(forms.CharField):
-    """Conditions as lines of `key = value` or `key != value` (see decisiontree.conditions)."""
+    """Conditions as lines of `key = value` or `key != value` (see decisiontree.conditions);
+    `(seen)` after one marks it derived: where the finding was seen, not what it needs."""
 
     widget = forms.Textarea(attrs={"rows": 5, "spellcheck": "false"})
 
@@ -124,7 +125,12 @@ class ConditionsField(forms.CharField):
 
 class ReviewFindingForm(forms.ModelForm):  # type: ignore[type-arg]
     conditions = ConditionsField(
-        required=False, help_text="One per line: gpu.arch = sm_120, flag.kv-cache-dtype != bf16"
+        required=False,
+        help_text=(
+            "One per line: gpu.arch = sm_120, flag.kv-cache-dtype != bf16. "
+            f"{conditions.SEEN_MARK} after one the finding was only seen with "
+            "(not what its cause needs): a different setup then weighs less."
+        ),
     )
 
     class Meta:

@@ -80,15 +80,19 @@ def derived_conditions(
     flags: Mapping[str, str | None],
     fixes: Iterable[ExtractedFix],
 ) -> tuple[Condition, ...]:
-    """Conditions a finding implies when it states none (FINDINGS.md `When:` absent)."""
+    """Conditions a finding implies when it states none (FINDINGS.md `When:` absent).
+
+    Each is marked `derived`: it says where the bug was seen, not that the cause
+    needs it (the walk weighs a contradicted one less than a stated one).
+    """
     conditions: list[Condition] = []
     arches = {gpu.arch for gpu in gpus if gpu.arch}
     if len(arches) == 1:
-        conditions.append(Condition("gpu.arch", arches.pop()))
+        conditions.append(Condition("gpu.arch", arches.pop(), derived=True))
     if model_arch:
-        conditions.append(Condition("model.arch", model_arch))
+        conditions.append(Condition("model.arch", model_arch, derived=True))
     if framework:
-        conditions.append(Condition("framework", framework))
+        conditions.append(Condition("framework", framework, derived=True))
     conditions += _changed_flag_conditions(flags, fixes)
     return tuple(dict.fromkeys(conditions))
 
@@ -109,5 +113,5 @@ def _changed_flag_conditions(
             ):
                 continue
             if change.action is ChangeAction.REMOVE_FLAG or (change.value or "true") != launched:
-                conditions.append(Condition(f"flag.{change.name}", launched))
+                conditions.append(Condition(f"flag.{change.name}", launched, derived=True))
     return conditions

@@ -206,7 +206,13 @@ def finding_record(
 
 
 def condition_of(raw: dict[str, Any]) -> Condition:
-    return Condition(str(raw["key"]), str(raw["value"]), bool(raw.get("negate", False)))
+    """A stored condition; one stored before derived ones were marked reads as stated."""
+    return Condition(
+        str(raw["key"]),
+        str(raw["value"]),
+        bool(raw.get("negate", False)),
+        bool(raw.get("derived", False)),
+    )
 
 
 def fix_record(fix: Fix, evidence: Evidence | None) -> FixRecord:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from django.db import transaction
 from django.db.models import Q
 from simple_history.utils import bulk_create_with_history
 
+from decisiontree import conditions
 from decisiontree.documents import ExtractedFinding, ExtractedFix, GpuMention
 from decisiontree.fingerprint import Signature
 from decisiontree.match import Candidate, MatchLevel, Query, SignatureIndex
@@ -89,7 +90,7 @@ def finding_values(extracted: ExtractedFinding, problems: tuple[str, ...]) -> di
         "kind": extracted.kind,
         "resolution": extracted.status,
         "cause": extracted.cause,
-        "conditions": [asdict(c) for c in extracted.conditions],
+        "conditions": [conditions.as_dict(c) for c in extracted.conditions],
         "model_id": language_model(extracted),
         "framework_id": release(extracted.framework, extracted.framework_version),
         "works_command": extracted.works_command or "",

@@ -38,7 +38,9 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "gpus": finding.findinggpu_set.select_related("hardware"),
         "runs": runs,
         "history": finding_edits(finding, limit=HISTORY_LIMIT),
-        "conditions": finding.conditions or [],
+        # What the cause needs, and (derived ones) only where the finding was seen.
+        "conditions": [c for c in finding.conditions or [] if not c.get("derived")],
+        "seen_with": [c for c in finding.conditions or [] if c.get("derived")],
         "works": runbook.whole_works_command(finding),
         "hosts": list(Host.objects.order_by("name")) if may_validate else [],
         "pastes_to_learn": (

@@ -167,7 +167,7 @@ def test_it_accepts_crlf_and_derives_conditions_without_when():
     (finding,) = doc.findings
     assert finding.kind == "hang"
     assert finding.fixes[0].changes == (Change(ChangeAction.SET_ENV, "NCCL_P2P_DISABLE", "1"),)
-    assert finding.conditions == (Condition("gpu.arch", "sm_90"),)
+    assert finding.conditions == (Condition("gpu.arch", "sm_90", derived=True),)
 
 
 def test_derived_conditions_include_the_launched_value_a_fix_changes():
@@ -181,8 +181,27 @@ def test_derived_conditions_include_the_launched_value_a_fix_changes():
     (finding,) = extract_document(text).findings
     assert finding.framework == "vllm"
     assert finding.kind == "oom"
-    assert Condition("flag.gpu-memory-utilization", "0.95") in finding.conditions
-    assert Condition("gpu.arch", "sm_89") in finding.conditions
+    assert Condition("flag.gpu-memory-utilization", "0.95", derived=True) in finding.conditions
+    assert Condition("gpu.arch", "sm_89", derived=True) in finding.conditions
+
+
+def test_when_conditions_are_stated_and_the_hardware_line_adds_no_derived_one():
+    # Where the writer says what the cause needs, where it was seen is not added: the walk
+    # weighs a contradicted stated condition fully, a derived one less.
+    text = (
+        "## Sampler assert on Blackwell\n"
+        "- Hardware: 8x B200\n"
+        "- When: gpu.arch = sm_100; framework = sglang\n"
+        "- Error: RuntimeError: sampler assert\n"
+    )
+    (finding,) = extract_document(text).findings
+    assert finding.conditions == (Condition("gpu.arch", "sm_100"), Condition("framework", "sglang"))
+    assert not any(condition.derived for condition in finding.conditions)
+
+    (seen,) = extract_document(
+        text.replace("- When: gpu.arch = sm_100; framework = sglang\n", "")
+    ).findings
+    assert seen.conditions == (Condition("gpu.arch", "sm_100", derived=True),)
 
 
 def test_fields_may_come_in_any_order_with_bold_names():

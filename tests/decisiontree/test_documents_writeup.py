@@ -116,9 +116,10 @@ def test_it_infers_kind_status_cause_and_conditions(vllm_oom, sglang_b200):
     assert (vllm_oom.kind, vllm_oom.status) == ("oom", "resolved")
     assert (sglang_b200.kind, sglang_b200.status) == ("crash", "resolved")
     assert vllm_oom.cause.startswith("The root cause is that the sampler warmup")
-    assert Condition("gpu.arch", "sm_90") in vllm_oom.conditions
-    assert Condition("framework", "vllm") in vllm_oom.conditions
-    assert Condition("flag.gpu-memory-utilization", "0.95") in vllm_oom.conditions
+    assert Condition("gpu.arch", "sm_90", derived=True) in vllm_oom.conditions
+    assert Condition("framework", "vllm", derived=True) in vllm_oom.conditions
+    assert Condition("model.arch", "qwen3_moe", derived=True) in vllm_oom.conditions
+    assert Condition("flag.gpu-memory-utilization", "0.95", derived=True) in vllm_oom.conditions
 
 
 def test_it_reads_performance_figures(vllm_oom, sglang_b200):

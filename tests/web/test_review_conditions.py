@@ -56,3 +56,28 @@ def test_it_explains_a_key_nothing_reads(client: Client, draft: Finding, reviewe
     assert "is not a condition key" in response.content.decode()
     draft.refresh_from_db()
     assert draft.status == "draft" and draft.conditions == []
+
+
+def test_a_derived_condition_is_shown_as_seen_and_a_reviewer_can_state_it(
+    client: Client, draft: Finding, reviewer: User
+) -> None:
+    draft.conditions = [{"key": "gpu.arch", "value": "sm_100", "negate": False, "derived": True}]
+    draft.save()
+    client.force_login(reviewer)
+
+    form = client.get(f"/review/{draft.pk}/").content.decode()
+    assert "gpu.arch = sm_100 (seen)" in form
+
+    publish_with_conditions(client, draft, "gpu.arch = sm_100 (seen)")
+    draft.refresh_from_db()
+    assert draft.conditions == [
+        {"key": "gpu.arch", "value": "sm_100", "negate": False, "derived": True}
+    ]
+    page = client.get(f"/findings/{draft.pk}/").content.decode()
+    assert "Seen with" in page and "Applies when" not in page
+
+    publish_with_conditions(client, draft, "gpu.arch = sm_100")
+    draft.refresh_from_db()
+    assert draft.conditions == [{"key": "gpu.arch", "value": "sm_100", "negate": False}]
+    page = client.get(f"/findings/{draft.pk}/").content.decode()
+    assert "Applies when" in page and "Seen with" not in page
