@@ -141,6 +141,13 @@ def test_a_reviewer_marks_a_derived_condition_with_seen_and_reads_it_back() -> N
     assert as_line(as_dict(NEEDS_HOPPER)) == "gpu.arch = sm_90"
 
 
+def test_the_seen_mark_is_no_part_of_the_value_it_follows() -> None:
+    assert parse_line("framework = sglang (seen)") == Condition("framework", "sglang", derived=True)
+    assert parse_line("flag.kv-cache-dtype != fp8_e4m3 (seen)") == Condition(
+        "flag.kv-cache-dtype", "fp8_e4m3", negate=True, derived=True
+    )
+
+
 def test_stored_conditions_keep_the_mark_and_old_ones_read_as_stated() -> None:
     stored = [as_dict(SEEN_ON_HOPPER), as_dict(NEEDS_BLACKWELL)]
 
