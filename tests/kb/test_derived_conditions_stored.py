@@ -9,17 +9,12 @@ from django.core.management import call_command
 
 from kb.models import Finding
 from kb.services.diagnosis import diagnose
+from tests.web.test_review_conditions import NVCC_ERROR
 
 pytestmark = pytest.mark.django_db
 
-PASTE = """\
-Traceback (most recent call last):
-  File "/opt/venv/lib/python3.12/site-packages/flashinfer/jit/core.py", line 123, in build_and_load
-    run_ninja(workdir, ninja_file, verbose)
-  File "/opt/venv/lib/python3.12/site-packages/flashinfer/jit/cpp_ext.py", line 240, in run_ninja
-    raise RuntimeError(msg)
-RuntimeError: Ninja build failed: nvcc fatal   : Unsupported gpu architecture 'compute_90a'
-"""
+# The nvcc error of the review-condition tests, raised on Hopper here.
+PASTE = NVCC_ERROR.replace("compute_100a", "compute_90a")
 ENTRY = (
     "# Team findings\n\n## FlashInfer JIT fails on H200 with an old nvcc\n"
     "- Hardware: 8x NVIDIA H200\n- Framework: sglang 0.5.9\n"
