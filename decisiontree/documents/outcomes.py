@@ -363,17 +363,19 @@ def judge_clause(clause: Clause, lex: Lexicon | None = None) -> Signal | None:
     return None
 
 
-def _past_hope(reading: _Reading, before: int | None = None) -> bool:
-    """ "we hoped", "I expected", "was supposed to", "the hope was": a hope told in the past
-    (before word `before`, if given) is what was expected then, not a plan. Inside a question
-    or a relative clause ("gives away what X was supposed to buy") it is not told as a hope."""
+def _past_hope(reading: _Reading) -> bool:
+    """ "we hoped", "I expected", "was meant to", "the hope was": a hope told in the past is
+    what was expected then, not a plan ("we hope the updated driver will fix it" is one).
+    Inside a question, a relative clause or after a modal ("what X was supposed to buy") it
+    is not told as a hope."""
     words = reading.words
-    return any(
-        words[i] in reading.lex.hopes
-        and i not in reading.masked
-        and _past_tense(words[max(0, i - 1) : i + 2])
-        for i in range(len(words) if before is None else before)
-    )
+    for i, word in enumerate(words):
+        if word not in reading.lex.hopes or i in reading.masked:
+            continue
+        beside = {*words[i - 1 : i], *words[i + 1 : i + 2]}
+        if _past_tense((word,)) or beside & _PAST:
+            return True
+    return False
 
 
 def _any_in(words: Iterable[str], group: frozenset[str]) -> bool:
@@ -740,7 +742,7 @@ def _proposes(reading: _Reading) -> bool:
     for i, word in enumerate(words):
         ahead = words[i + 1 : i + 4]
         modal = word in lex.modals and not _negated_or_perfect(words, i, lex)
-        if modal and not _past_hope(reading, before=i) and _any_in(ahead, lex.actions | lex.remedy):
+        if modal and not _past_hope(reading) and _any_in(ahead, lex.actions | lex.remedy):
             return True
         wanted = [w for w in words[i + 1 : i + 5] if w not in _OBJECTS][:2]
         if word in lex.advice and any(
@@ -818,7 +820,7 @@ def _cures_it(words: Sequence[str], lex: Lexicon, told: Sequence[str] = ()) -> b
     what was just told (`told`); so is an object that names a failure ("fixed the crash",
     "cured the OOM") or whose noun phrase holds the failure told ("fixed the capture crash"
     after "it crashed at capture"), and the subject of a passive ("that was fixed by", "the
-    OOM got solved")."""
+    OOM got solved", "; fixed by X")."""
     for i, word in enumerate(words):
         if word not in lex.remedy:
             continue
@@ -833,6 +835,8 @@ def _cures_it(words: Sequence[str], lex: Lexicon, told: Sequence[str] = ()) -> b
             return True
         if len(before) == 2 and before[1] in _PASSIVE and (before[0] in _BACK | lex.problem):
             return True
+        if after[:1] == ("by",):
+            return True  # "; solved by X": a passive whose subject, said or not, was told
     return False
 
 

@@ -345,3 +345,98 @@ def test_a_cure_naming_the_failure_told_with_more_words_resolves_it(sentence):
 def test_a_cure_naming_another_failure_leaves_the_one_told_standing():
     sentence = "Decode hung after an hour; --skip-tokenizer-init fixed the tokenizer crash."
     assert judge_outcome(sentence) is Outcome.PARTIAL
+
+
+@pytest.mark.parametrize(
+    ("sentence", "outcome"),
+    [
+        # terse notes drop the subject; the hope is still told in the past
+        ("Hoped --enforce-eager would help with the hang; it didn't.", Outcome.NO_EFFECT),
+        # a participle beside a present hope does not put the hope in the past
+        ("We hope the updated driver will fix the hang.", Outcome.PROPOSED),
+        ("We hope updated drivers will fix the hang.", Outcome.PROPOSED),
+        ("We reverted and hope --enforce-eager will help.", Outcome.PROPOSED),
+    ],
+)
+def test_only_a_hope_told_in_the_past_stops_being_a_plan(sentence, outcome):
+    assert judge_outcome(sentence) is outcome
+
+
+@pytest.mark.parametrize(
+    ("sentence", "outcome"),
+    [
+        ("--enforce-eager works; we restarted the crashed workers.", Outcome.RESOLVES),
+        ("The crashed workers serve fine with --enforce-eager.", Outcome.RESOLVES),
+        # a failure verb opening the note is still a failure
+        ("Crashed again with --enforce-eager just like this.", Outcome.NO_EFFECT),
+    ],
+)
+def test_a_past_form_after_a_determiner_describes_the_noun_after_it(sentence, outcome):
+    assert judge_outcome(sentence) is outcome
+
+
+def test_a_failure_that_now_comes_only_sometimes_is_partly_fixed():
+    assert judge_outcome("With --enforce-eager the crash now happens only under load.") is (
+        Outcome.PARTIAL
+    )
+
+
+@pytest.mark.parametrize(
+    ("sentence", "outcome"),
+    [
+        ("Another retry would be pointless here.", None),  # the action is before the modal
+        ("Support asked detailed questions about --enforce-eager.", None),  # no action asked
+        ("The maintainers suggest reinstalling flashinfer.", Outcome.PROPOSED),
+        ("The maintainers suggest taking the nightly wheel.", Outcome.PROPOSED),
+    ],
+)
+def test_advice_proposes_the_action_it_names_after_it(sentence, outcome):
+    assert judge_outcome(sentence) is outcome
+
+
+def test_a_failure_told_after_its_cure_is_one_left_over():
+    sentence = "--enforce-eager cured it; then long prompts crashed the scheduler."
+    assert judge_outcome(sentence) is Outcome.PARTIAL
+
+
+def test_a_caveat_after_but_makes_a_success_partial():
+    sentence = "Works with --mem-fraction-static 0.8, but the KV pool is smaller."
+    assert judge_outcome(sentence) is Outcome.PARTIAL
+
+
+def test_a_cure_others_report_is_a_proposal():
+    assert judge_outcome("--enforce-eager reportedly fixes the hang.") is Outcome.PROPOSED
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "It OOMed during capture; --enforce-eager fixed the crash for good.",
+        "Decode hit a problem on every long prompt; --enforce-eager fixed the problems.",
+        "The scheduler hung at startup; solved by --disable-overlap-schedule.",
+        "Warmup threw NCCL errors on two ranks; --disable-custom-all-reduce fixed the NCCL error.",
+        "The scheduler started hanging under load; --disable-overlap-schedule fixed the load hang.",
+        "Capture OOMed on the first rank; --cuda-graph-max-bs 128 fixed the capture OOM.",
+        "Every long prompt hit an index error; --sampling-backend pytorch fixed the sampler's "
+        "index error handling.",
+        "The engine crashed at load; a restart with --load-format safetensors fixed the load "
+        "crashes.",
+    ],
+)
+def test_a_cure_pointing_back_at_the_failure_told_resolves_it(sentence):
+    assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        # the cured failure shares a word with the one told, not its failure
+        "Decode hung after an hour; --skip-tokenizer-init fixed the decode crash.",
+        "Decode stalled after an hour; --skip-tokenizer-init fixed the stale cache crash.",
+        # the failure told is named after the cured one, not in its noun phrase
+        "Decode stalled after an hour; --skip-tokenizer-init fixed the tokenizer crash and "
+        "left the stall as it was.",
+    ],
+)
+def test_a_cure_of_another_failure_leaves_the_one_told_standing(sentence):
+    assert judge_outcome(sentence) is Outcome.PARTIAL
