@@ -356,6 +356,10 @@ def test_a_cure_naming_another_failure_leaves_the_one_told_standing():
         ("We hope the updated driver will fix the hang.", Outcome.PROPOSED),
         ("We hope updated drivers will fix the hang.", Outcome.PROPOSED),
         ("We reverted and hope --enforce-eager will help.", Outcome.PROPOSED),
+        ("Those who ran it hope --enforce-eager will fix the hang.", Outcome.PROPOSED),
+        ("We hope this was the cause and the patch will fix it.", Outcome.PROPOSED),
+        # "was" before "meant" says the past
+        ("The new wheel was meant to keep memory flat; it didn't.", Outcome.NO_EFFECT),
     ],
 )
 def test_only_a_hope_told_in_the_past_stops_being_a_plan(sentence, outcome):
@@ -419,8 +423,8 @@ def test_a_cure_others_report_is_a_proposal():
         "Capture OOMed on the first rank; --cuda-graph-max-bs 128 fixed the capture OOM.",
         "Every long prompt hit an index error; --sampling-backend pytorch fixed the sampler's "
         "index error handling.",
-        "The engine crashed at load; a restart with --load-format safetensors fixed the load "
-        "crashes.",
+        "The engine crashed at load; a restart with --enforce-eager fixed the load crashes.",
+        "Prefill ran into an OOM; the OOM got solved with --chunked-prefill-size 2048.",
     ],
 )
 def test_a_cure_pointing_back_at_the_failure_told_resolves_it(sentence):
