@@ -239,10 +239,50 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
         omitted = len(raws) - MAX_LINES
         raws = [*raws[:HEAD_LINES], f"[... {omitted} lines omitted ...]", *raws[-TAIL_LINES:]]
     lines = [last_overwrite(raw[:MAX_RAW_LINE_CHARS])[:MAX_LINE_CHARS].rstrip() for raw in raws]
-    return lines, cut
+    return _joined_table_rows(lines), cut
 
 
 _BLANK_RUNS = re.compile(r"\n(?:[ \t\r]*\n)+")
+# A row of a table drawn with "|" borders (a server's model status table); the closing
+# border may be cut off by the paste.
+_TABLE_ROW = re.compile(r"\s*\|(?P<cells>.*?)\|?\s*$")
+
+
+def _joined_table_rows(lines: list[str]) -> list[str]:
+    """Lines with each wrapped table cell joined back into its row.
+
+    A table wraps a long cell (an error in a status column) onto rows whose first
+    cell is empty; read alone, the error's second half belongs to no line. Each such
+    row is added, cell by cell, to the row it continues, which keeps its place; the
+    continuation rows are left out.
+    """
+    joined: list[str] = []
+    above: list[str] | None = None  # the cells of the last row that started a table row
+    for line in lines:
+        cells = _table_cells(line)
+        if cells is None:
+            joined.append(line)
+            above = None
+        elif above is not None and not cells[0] and len(cells) == len(above) and any(cells):
+            for number, cell in enumerate(cells):
+                # Capped as it grows: a backtrace wrapped over thousands of rows stays
+                # linear to read.
+                if cell and len(above[number]) < MAX_LINE_CHARS:
+                    above[number] = f"{above[number]} {cell}".strip()[:MAX_LINE_CHARS]
+            joined[-1] = ("| " + " | ".join(above) + " |")[:MAX_LINE_CHARS]
+        else:
+            joined.append(line)
+            above = cells if cells[0] else None
+    return joined
+
+
+def _table_cells(line: str) -> list[str] | None:
+    """A table row's cells, stripped; None for a line that is no row of two or more."""
+    match = _TABLE_ROW.fullmatch(line)
+    if match is None:
+        return None
+    cells = [cell.strip() for cell in match["cells"].split("|")]
+    return cells if len(cells) >= 2 else None
 
 
 # --- log prefixes (decisiontree.logline) -----------------------------------------------

@@ -375,3 +375,38 @@ def test_a_log_line_inside_a_traceback_is_not_taken_for_its_message() -> None:
     (exc,) = parse(text).exceptions
 
     assert (exc.type, exc.message) == ("KeyError", "'header'")
+
+
+MODEL_TABLE = """\
+I1203 08:15:02.500000 1 server.cc:650]
++-----------+---------+-----------------------------------------------------------+
+| Model     | Version | Status                                                    |
++-----------+---------+-----------------------------------------------------------+
+| embedder  | 1       | READY                                                     |
+| generator | 2       | UNAVAILABLE: Invalid argument: the engine was built for    |
+|           |         | 4 GPUs but the instance group asks for 2                  |
++-----------+---------+-----------------------------------------------------------+
+error: creating server: Internal - failed to load all models
+"""
+
+
+def test_a_status_the_model_table_wraps_is_read_as_one_error() -> None:
+    result = parse(MODEL_TABLE)
+
+    assert result.error_lines == (
+        "generator | 2 | UNAVAILABLE: Invalid argument: the engine was built for "
+        "4 GPUs but the instance group asks for 2 |",
+        "error: creating server: Internal - failed to load all models",
+    )
+    # A row that starts a model of its own is no continuation: it stays as printed.
+    assert any(line.startswith("embedder  | 1       | READY") for line in result.context)
+
+
+def test_a_wrapped_row_cut_off_by_the_paste_still_joins_its_row() -> None:
+    rows = MODEL_TABLE.splitlines()[5:7]
+    cut = rows[0] + "\n" + rows[1].rstrip(" |")  # the paste ends before the border
+
+    assert parse(cut).error_lines == (
+        "generator | 2 | UNAVAILABLE: Invalid argument: the engine was built for "
+        "4 GPUs but the instance group asks for 2 |",
+    )

@@ -41,6 +41,13 @@ def padded(filler: str) -> str:
     return (filler * (room // len(filler) + 1))[:room] + ERROR
 
 
+def under_a_table_row(filler: str) -> str:
+    """A model table's row, then `filler` rows wrapped from it, then the error."""
+    row = "| generator | 1 | UNAVAILABLE: the status of this model goes on |\n"
+    room = MAX_INPUT_CHARS - len(ERROR) - len(row)
+    return row + filler * (room // len(filler)) + ERROR
+
+
 WORST_CASES = {
     "commas": padded("a,b,,c,"),
     "newlines": padded("\n"),
@@ -49,6 +56,7 @@ WORST_CASES = {
     "flags one per line": padded("--opt-flag-name value\n"),
     "carriage returns": padded("progress 10%\r"),
     "repeated tracebacks": padded('Traceback (most recent call last):\n  File "/a.py", line 1\n'),
+    "one table cell wrapped over every line": under_a_table_row("|  |  | and on and on |\n"),
 }
 
 
