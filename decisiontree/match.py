@@ -551,13 +551,16 @@ class SignatureIndex:
     def explained_by_ordinary(self, words: frozenset[str]) -> frozenset[str]:
         """The words of a message that the closest ordinary (background) message shares."""
         messages, holding = ordinary_message_index()
-        weights: dict[int, float] = defaultdict(float)
+        parts: dict[int, list[float]] = defaultdict(list)
         for word in words:
             weight = self.weight(word)
             for number in holding.get(word, ()):
-                weights[number] += weight
-        if not weights:
+                parts[number].append(weight)
+        if not parts:
             return frozenset()
+        # Summed exactly: a set's order changes from run to run, and two messages that tie
+        # must tie in every run, not differ in their last bit.
+        weights = {number: math.fsum(found) for number, found in parts.items()}
         # Ties go to the first ordinary message, so that an answer does not depend on
         # the order a set of words happened to be read in.
         return words & messages[max(weights, key=lambda number: (weights[number], -number))]
@@ -571,9 +574,10 @@ class SignatureIndex:
         words' worth of information: "CUDA error" inside any message proves nothing.
         """
         weight = weight or self.weight
-        weight_a = sum(weight(t) for t in a)
-        weight_b = sum(weight(t) for t in b)
-        shared = sum(weight(t) for t in a & b)
+        # Exact sums (fsum), as above: the closest pair must not depend on a set's order.
+        weight_a = math.fsum(weight(t) for t in a)
+        weight_b = math.fsum(weight(t) for t in b)
+        shared = math.fsum(weight(t) for t in a & b)
         if not weight_a or not weight_b:
             return 0.0, 0.0, 0.0
         smaller = min(weight_a, weight_b)

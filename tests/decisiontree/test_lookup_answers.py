@@ -17,7 +17,9 @@ answers (a new measure, a refitted verifier) records them anew and says so:
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import sys
 from functools import cache
 from pathlib import Path
@@ -144,6 +146,20 @@ def test_postings_folded_a_few_documents_at_a_time_give_the_same_answers(
             assert answer(text) == expected()[name], name
     finally:
         graph.cache_clear()
+
+
+def test_every_run_gives_the_same_answers_whatever_order_its_sets_iterate_in() -> None:
+    # Python orders a set of words differently in each process (PYTHONHASHSEED). Two
+    # ordinary messages that tie, summed in another order, once differed in their last
+    # bit and changed a score; each process here checks every pinned answer itself.
+    check = (
+        "import sys; from tests.decisiontree.test_lookup_answers import answer, expected, "
+        "pastes; sys.exit(sum(answer(t) != expected()[n] for n, t in pastes().items()))"
+    )
+    for seed in ("1", "104"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "DEBUG": "True"}
+        run = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True)
+        assert run.returncode == 0, (seed, run.stderr.decode()[-2000:])
 
 
 def record() -> None:

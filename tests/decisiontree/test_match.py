@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from decisiontree.fingerprint import Signature
 from decisiontree.match import (
     MatchLevel,
@@ -299,8 +301,9 @@ def test_a_long_message_an_ordinary_one_partly_explains_still_counts_what_the_fi
 
     # Less the ordinary words, the sample's message is all in the paste; the near miss
     # shares only the ordinary OOM and a word or two.
-    assert features[1].unusual_containment == 1.0
-    assert features[1].finding_message_held == 1.0
+    # (Sums over sets of words: their order, and the last bit, varies from run to run.)
+    assert features[1].unusual_containment == pytest.approx(1.0)
+    assert features[1].finding_message_held == pytest.approx(1.0)
     assert features[2].unusual_containment < 0.5
     assert features[2].finding_message_held < 0.5
     found = index.lookup(queries)
