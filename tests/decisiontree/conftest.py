@@ -39,6 +39,16 @@ def empty_decisiontree_caches(keep: frozenset[str] = frozenset()) -> None:
                     cache_clear()
 
 
+def shared_by_the_module(fixture_name: str, config: pytest.Config) -> str:
+    """A fixture's scope: "module", but one per test in mutmut's stats run.
+
+    Set up once for a module, a fixture's code is traced in the first test that asked
+    for it only, and its mutants would run against that one test (a finding's derived
+    model and framework were mapped to a test that never looks at conditions).
+    """
+    return "function" if os.environ.get("MUTANT_UNDER_TEST") == "stats" else "module"
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     # mutmut's stats run maps each function to the tests that call it. A cache filled
     # by collection or an earlier test hides the code that builds it from every later

@@ -19,9 +19,11 @@ from decisiontree.conditions import (
     parse_line,
 )
 from decisiontree.diagnose import diagnose
+from decisiontree.documents.derive import derived_conditions
+from decisiontree.documents.model import ExtractedFix
 from decisiontree.graph import build_graph
 from decisiontree.match import Candidate
-from decisiontree.records import Condition, FindingRecord
+from decisiontree.records import Change, ChangeAction, Condition, FindingRecord, Outcome
 from decisiontree.vocabulary import load
 from decisiontree.walk import walk
 from tests.decisiontree.test_walk import (
@@ -173,3 +175,39 @@ def test_a_renamed_flag_keeps_its_derived_mark() -> None:
     assert canonical(old, "sglang") == Condition(
         "flag.dsa-decode-backend", "flashmla_kv", derived=True
     )
+
+
+def tried(outcome: Outcome, *changes: Change) -> ExtractedFix:
+    return ExtractedFix(text="", changes=changes, outcome=outcome)
+
+
+def seen_with(*fixes: ExtractedFix) -> tuple[Condition, ...]:
+    launched = {"gpu-memory-utilization": "0.95", "enable-prefix-caching": "true"}
+    return derived_conditions(gpus=(), model_arch=None, framework=None, flags=launched, fixes=fixes)
+
+
+def test_only_a_fix_that_helped_by_changing_a_launched_flag_ties_the_finding_to_that_value() -> (
+    None
+):
+    derived = seen_with(
+        # It did not help, so the launched value it changed says nothing.
+        tried(Outcome.NO_EFFECT, Change(ChangeAction.SET_FLAG, "enable-prefix-caching", "false")),
+        tried(
+            Outcome.RESOLVES,
+            Change(ChangeAction.SET_ENV, "NCCL_P2P_DISABLE", "1"),
+            Change(ChangeAction.SET_FLAG, "gpu-memory-utilization", "0.85"),
+        ),
+        # Turning on what was already on changes nothing; a flag not launched neither.
+        tried(Outcome.RESOLVES, Change(ChangeAction.SET_FLAG, "enable-prefix-caching", None)),
+        tried(Outcome.PARTIAL, Change(ChangeAction.SET_FLAG, "max-num-seqs", "64")),
+    )
+
+    assert derived == (Condition("flag.gpu-memory-utilization", "0.95", derived=True),)
+
+
+def test_a_fix_that_helped_by_removing_a_launched_flag_ties_the_finding_to_it() -> None:
+    derived = seen_with(
+        tried(Outcome.RESOLVES, Change(ChangeAction.REMOVE_FLAG, "enable-prefix-caching", None))
+    )
+
+    assert derived == (Condition("flag.enable-prefix-caching", "true", derived=True),)

@@ -6,11 +6,12 @@ import pytest
 
 from decisiontree.documents import extract_document
 from decisiontree.records import Change, ChangeAction, Condition, Outcome
+from tests.decisiontree.conftest import shared_by_the_module
 
 FIXTURES = Path(__file__).parent / "fixtures" / "documents"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_by_the_module)
 def sample():
     return extract_document((FIXTURES / "findings_sample.md").read_text(), "FINDINGS.md")
 

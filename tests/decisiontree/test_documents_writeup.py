@@ -6,6 +6,7 @@ import pytest
 
 from decisiontree.documents import extract_document
 from decisiontree.records import Change, ChangeAction, Condition, Outcome
+from tests.decisiontree.conftest import shared_by_the_module
 
 FIXTURES = Path(__file__).parent / "fixtures" / "documents"
 
@@ -17,12 +18,12 @@ def extract(name):
     return finding
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_by_the_module)
 def vllm_oom():
     return extract("vllm_h100_oom.md")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_by_the_module)
 def sglang_b200():
     return extract("sglang_b200_writeup.txt")
 

@@ -19,6 +19,7 @@ import pytest
 from decisiontree.documents._vocab import default_vocabulary
 from decisiontree.documents.findings_md import parse_findings_md
 from decisiontree.records import Change, ChangeAction, Outcome
+from tests.decisiontree.conftest import shared_by_the_module
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS = ROOT / "knowledge" / "FINDINGS.md"
@@ -122,7 +123,7 @@ def _take_field_line(entry: Entry, line: str) -> None:
         entry.fields[-1] = (name, f"{value} {line.strip()}")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_by_the_module)
 def entries() -> list[Entry]:
     return read_entries(FINDINGS.read_text(encoding="utf-8"))
 

@@ -410,3 +410,38 @@ def test_a_wrapped_row_cut_off_by_the_paste_still_joins_its_row() -> None:
         "generator | 2 | UNAVAILABLE: Invalid argument: the engine was built for "
         "4 GPUs but the instance group asks for 2 |",
     )
+
+
+def test_a_two_column_table_joins_its_wrapped_status_too() -> None:
+    table = (
+        "| Model     | Status                                        |\n"
+        "| generator | UNAVAILABLE: Invalid argument: the engine was  |\n"
+        "|           | built for 4 GPUs but the instance group asks 2 |\n"
+    )
+
+    assert parse(table).error_lines == (
+        "generator | UNAVAILABLE: Invalid argument: the engine was "
+        "built for 4 GPUs but the instance group asks 2 |",
+    )
+
+
+def test_a_row_with_a_blank_cell_of_its_own_still_takes_its_wrapped_rest() -> None:
+    # The version is blank when a model failed before one was loaded; the row is still
+    # the one its next row continues.
+    blank_version = MODEL_TABLE.replace("| generator | 2       |", "| generator |         |")
+
+    assert parse(blank_version).error_lines[0] == (
+        "generator |  | UNAVAILABLE: Invalid argument: the engine was built for "
+        "4 GPUs but the instance group asks for 2 |"
+    )
+
+
+def test_rows_that_continue_no_row_stay_apart() -> None:
+    # A table whose first column is blank on every row (cut off by the selection) has
+    # no row to join into: each row is its own error.
+    table = (
+        "|  | RuntimeError: shard 0 failed to load    |\n"
+        "|  | ValueError: tokenizer config is missing |\n"
+    )
+
+    assert [error.type for error in parse(table).exceptions] == ["RuntimeError", "ValueError"]

@@ -10,11 +10,12 @@ import pytest
 from decisiontree.context import build_context
 from decisiontree.flags import known_flag
 from decisiontree.vocabulary import load
+from tests.decisiontree.conftest import shared_by_the_module
 
 PRO_6000 = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_by_the_module)
 def vocab():
     return load()
 
