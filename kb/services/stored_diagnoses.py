@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from decisiontree.diagnose import Diagnosis
+from decisiontree.fingerprint import canonical_type
 from decisiontree.traceback import InputRejected, parse
 from kb.models import Finding, StoredDiagnosis
 from kb.models.diagnoses import new_slug
@@ -140,18 +141,20 @@ ERROR_LINE_CHARS = 300
 def error_as_pasted(record: StoredDiagnosis) -> tuple[str, ...]:
     """The error lines of the paste as the user wrote them, for the verdict: the signature
     is normalised (numbers read `<num>`), which a reader does not recognise as theirs.
-    The raised exception the signature names (its first line), any kernel assertion;
-    else the paste's error lines. Empty when the paste holds none."""
+    The raised exception the signature names (its first line, the type as pasted), any
+    kernel assertion; else the paste's error lines. Empty when the paste holds none."""
     signature = (record.answer or {}).get("signature") or {}
     try:
         parsed = parse(record.text)
     except InputRejected:
         return ()
     named = str(signature.get("exception_type") or "")
+    # The signature names the type release-independently: a RuntimeError that says
+    # "CUDA error: ..." is the AcceleratorError of newer torch releases.
     raised = [
         exc
         for exc in parsed.exceptions
-        if named and exc.type and exc.type.rsplit(".", 1)[-1] == named.rsplit(".", 1)[-1]
+        if named and exc.type and canonical_type(exc.type, exc.message) == named
     ]
     lines = [f"{exc.type}: {first_line(exc.message)}" for exc in raised[-1:]]
     lines += parsed.kernel_assertions[:1]

@@ -244,6 +244,27 @@ def test_the_verdict_quotes_the_error_as_pasted_not_its_normalised_signature(
     )
 
 
+def test_the_verdict_quotes_a_cuda_error_raised_as_runtimeerror_not_the_hint_after_it(
+    client: Client, starter_kb: None
+) -> None:
+    # Older torch raises a CUDA error as RuntimeError, newer as AcceleratorError; the
+    # signature says the second, and the verdict still quotes the line as it was pasted.
+    paste = (
+        "ERROR 12-01 10:00:00 engine.py:120] RuntimeError: CUDA error: an illegal memory"
+        " access was encountered\n"
+        "CUDA kernel errors might be asynchronously reported at some other API call\n"
+    )
+    location = client.post("/diagnose/", {"text": paste})["Location"]
+
+    verdict = text_of(client.get(location)).split('<header class="verdict', 1)[1]
+    verdict = verdict.split("</header>", 1)[0]
+
+    assert "<code>RuntimeError: CUDA error: an illegal memory access was encountered</code>" in (
+        verdict
+    )
+    assert "asynchronously" not in verdict
+
+
 def test_each_suggested_fix_says_how_many_it_fixed_and_did_not_help(
     client: Client, starter_kb: None
 ) -> None:
