@@ -444,3 +444,54 @@ def test_a_cure_pointing_back_at_the_failure_told_resolves_it(sentence):
 )
 def test_a_cure_of_another_failure_leaves_the_one_told_standing(sentence):
     assert judge_outcome(sentence) is Outcome.PARTIAL
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "With the pinned driver we can serve again.",
+        "After the rollback we can start the server on all eight GPUs.",
+    ],
+)
+def test_can_before_a_success_verb_reports_what_the_change_made_possible(sentence):
+    assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Same result with --enforce-eager.",
+        "Tried the older driver: identical behaviour.",
+    ],
+)
+def test_same_before_a_noun_of_the_outcome_is_no_change(sentence):
+    assert judge_outcome(sentence) is Outcome.NO_EFFECT
+
+
+def test_a_figure_of_merit_that_stayed_put_is_no_change():
+    sentence = "Decode throughput stayed at 310 tok/s with the new build."
+    assert judge_outcome(sentence) is Outcome.NO_EFFECT
+
+
+def test_up_and_running_after_when_is_a_time_not_a_result():
+    sentence = "Resident memory when up and running is the same as before."
+    assert judge_outcome(sentence) is Outcome.NO_EFFECT
+
+
+def test_a_change_of_exactly_the_same_within_margin_is_no_change():
+    # same_within is 2 %: 250 -> 255 is on the line, and the line counts as no change.
+    assert judge_outcome("Throughput went from 250 to 255 tok/s.") is Outcome.NO_EFFECT
+
+
+def test_a_range_without_from_is_no_before_and_after():
+    sentence = "Prefill takes 30 to 40 seconds per batch; the OOM is gone."
+    assert judge_outcome(sentence) is Outcome.RESOLVES
+
+
+def test_a_before_and_after_ending_the_clause_on_a_bare_number_is_read():
+    assert judge_outcome("Decode throughput went from 41 to 95.") is Outcome.RESOLVES
+
+
+def test_instead_of_followed_by_words_is_no_figure_pair():
+    sentence = "The hang is gone; decode sits at 95 tok/s instead of the nightly's rate."
+    assert judge_outcome(sentence) is Outcome.RESOLVES
