@@ -142,10 +142,6 @@ class KnowledgeGraph:
         """The fixes the finding links to: its own, in its order (fix nodes hold only ids)."""
         return self.findings[finding_id].fixes
 
-    def signatures_of(self, finding_id: int) -> tuple[str, ...]:
-        preds = self.digraph.predecessors(finding_node(finding_id))
-        return tuple(sorted(n[1] for n in preds if n[0] == "signature"))
-
     def exception_types_of(self, finding_id: int) -> tuple[str, ...]:
         """The exception types of the finding's samples, as their signatures name them."""
         preds = self.digraph.predecessors(finding_node(finding_id))

@@ -10,6 +10,7 @@ from decisiontree.traceback import (
     MAX_INPUT_CHARS,
     InputRejected,
     ParsedTraceback,
+    holds_error,
     module_of,
     parse,
 )
@@ -51,6 +52,9 @@ def test_it_reads_a_tail_that_starts_inside_a_traceback() -> None:
         ("/workspace/vllm/vllm/v1/engine/core.py", "vllm/v1/engine/core.py"),
         ("/usr/lib/python3.11/multiprocessing/process.py", "multiprocessing/process.py"),
         ("<frozen runpy>", "runpy"),
+        ("<eval_with_key>.5", "<eval_with_key>"),  # torch.fx numbers each generated module
+        ("/home/me/work/myproj/src/serve/engine.py", "serve/engine.py"),
+        ("/srv/app/python/serve/engine.py", "serve/engine.py"),
         (".../triton_backend.py", "triton_backend.py"),
         (
             "C:\\Users\\me\\venv\\Lib\\site-packages\\torch\\nn\\modules\\module.py",
@@ -445,3 +449,52 @@ def test_rows_that_continue_no_row_stay_apart() -> None:
     )
 
     assert [error.type for error in parse(table).exceptions] == ["RuntimeError", "ValueError"]
+
+
+def test_a_source_line_that_goes_on_indented_is_no_message() -> None:
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app.py", line 10, in <module>\n'
+        '    engine = LLM(model="my-org/chat-8b",\n'
+        "                 tensor_parallel_size=8)\n"
+        "ValueError: tensor_parallel_size 8 exceeds the 4 GPUs available\n"
+    )
+
+    (raised,) = parse(paste).exceptions
+
+    assert (raised.type, raised.message) == (
+        "ValueError",
+        "tensor_parallel_size 8 exceeds the 4 GPUs available",
+    )
+
+
+def test_a_traceback_cut_before_its_error_keeps_its_frames_to_itself() -> None:
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/launcher.py", line 3, in <module>\n'
+        "    main()\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/worker.py", line 8, in run\n'
+        "    step()\n"
+        "RuntimeError: worker 2 lost its GPU\n"
+    )
+
+    cut, raised = parse(paste).exceptions
+
+    assert [frame.function for frame in cut.frames] == ["<module>"]
+    assert raised.type == "RuntimeError"
+    assert [frame.function for frame in raised.frames] == ["run"]
+
+
+def test_a_warning_that_quotes_an_exception_is_no_exception() -> None:
+    paste = "WARNING 12-01 10:00:00 utils.py:10] ValueError: falling back to eager mode\n"
+
+    parsed = parse(paste)
+
+    assert parsed.exceptions == ()
+    assert parsed.warnings == ("ValueError: falling back to eager mode",)
+
+
+def test_an_error_log_line_alone_holds_an_error() -> None:
+    assert holds_error("ERROR 12-01 10:00:00 engine.py:120] Engine core failed to start\n")
+    assert not holds_error("python -m sglang.launch_server --model-path my-org/chat-8b --tp 8\n")
