@@ -37,12 +37,19 @@ class GatedPattern:
         holds a digit, which callers work out once for several patterns."""
         if self.digit and not has_digit:
             return False
+        if not self.needs:
+            return True
         haystack = text.casefold() if self.fold_case else text
+        # Plain loops, no generator: this runs for every pattern on every line.
         for need in self.needs:
             if isinstance(need, str):
                 if need not in haystack:
                     return False
-            elif not any(one in haystack for one in need):
+                continue
+            for one in need:
+                if one in haystack:
+                    break
+            else:
                 return False
         return True
 

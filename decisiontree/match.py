@@ -502,12 +502,11 @@ class SignatureIndex:
         closest = (0.0, 0.0, 0.0)  # (Dice, containment, shared weight) of the closest pair
         held = 0.0
         samples = len(self._by_finding.get(finding_id, ()))
+        unusual_mine = [m - o for m, o in zip(paste.messages, paste.ordinary, strict=True)]
         for number, message in enumerate(known):
             words = _template_words(message)
-            for mine, ordinary in zip(paste.messages, paste.ordinary, strict=True):
-                closest = max(
-                    closest, self.compare(mine - ordinary, words - ordinary, paste.weights)
-                )
+            for mine, ordinary in zip(unusual_mine, paste.ordinary, strict=True):
+                closest = max(closest, self.compare(mine, words - ordinary, paste.weights))
             if number >= samples:
                 continue  # a title or symptom is a person's summary, not a message as printed
             unusual = paste.unusual_words(words, self)
@@ -551,33 +550,32 @@ class SignatureIndex:
     def explained_by_ordinary(self, words: frozenset[str]) -> frozenset[str]:
         """The words of a message that the closest ordinary (background) message shares."""
         messages, holding = ordinary_message_index()
-        parts: dict[int, list[float]] = defaultdict(list)
-        for word in words:
+        weights: dict[int, float] = defaultdict(float)
+        # Summed in one fixed order: a set's order changes from run to run, and a message's
+        # weight must be the same float in every run, not differ in its last bit (cheaper
+        # than an exact sum per message, and as steady).
+        for word in sorted(w for w in words if w in holding):  # a word none holds adds 0
             weight = self.weight(word)
-            for number in holding.get(word, ()):
-                parts[number].append(weight)
-        if not parts:
+            for number in holding[word]:
+                weights[number] += weight
+        if not weights:
             return frozenset()
-        # Summed exactly: a set's order changes from run to run, and two messages that tie
-        # must tie in every run, not differ in their last bit.
-        weights = {number: math.fsum(found) for number, found in parts.items()}
         # Ties go to the first ordinary message, so that an answer does not depend on
         # the order a set of words happened to be read in.
         return words & messages[max(weights, key=lambda number: (weights[number], -number))]
 
     def compare(
-        self, a: frozenset[str], b: frozenset[str], weight: Callable[[str], float] | None = None
+        self, a: frozenset[str], b: frozenset[str], weights: _Memo
     ) -> tuple[float, float, float]:
         """(weighted Dice, weighted containment of the smaller, shared weight) of two messages.
 
         Containment is scaled down when the smaller message carries less than two rare
         words' worth of information: "CUDA error" inside any message proves nothing.
         """
-        weight = weight or self.weight
-        # Exact sums (fsum), as above: the closest pair must not depend on a set's order.
-        weight_a = math.fsum(weight(t) for t in a)
-        weight_b = math.fsum(weight(t) for t in b)
-        shared = math.fsum(weight(t) for t in a & b)
+        # Exact sums (fsum): the closest pair must not depend on a set's order.
+        weight_a = weights.total(a)
+        weight_b = weights.total(b)
+        shared = math.fsum(weights(t) for t in a & b)
         if not weight_a or not weight_b:
             return 0.0, 0.0, 0.0
         smaller = min(weight_a, weight_b)
@@ -728,11 +726,20 @@ class _Memo(dict[str, float]):
     def __init__(self, function: Callable[[str], float]) -> None:
         super().__init__()
         self._function = function
+        self._totals: dict[frozenset[str], float] = {}
 
     def __call__(self, term: str) -> float:
         found = self.get(term)
         if found is None:
             found = self[term] = self._function(term)
+        return found
+
+    def total(self, words: frozenset[str]) -> float:
+        """The words' summed weight, exactly (fsum), remembered: one message is compared
+        with every message of every candidate."""
+        found = self._totals.get(words)
+        if found is None:
+            found = self._totals[words] = math.fsum(self(t) for t in words)
         return found
 
 

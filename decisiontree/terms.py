@@ -24,7 +24,7 @@ is linear in the paste.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -115,19 +115,38 @@ def words_of(text: str) -> list[str]:
     """Terms of `text` in order of appearance, repeats kept (callers count them)."""
     words: list[str] = []
     digits = _DIGIT.search(text) is not None
-    words.extend(f"code{int(m['num'])}" for m in _ERROR_CODE.finditer(text, digits))
-    text = _URL.sub(" ", text, digits)
-    text = _MANGLED.sub(lambda m: " " + demangled_name(m.group()) + " ", text, digits)
-    text = _PATH.sub(lambda m: " " + " ".join(path_words(m.group())) + " ", text, digits)
-    text = _BARE_LIBRARY.sub(lambda m: " " + " ".join(path_words(m.group())) + " ", text, digits)
-    # `digits` is of the text as given: the passes above put in only what came from it.
-    text = _UUID.sub(" ", text, digits)
-    text = _HEXISH.sub(" ", text, digits)
-    text = _SIZE.sub(" ", text, digits)
-    text = _VERSION.sub(" ", text, digits)
+    # Each pass is asked first whether it can match (most texts are short titles and
+    # causes that hold none of what the passes look for), so nothing is built for it.
+    if _ERROR_CODE.may_match(text, digits):
+        words.extend(f"code{int(m['num'])}" for m in _ERROR_CODE.pattern.finditer(text))
+    for gated, replacement in _MASK_PASSES:
+        if gated.may_match(text, digits):
+            text = gated.pattern.sub(replacement, text)
     for token in _TOKEN.findall(text):
         words.extend(expand(token))
     return words
+
+
+def _demangled_words(match: re.Match[str]) -> str:
+    return " " + demangled_name(match.group()) + " "
+
+
+def _path_words(match: re.Match[str]) -> str:
+    return " " + " ".join(path_words(match.group())) + " "
+
+
+# In this order: a URL's or a path's parts would otherwise be read as versions and hex.
+# `digits` stays the text's as given: the passes put in only what came from it.
+_MASK_PASSES: tuple[tuple[GatedPattern, str | Callable[[re.Match[str]], str]], ...] = (
+    (_URL, " "),
+    (_MANGLED, _demangled_words),
+    (_PATH, _path_words),
+    (_BARE_LIBRARY, _path_words),
+    (_UUID, " "),
+    (_HEXISH, " "),
+    (_SIZE, " "),
+    (_VERSION, " "),
+)
 
 
 def unique_words(texts: Iterable[str]) -> tuple[str, ...]:
