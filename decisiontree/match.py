@@ -760,7 +760,7 @@ class _Paste:
     ordinary: list[frozenset[str]]  # per message: its words the closest ordinary message has
     clauses: list[frozenset[str]]  # the messages' clauses (split at ". ", ": ", " - ", "|")
     clause_ordinary: list[frozenset[str]]  # per clause: its words an ordinary message has
-    weights: Callable[[str], float]  # idf, remembered for this lookup
+    weights: _Memo  # idf, remembered for this lookup
     ordinary_terms: frozenset[str] | set[str] = frozenset()  # the closest background document's
     unusual: set[str] = field(default_factory=set)  # error terms that document lacks
     unusual_info: float = 0.0
