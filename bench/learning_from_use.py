@@ -108,7 +108,7 @@ def table(
     )
     lines = [head, "|" + " --- |" * (5 + len(PLACES))]
     for run in runs:
-        cells = [run.name, str(run.learned), *_shares(run.found, run.found, expected)]
+        cells = [run.name, str(run.learned), *_shares(run.found, list(run.found), expected)]
         for place in PLACES:
             ids = [r for r in run.found if place_of[r] == place]
             cells.append(" / ".join(_shares(run.found, ids, expected)) + f" (n={len(ids)})")
@@ -119,9 +119,9 @@ def table(
 
 
 def _shares(
-    found: dict[str, list[int]], ids: Sequence[str] | dict[str, list[int]], expected: Callable
+    found: dict[str, list[int]], ids: Sequence[str], expected: Callable[[str], int]
 ) -> list[str]:
-    ids = list(ids)
+    """(top-1, top-3) of the reports `ids`, formatted; dashes where there are none."""
     if not ids:
         return ["-", "-"]
     top1 = sum(found[r][:1] == [expected(r)] for r in ids) / len(ids)

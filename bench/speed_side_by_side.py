@@ -89,28 +89,23 @@ class Worker:
             text=True,
             cwd=tree,
         )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
         self.builds: list[float] = []
         self.diagnoses: list[float] = []
 
     def ready(self) -> None:
-        line = self._out().readline().strip()
+        line = self.stdout.readline().strip()
         if line != "ready":
             raise SystemExit(f"{self.revision}: the worker did not start ({line or 'no output'})")
 
     def ask(self, command: str) -> list[float]:
-        stdin = self.process.stdin
-        assert stdin is not None
-        stdin.write(command + "\n")
-        stdin.flush()
-        return json.loads(self._out().readline())
-
-    def _out(self):  # type: ignore[no-untyped-def]
-        assert self.process.stdout is not None
-        return self.process.stdout
+        self.stdin.write(command + "\n")
+        self.stdin.flush()
+        return json.loads(self.stdout.readline())
 
     def stop(self) -> None:
-        if self.process.stdin:
-            self.process.stdin.close()
+        self.stdin.close()
         self.process.wait()
 
 
