@@ -32,7 +32,7 @@ from decisiontree.answer import (
     WithheldChange,
 )
 from decisiontree.context import Context
-from decisiontree.fingerprint import Signature, signatures_of, text_terms
+from decisiontree.fingerprint import UNNAMED_TYPES, Signature, signatures_of, text_terms
 from decisiontree.flags import canonical_flag, flags_in_text
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.match import Candidate, MatchLevel, Query, shortlist
@@ -185,11 +185,21 @@ def is_near(candidate: Candidate, signature: Signature | None, graph: KnowledgeG
     """Close enough to name beside "no known match": it shares words no ordinary output
     has, or the same error class, and those words carry enough identifying information
     (the index's specificity, 0..1)."""
-    if signature and signature.exception_type in graph.exception_types_of(candidate.finding_id):
+    if same_class(signature, graph.exception_types_of(candidate.finding_id)):
         shared = list(candidate.matched_terms)
     else:
         shared = telling(candidate.matched_terms)
     return graph.index.specificity(shared) >= tuning().nearest_specificity
+
+
+def same_class(signature: Signature | None, types: Sequence[str]) -> bool:
+    """Whether the paste's error names a class that one of `types` names too ("ErrorLog" and
+    "IncompleteTraceback" are our words for a paste that names none)."""
+    return (
+        signature is not None
+        and signature.exception_type not in UNNAMED_TYPES
+        and signature.exception_type in types
+    )
 
 
 @cache
@@ -213,11 +223,13 @@ def why_not(
     """ "same error class (RuntimeError), different setup: framework vllm here, ..."."""
     parts: list[str] = []
     types = graph.exception_types_of(candidate.finding_id)
-    mine = signature.exception_type if signature else ""
-    if mine and mine in types:
-        parts.append(f"same error class ({mine}), another message")
-    elif types:
-        parts.append(f"another error ({types[0]})")
+    named = [t for t in types if t not in UNNAMED_TYPES]
+    if signature and same_class(signature, types):
+        parts.append(f"same error class ({signature.exception_type}), another message")
+    elif named:
+        parts.append(f"another error ({named[0]})")
+    else:
+        parts.append("another error message")
     differences = setup_differences(graph.conditions_of(candidate.finding_id), context, vocabulary)
     if differences:
         parts.append("different setup: " + "; ".join(d.describe() for d in differences))

@@ -255,9 +255,17 @@ _ALIASABLE_TYPES = frozenset(
 )
 
 
+# Our names for an error whose paste names no class: a traceback cut off before its
+# exception line, and an error log line of no known kind. Two pastes that both have one
+# share no class.
+INCOMPLETE_TRACEBACK = "IncompleteTraceback"
+ERROR_LOG = "ErrorLog"
+UNNAMED_TYPES = frozenset({INCOMPLETE_TRACEBACK, ERROR_LOG})
+
+
 def canonical_type(exc_type: str, message: str) -> str:
     """Short, release-independent type name: "torch.cuda.OutOfMemoryError" -> "OutOfMemoryError"."""
-    short = exc_type.rsplit(".", 1)[-1].rsplit("::", 1)[-1] or "IncompleteTraceback"
+    short = exc_type.rsplit(".", 1)[-1].rsplit("::", 1)[-1] or INCOMPLETE_TRACEBACK
     if short in _ALIASABLE_TYPES:
         head = message.lstrip()[:80]
         for pattern, alias in _TYPE_BY_MESSAGE:
@@ -454,11 +462,11 @@ def _line_signature(
 def _classify_line(line: str) -> tuple[str, int, str]:
     """(type, score, template source): the template skips "path/mma.cuh(523): " and the like."""
     if is_generic_line(line):
-        return "ErrorLog", _GENERIC_LINE, line
+        return ERROR_LOG, _GENERIC_LINE, line
     for pattern, exc_type, score, fixed in _LINE_KINDS:
         if match := pattern.search(line):
             return exc_type, score, fixed or match.group()
-    return "ErrorLog", _ERROR_LINE - 5, line
+    return ERROR_LOG, _ERROR_LINE - 5, line
 
 
 def _error_line_signatures(parsed: ParsedTraceback) -> list[tuple[int, Signature]]:
@@ -487,7 +495,7 @@ def _one_per_type(found: list[tuple[int, Signature]]) -> list[tuple[int, Signatu
     plain = 0
     kept: list[tuple[int, Signature]] = []
     for score, sig in found:
-        if sig.exception_type == "ErrorLog" and plain < MAX_PLAIN_ERROR_LINES:
+        if sig.exception_type == ERROR_LOG and plain < MAX_PLAIN_ERROR_LINES:
             plain += 1
             kept.append((score, sig))
         elif sig.exception_type not in seen:

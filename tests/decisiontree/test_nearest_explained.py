@@ -225,3 +225,67 @@ def test_a_finding_that_needs_another_framework_than_yours_says_so_in_the_verdic
     assert [d.describe() for d in result.different_setup] == [
         "framework sglang here, !=sglang in the finding"
     ]
+
+
+# Two tracebacks cut off before their exception line: FixGraph calls both
+# "IncompleteTraceback", which is no class the pastes share.
+CUT_CAPTURE = (
+    "Traceback (most recent call last):\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", '
+    "line 211, in capture_one_batch_size\n"
+    "    run_once()\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", '
+    "line 200, in run_once\n"
+    "    logits_output = forward(input_ids, forward_batch.positions, forward_batch)\n"
+)
+CUT_TOKENIZER = (
+    "Traceback (most recent call last):\n"
+    '  File "/opt/venv/lib/python3.12/site-packages/transformers/tokenization_utils_base.py", '
+    "line 2016, in from_pretrained\n"
+    "    return cls._from_pretrained(\n"
+    '  File "/opt/venv/lib/python3.12/site-packages/transformers/models/llama/'
+    'tokenization_llama_fast.py", line 124, in __init__\n'
+    "    super().__init__(vocab_file=vocab_file, tokenizer_file=tokenizer_file)\n"
+)
+
+
+def test_two_cut_off_tracebacks_share_no_error_class_and_common_words_name_no_finding() -> None:
+    capture_crash = FindingRecord(
+        id=3,
+        title="CUDA-graph capture dies in the model's forward on the first batch size",
+        kind="crash",
+        cause="the forward pass reaches a kernel that cannot be captured",
+        samples=(CUT_CAPTURE,),
+        conditions=(),
+        fixes=(),
+    )
+
+    result = diagnose(CUT_TOKENIZER, build_context(), build_graph([capture_crash]))
+
+    assert result.verdict == "none"
+    assert result.nearest == ()
+
+
+def test_a_nearest_finding_whose_error_names_no_class_is_another_error_message() -> None:
+    workspace = FindingRecord(
+        id=4,
+        title="EngineCore start-up fails: flashinfer workspace buffer too small",
+        kind="crash",
+        cause="the workspace is sized for fewer sequences than max-num-seqs",
+        samples=(
+            "ERROR 03-22 09:50:04 [core.py:340] EngineCore failed to start: the flashinfer "
+            "workspace buffer of 128 MiB is too small for 64 sequences",
+        ),
+        conditions=(),
+        fixes=(),
+    )
+    paste = (
+        "RuntimeError: flashinfer plan() could not allocate its workspace for the ragged "
+        "prefill wrapper"
+    )
+
+    result = diagnose(paste, build_context(), build_graph([workspace]))
+
+    [near] = result.nearest
+    assert near.why_not.startswith("another error message; shares only workspace")
+    assert "ErrorLog" not in near.why_not
