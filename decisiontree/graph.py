@@ -38,7 +38,7 @@ import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx  # type: ignore[import-untyped]  # no stubs installed
@@ -67,6 +67,7 @@ MIN_CAUSE_WORDS = 4
 # signatures are held only while the build takes them in, not all at once beside the graph.
 REBUILD_CHUNK = 2000
 EDGE_BATCH = 20_000  # edges held before they go into the graph at once
+NO_EVIDENCE = Evidence()  # a fix nobody has run or voted on
 
 
 def signature_node(fingerprint: str) -> Node:
@@ -124,6 +125,17 @@ class KnowledgeGraph:
     index: SignatureIndex
     findings: Mapping[int, FindingRecord]  # canonical spellings, as the graph holds them
     skipped_samples: tuple[tuple[int, str], ...] = ()  # (finding id, why) for unreadable samples
+    # Runs and votes per fix id, apart from the records: a vote or a finished run is a new
+    # mapping on the same graph (`with_evidence`), not a rebuild of everything else.
+    evidence: Mapping[int, Evidence] = field(default_factory=dict)
+
+    def evidence_of(self, fix: FixRecord) -> Evidence:
+        """What runs and votes say of the fix now (its record holds what they said at build)."""
+        return self.evidence.get(fix.id, NO_EVIDENCE)
+
+    def with_evidence(self, evidence: Mapping[int, Evidence]) -> KnowledgeGraph:
+        """The same graph, its index and records shared, answering with new evidence."""
+        return dataclasses.replace(self, evidence=dict(evidence))
 
     def conditions_of(self, finding_id: int) -> tuple[Condition, ...]:
         """The finding's condition nodes, each stated or derived as its record says (the
@@ -168,7 +180,7 @@ class KnowledgeGraph:
             for fix in self.fixes_of(finding_id)
             if remedy_key(fix.changes) == key
         ]
-        return merged_evidence(f.evidence for f in fixes)
+        return merged_evidence(self.evidence_of(f) for f in fixes)
 
 
 def merged_evidence(items: Iterable[Evidence]) -> Evidence:
@@ -221,6 +233,7 @@ def _build(
     index = SignatureIndex()
     held: dict[int, FindingRecord] = {}
     skipped: list[tuple[int, str]] = []
+    evidence: dict[int, Evidence] = {}
     causes: dict[str, list[int]] = defaultdict(list)
     canonical: dict[Any, Any] = {}
     # Finding nodes and edges are put in the graph a batch at a time: one networkx call
@@ -230,6 +243,7 @@ def _build(
     for raw in findings:
         finding = canonical_finding(raw, vocabulary, canonical)
         held[finding.id] = finding
+        evidence.update((f.id, f.evidence) for f in finding.fixes if f.evidence != NO_EVIDENCE)
         _add_finding(nodes, edges, finding)
         causes[cause_key(finding)].append(finding.id)
         skipped.extend(_index_samples(digraph, edges, index, finding, cache))
@@ -246,7 +260,7 @@ def _build(
         if len(finding_ids) > 1:
             _add_shared_cause(digraph, key, [held[i] for i in finding_ids])
     index.finish()
-    return KnowledgeGraph(digraph, index, held, tuple(skipped))
+    return KnowledgeGraph(digraph, index, held, tuple(skipped), evidence)
 
 
 def _flush(digraph: nx.DiGraph, nodes: list[Node], edges: list[tuple[Node, Node]]) -> None:

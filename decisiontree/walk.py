@@ -138,7 +138,10 @@ def walk(
     for visit in visits:
         cause = graph.cause_of(visit.finding.id)
         for fix in carried_fixes(visit, graph):
-            evidence = fix.evidence if plain else graph.remedy_evidence(cause, fix.changes)
+            if plain:
+                evidence = graph.evidence_of(fix)
+            else:
+                evidence = graph.remedy_evidence(cause, fix.changes)
             verdict = unhelpful_reason(fix, evidence, context.arch, visit)
             if verdict:
                 useless.append(_not_helpful(fix, visit.finding, verdict, context))

@@ -60,6 +60,26 @@ def test_one_vote_that_helped_is_told_and_counted() -> None:
     )
 
 
+def test_new_votes_and_runs_reach_the_answer_on_the_same_built_graph() -> None:
+    built = knowledge(triton_pool_finding(BF16_ONLY))
+    before = diagnose(POOL_ASSERT, rtx_context(), built)
+
+    voted = built.with_evidence(
+        {BF16_ONLY.id: Evidence(validated_passed=(("sm_120", 1),), feedback_helped=2)}
+    )
+    after = diagnose(POOL_ASSERT, rtx_context(), voted)
+
+    assert evidence_of(BF16_ONLY.id, before) == "reported: resolves (evidence x1.00)"
+    assert evidence_of(BF16_ONLY.id, after) == (
+        "reported: resolves; validated on sm_120: 1 passed, 0 failed; "
+        "feedback: 2 helped, 0 did not (evidence x2.20)"
+    )
+    assert voted.index is built.index  # nothing was parsed or indexed again
+    assert evidence_of(BF16_ONLY.id, diagnose(POOL_ASSERT, rtx_context(), built)) == (
+        "reported: resolves (evidence x1.00)"
+    )  # the graph it came from still answers as before
+
+
 def test_with_the_gpu_unknown_every_passed_run_counts_half_and_no_failed_one_counts() -> None:
     validated = dataclasses.replace(
         BF16_ONLY,
