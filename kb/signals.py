@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models.signals import m2m_changed, post_delete, post_save
+from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
 from django.dispatch import Signal
 
 from kb.models import (
@@ -24,21 +24,71 @@ from kb.search import queue_refresh
 # saving them one by one, so no post_save was sent for them.
 findings_created = Signal()
 
-WATCHED = (Finding, Fix, ErrorSample, FixFeedback, SignatureDecision, ValidationRun)
+# A published finding's parts: a change rebuilds the decision graph. A draft's do not
+# (a paste turned into a draft, a reviewer's edits) until it is published, or leaves it.
+PARTS = (Fix, ErrorSample)
+# Runs and votes on fixes: the same graph answers with new evidence, no rebuild.
+EVIDENCE = (FixFeedback, ValidationRun)
+
+
+def _is_published(finding_id: int | None) -> bool:
+    published = Finding.objects.filter(pk=finding_id, status=Finding.Status.PUBLISHED)
+    return finding_id is not None and published.exists()
+
+
+def finding_status_before(sender: type, instance: Finding, **kwargs: Any) -> None:
+    # Read from the database, not the instance: whoever saves may have loaded it long ago.
+    instance._was_published = instance.pk is not None and _is_published(instance.pk)
+
+
+def finding_saved(sender: type, instance: Finding, **kwargs: Any) -> None:
+    was_published = getattr(instance, "_was_published", True)
+    if was_published or instance.status == Finding.Status.PUBLISHED:
+        # In the writer's transaction: readers see the new stamp exactly when they see it.
+        KnowledgeRevision.bump_once()
 
 
 def knowledge_changed(sender: type, **kwargs: Any) -> None:
-    # In the writer's transaction: readers see the new stamp exactly when they see the change.
     KnowledgeRevision.bump_once()
 
 
-for model in WATCHED:
-    post_save.connect(knowledge_changed, sender=model, dispatch_uid=f"kb-rev-save-{model.__name__}")
+def part_changed(sender: type, instance: Fix | ErrorSample, **kwargs: Any) -> None:
+    if KnowledgeRevision.moved_in_this_transaction():
+        return  # an ingest saves dozens of parts: ask about their finding once
+    if _is_published(instance.finding_id):
+        KnowledgeRevision.bump_once()
+
+
+def signatures_changed(sender: type, instance: Any, **kwargs: Any) -> None:
+    if not isinstance(instance, Finding) or _is_published(instance.pk):
+        KnowledgeRevision.bump_once()
+
+
+def evidence_changed(sender: type, **kwargs: Any) -> None:
+    KnowledgeRevision.bump_evidence_once()
+
+
+pre_save.connect(finding_status_before, sender=Finding, dispatch_uid="kb-rev-pre-Finding")
+post_save.connect(finding_saved, sender=Finding, dispatch_uid="kb-rev-save-Finding")
+post_delete.connect(knowledge_changed, sender=Finding, dispatch_uid="kb-rev-delete-Finding")
+post_save.connect(
+    knowledge_changed, sender=SignatureDecision, dispatch_uid="kb-rev-save-SignatureDecision"
+)
+post_delete.connect(
+    knowledge_changed, sender=SignatureDecision, dispatch_uid="kb-rev-delete-SignatureDecision"
+)
+for model in PARTS:
+    post_save.connect(part_changed, sender=model, dispatch_uid=f"kb-rev-save-{model.__name__}")
+    post_delete.connect(part_changed, sender=model, dispatch_uid=f"kb-rev-delete-{model.__name__}")
+for model in EVIDENCE:
+    post_save.connect(
+        evidence_changed, sender=model, dispatch_uid=f"kb-evidence-save-{model.__name__}"
+    )
     post_delete.connect(
-        knowledge_changed, sender=model, dispatch_uid=f"kb-rev-delete-{model.__name__}"
+        evidence_changed, sender=model, dispatch_uid=f"kb-evidence-delete-{model.__name__}"
     )
 m2m_changed.connect(
-    knowledge_changed, sender=Finding.signatures.through, dispatch_uid="kb-rev-m2m-signatures"
+    signatures_changed, sender=Finding.signatures.through, dispatch_uid="kb-rev-m2m-signatures"
 )
 
 

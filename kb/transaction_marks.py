@@ -51,3 +51,9 @@ def forget(key: Hashable) -> None:
     marks = current_marks()
     if marks is not None:
         marks.done.discard(key)
+
+
+def pending(key: Hashable) -> bool:
+    """True where `key` happened in this transaction and has not been forgotten since."""
+    marks = current_marks()
+    return marks is not None and key in marks.done

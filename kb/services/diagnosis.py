@@ -1,7 +1,8 @@
 """Diagnosis over the published knowledge base, and what users tell us back.
 
 Translates ORM rows into the plain records of `decisiontree` and keeps one
-decision graph per process, rebuilt when the knowledge revision moves.
+decision graph per process: rebuilt when the published findings move, given the
+new evidence (no rebuild) when only runs and votes do.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from kb.services.records import link_samples
 @dataclass(frozen=True)
 class CachedGraph:
     revision: str
+    evidence: str
     graph: KnowledgeGraph
 
 
@@ -60,19 +62,22 @@ _lock = threading.Lock()
 def knowledge_graph() -> KnowledgeGraph:
     """The decision graph of the published findings, rebuilt only when they changed."""
     global _cache
-    revision = KnowledgeRevision.current()
+    stamps = KnowledgeRevision.stamps()
     cached = _cache
-    if cached is not None and cached.revision == revision:
+    if cached is not None and (cached.revision, cached.evidence) == stamps:
         return cached.graph
     with _lock:
         # Read again: the findings may have moved on while this caller waited for a rebuild.
-        revision = KnowledgeRevision.current()
+        revision, evidence = KnowledgeRevision.stamps()
         if _cache is None or _cache.revision != revision:
             # Every caller that sees the new revision waits on the lock for the new graph
             # (as it always did), so nobody reads the old one from here on: let it go
             # before building, so that one graph is held at the peak, not two.
             _cache = None
-            _cache = CachedGraph(revision, rebuild_graph())
+            _cache = CachedGraph(revision, evidence, rebuild_graph())
+        elif _cache.evidence != evidence:
+            # A vote or a finished run: two queries and a new mapping, not a rebuild.
+            _cache = CachedGraph(revision, evidence, _cache.graph.with_evidence(fix_evidence()))
         return _cache.graph
 
 

@@ -543,7 +543,7 @@ def feed_back(fix: Fix, status: str) -> None:
         fix.needs_review = True
         fix.save(update_fields=["needs_review", "updated_at"])  # moves the revision too
     elif status in (Status.PASSED, Status.FAILED):
-        KnowledgeRevision.bump()
+        KnowledgeRevision.bump_evidence()
 
 
 def import_result(fix: Fix, host: Host, text: str, *, by: Any = None) -> ValidationRun:
