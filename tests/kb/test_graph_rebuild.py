@@ -67,3 +67,19 @@ def test_a_diagnosis_after_the_knowledge_base_moved_answers_from_the_new_finding
     answer = diagnose(ERRORS[4][1])
     assert answer.match == "known"
     assert answer.fixes[0].finding.title.startswith("Sampler")
+
+
+def test_a_draft_between_published_findings_lends_them_nothing(tmp_path: Path) -> None:
+    call_command("load_vocabulary", verbosity=0)
+    ingest(tmp_path / "FINDINGS.md", ERRORS)
+    ids = sorted(Finding.objects.values_list("id", flat=True))
+    # Chunks of two published findings: the first is ids[0] and ids[2], the draft between.
+    Finding.objects.filter(pk=ids[1]).update(status=Finding.Status.DRAFT)
+
+    graph = diagnosis.rebuild_graph()
+
+    assert sorted(graph.findings) == [ids[0], *ids[2:]]
+    assert all(len(graph.findings[i].samples) == 1 for i in graph.findings)
+    assert all(len(graph.findings[i].fixes) == 1 for i in graph.findings)
+    assert diagnose(ERRORS[1][1]).match == "none"
+    assert diagnose(ERRORS[2][1]).fixes[0].finding.id == ids[2]
