@@ -141,9 +141,33 @@ def fetch_host_key(address: str, port: int, *, timeout: float = CONNECT_TIMEOUT_
         return key.export_public_key().decode().strip()
 
     try:
-        return asyncio.run(asyncio.wait_for(fetch(), timeout + 1))
+        return run_to_end(asyncio.wait_for(fetch(), timeout + 1))
     except (OSError, TimeoutError) as exc:
         raise HostUnreachable(f"cannot reach {address}:{port}: {exc}") from exc
+
+
+def run_to_end(coroutine: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run`, also for a caller whose thread already runs an event loop (an
+    async view, a notebook, Playwright's sync API), where `asyncio.run` refuses."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    result: list[T] = []
+    failure: list[BaseException] = []
+
+    def in_own_thread() -> None:
+        try:
+            result.append(asyncio.run(coroutine))
+        except BaseException as exc:  # re-raised in the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=in_own_thread)
+    worker.start()
+    worker.join()
+    if failure:
+        raise failure[0]
+    return result[0]
 
 
 def fingerprint(public_key: str) -> str:

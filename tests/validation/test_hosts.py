@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import subprocess
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -59,6 +61,19 @@ def test_it_shows_the_fingerprint_but_pins_nothing_without_approval(
         hosts_cli(*add_args(ssh_target, "h200-a"))
     assert remote.fingerprint(ssh_target.host_key) in str(refused.value)
     assert not Host.objects.filter(name="h200-a").exists()
+
+
+def test_it_reads_the_host_key_for_a_caller_that_runs_an_event_loop(
+    ssh_target: remote.Target,
+) -> None:
+    async def async_caller() -> str:
+        return remote.fetch_host_key(ssh_target.address, ssh_target.port)
+
+    # In a thread of its own: this one may run Playwright's loop already (browser tests).
+    with ThreadPoolExecutor(1) as pool:
+        offered = pool.submit(asyncio.run, async_caller()).result()
+
+    assert offered.split()[:2] == ssh_target.host_key.split()[:2]
 
 
 def test_it_pins_the_offered_key_on_approval_and_reads_facts(
