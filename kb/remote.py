@@ -16,6 +16,7 @@ import shlex
 import stat
 import threading
 from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -153,21 +154,8 @@ def run_to_end(coroutine: Coroutine[Any, Any, T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coroutine)
-    result: list[T] = []
-    failure: list[BaseException] = []
-
-    def in_own_thread() -> None:
-        try:
-            result.append(asyncio.run(coroutine))
-        except BaseException as exc:  # re-raised in the caller's thread
-            failure.append(exc)
-
-    worker = threading.Thread(target=in_own_thread)
-    worker.start()
-    worker.join()
-    if failure:
-        raise failure[0]
-    return result[0]
+    with ThreadPoolExecutor(1) as pool:  # a thread of its own, with a loop of its own
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def fingerprint(public_key: str) -> str:

@@ -32,13 +32,17 @@ EVIDENCE = (FixFeedback, ValidationRun)
 
 
 def _is_published(finding_id: int | None) -> bool:
-    published = Finding.objects.filter(pk=finding_id, status=Finding.Status.PUBLISHED)
-    return finding_id is not None and published.exists()
+    if finding_id is None:
+        return False
+    return Finding.objects.filter(pk=finding_id, status=Finding.Status.PUBLISHED).exists()
 
 
 def finding_status_before(sender: type, instance: Finding, **kwargs: Any) -> None:
+    if KnowledgeRevision.moved_in_this_transaction():
+        instance._was_published = True  # nothing to ask: the stamp has moved already
+        return
     # Read from the database, not the instance: whoever saves may have loaded it long ago.
-    instance._was_published = instance.pk is not None and _is_published(instance.pk)
+    instance._was_published = _is_published(instance.pk)
 
 
 def finding_saved(sender: type, instance: Finding, **kwargs: Any) -> None:
