@@ -62,10 +62,10 @@ class Finding(models.Model):
     class Kind(models.TextChoices):
         CRASH = "crash"
         HANG = "hang"
-        WRONG_OUTPUT = "wrong_output", "wrong output"
-        OOM = "oom", "out of memory"
+        WRONG_OUTPUT = "wrong_output", "Wrong output"
+        OOM = "oom", "Out of memory"
         SLOW = "slow"
-        WORKS = "works", "working configuration"
+        WORKS = "works", "Working configuration"
 
     class Resolution(models.TextChoices):
         RESOLVED = "resolved"

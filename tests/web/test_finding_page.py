@@ -199,3 +199,13 @@ def test_a_working_configuration_shows_its_whole_launch_as_the_runbook_does(
     recorded = parse_launch_command(works.works_command).flags
     assert all(launched.flags.get(name) == value for name, value in recorded.items())
     assert "completed with the entry point" in page
+
+
+def test_kind_badges_read_as_labels_of_one_style(client: Client, starter_kb: None) -> None:
+    """The search list shows each finding's kind beside its title: one capitalisation for
+    all, not "Crash" beside "out of memory"."""
+    page = text_of(client.get("/"))
+
+    badges = set(re.findall(r'<span class="badge badge-\w+">([^<]+)</span>', page))
+    assert {"Crash", "Out of memory", "Working configuration"} <= badges
+    assert all(badge[0].isupper() for badge in badges)
