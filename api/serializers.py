@@ -481,6 +481,9 @@ class RankedFixSerializer(serializers.Serializer):
     proposed = serializers.BooleanField(
         help_text="Suggested, never confirmed: validate it (ranks below every fix with evidence)"
     )
+    fits_nothing = serializers.BooleanField(
+        help_text="None of its changes fits the user's setup (all are in `withheld`); ranks last"
+    )
     withheld = WithheldChangeSerializer(
         many=True, help_text="Changes left out: the user's framework, release or model lacks them"
     )

@@ -116,6 +116,8 @@ def fix_blocks(entry: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, 
     lines = [f"*{entry['rank']}. {escape(fix['summary'])}*"]
     if entry.get("already_applied"):
         lines[0] += " _(already in your launch command)_"
+    if entry.get("fits_nothing"):
+        lines[0] += " _(nothing in it fits your setup)_"
     if fix.get("command_changes"):
         lines.append(" ".join(code(change) for change in fix["command_changes"]))
     why = [step["detail"] for step in entry.get("why", []) if step["step"] != "signature"]

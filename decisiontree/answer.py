@@ -70,6 +70,11 @@ class RankedFix:
     path: tuple[PathStep, ...] = ()  # the walk through the graph that reached it
     proposed: bool = False  # suggested, never confirmed: validate it
 
+    @property
+    def fits_nothing(self) -> bool:
+        """None of the fix's changes fits the user's setup: there is nothing to try."""
+        return not self.changes and bool(self.withheld)
+
 
 @dataclass(frozen=True)
 class NotHelpful:

@@ -485,8 +485,14 @@ def remedy_of(fix: FixRecord) -> tuple[object, ...]:
 def sort_key(fix: RankedFix) -> tuple[bool, bool, bool, float, int, int]:
     # A fix already in place, or none of whose changes fits this setup, is no next step;
     # a proposal never outranks a fix with evidence, whatever the scores.
-    unusable = not fix.changes and bool(fix.withheld)
-    return (fix.already_applied, unusable, fix.proposed, -fix.score, fix.finding.id, fix.fix.id)
+    return (
+        fix.already_applied,
+        fix.fits_nothing,
+        fix.proposed,
+        -fix.score,
+        fix.finding.id,
+        fix.fix.id,
+    )
 
 
 def dedupe_not_helpful(entries: Iterable[NotHelpful]) -> tuple[NotHelpful, ...]:

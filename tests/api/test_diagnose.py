@@ -199,3 +199,28 @@ def test_an_answer_to_a_question_never_asked_is_a_400(
     response = diagnose(reader, {"traceback": DSA_ASSERT, "answers": {"no.such.key": "x"}})
     error = assert_error(response, 400, "invalid")
     assert "no.such.key" in error["fields"]["answers"][0]
+
+
+def test_a_fix_with_nothing_for_the_users_setup_says_so_and_comes_last(
+    reader: APIClient, starter_kb: None
+) -> None:
+    """The seeds' NaN assert pasted from a Llama on Hopper: the finding's fix that only picks
+    the sparse-attention kernels of DSA models has nothing a Llama can use."""
+    request = {
+        "traceback": "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+        "gpu": "H100",
+        "launch_command": "python -m sglang.launch_server --model-path "
+        "meta-llama/Llama-3.1-8B-Instruct --tp 1",
+    }
+    fixes = diagnose(reader, request).json()["fixes"]
+
+    nothing = [entry for entry in fixes if entry["fits_nothing"]]
+    assert nothing and fixes[-len(nothing) :] == nothing  # after every fix that has a change
+    for entry in nothing:
+        assert entry["fix"]["changes"] == [] and entry["withheld"]
+        assert entry["corrected_command"] is None
+    assert not fixes[0]["fits_nothing"] and fixes[0]["fix"]["changes"]
+    blocks = json.dumps(
+        reader.post(f"{DIAGNOSE}?format=slack", request, format="json").json()["blocks"]
+    )
+    assert blocks.count("nothing in it fits your setup") == len(nothing)

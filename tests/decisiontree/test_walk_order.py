@@ -141,6 +141,7 @@ def test_a_fix_whose_every_change_is_withheld_here_comes_after_one_that_fits() -
     assert [f.fix.id for f in result.fixes] == [UNSET_BACKEND.id, sparse.id]
     assert result.fixes[1].changes == ()
     assert result.fixes[0].score < result.fixes[1].score
+    assert [f.fits_nothing for f in result.fixes] == [False, True]
 
 
 def test_with_no_fix_that_helps_the_verdict_speaks_of_the_finding_that_fits_best() -> None:

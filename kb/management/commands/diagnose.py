@@ -162,6 +162,7 @@ def render_next_step(diagnosis: Diagnosis) -> list[str]:
 def render_fix(fix: RankedFix) -> list[str]:
     notes = " (already applied)" if fix.already_applied else ""
     notes += " (proposed, not confirmed — validate it)" if fix.proposed else ""
+    notes += " (nothing in it fits your setup)" if fix.fits_nothing else ""
     lines = ["", f"{fix.rank}. {fix.summary or fix.fix.summary}{notes}  [score {fix.score:.3f}]"]
     lines += [f"     {change}" for change in fix.command_changes]
     lines += [f"     not for your setup: {w.command_change} ({w.reason})" for w in fix.withheld]
