@@ -209,3 +209,10 @@ def test_kind_badges_read_as_labels_of_one_style(client: Client, starter_kb: Non
     badges = set(re.findall(r'<span class="badge badge-\w+">([^<]+)</span>', page))
     assert {"Crash", "Out of memory", "Working configuration"} <= badges
     assert all(badge[0].isupper() for badge in badges)
+    finding = finding_titled("CUDA-graph capture runs out of memory")
+    head = text_of(client.get(f"/findings/{finding.pk}/")).split('<div class="columns">')[0]
+    assert re.findall(r'<span class="badge[^"]*">([^<]+)</span>', head) == [
+        "Out of memory",
+        "Published",
+        "Resolved",
+    ]
