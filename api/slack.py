@@ -46,12 +46,14 @@ MAX_SIGNATURE_AGE_S = 5 * 60
 MAX_FIXES_SHOWN = 5
 MAX_BLOCK_TEXT = 2_900  # Slack refuses section text over 3000 characters
 MAX_BUTTON_VALUE = 2_000  # and button values over 2000
+MAX_ANSWER_BUTTONS = 25  # and more elements in one actions block
 POST_TIMEOUT_S = 10
 
 HELPED, NOT_HELPED, VALIDATE, OPEN = "fix_helped", "fix_not_helped", "fix_validate", "open"
 UNDO = "feedback_undo"
 WORKED_INSTEAD = "worked_instead"  # the button that opens the modal, and the modal
 INSTEAD_FIX, INSTEAD_TEXT = "instead_fix", "instead_text"
+ANSWER = "question_answer"  # an answer button's action_id starts with it (one a button)
 
 
 # --- mrkdwn -----------------------------------------------------------------------------
@@ -101,7 +103,7 @@ def detail_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
         blocks += fix_blocks(entry, answer)
     blocks += not_helpful_blocks(answer.get("not_helpful", []))
     for question in answer.get("questions", [])[:1]:
-        blocks.append(section(f":question: *{escape(question['text'])}*"))
+        blocks += question_blocks(question, answer)
     if not blocks:
         blocks.append(section("Nothing the team wrote down matches this error yet."))
     return blocks
@@ -148,6 +150,11 @@ def fix_buttons(entry: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]
     }
 
 
+def context(text: str) -> dict[str, Any]:
+    """A line in small print: what a message is, not what it says."""
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text[:MAX_BLOCK_TEXT]}]}
+
+
 def button_value(fix_id: int, answer: dict[str, Any]) -> str:
     """What a feedback button carries back: the fix, the diagnosis (whose paste is kept
     with the feedback) and the fingerprint when the diagnosis is not stored."""
@@ -173,6 +180,33 @@ def url_button(label: str, action_id: str, url: str) -> dict[str, Any]:
         "action_id": action_id,
         "url": url,
     }
+
+
+def question_blocks(question: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The question that would change the order, what comes first for each answer, and a
+    button per answer that re-ranks this diagnosis (only a stored one can be refined)."""
+    lines = [f":question: *{escape(question['text'])}*"]
+    lines += [
+        f"• {escape(pair['answer'])}: first {escape(pair['fix'])}"
+        for pair in question.get("first_fix_by_answer", [])
+    ]
+    blocks = [section("\n".join(lines))]
+    if answer.get("id"):
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": f"question-{question['key']}"[:255],
+                "elements": [
+                    button(
+                        str(choice)[:75],
+                        f"{ANSWER}:{number}",
+                        json.dumps({"d": answer["id"], "key": question["key"], "answer": choice}),
+                    )
+                    for number, choice in enumerate(question["answers"][:MAX_ANSWER_BUTTONS])
+                ],
+            }
+        )
+    return blocks
 
 
 def not_helpful_blocks(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -391,6 +425,18 @@ def act_on_button(payload: dict[str, Any]) -> None:
         reply = {"text": text}
     elif action_id == WORKED_INSTEAD:
         open_worked_instead(int(value.get("vote") or 0), voter, payload.get("trigger_id", ""))
+    elif str(action_id).startswith(ANSWER):
+        from api.tasks import slack_answer
+
+        response_url = payload.get("response_url", "")
+        if allowed_response_url(response_url):  # re-diagnosing may take longer than Slack waits
+            slack_answer.delay(
+                str(value.get("d") or ""),
+                str(value.get("key") or ""),
+                str(value.get("answer") or ""),
+                response_url,
+                requester=voter.key,
+            )
     # VALIDATE and OPEN are link buttons: Slack opens the page; nothing to do here.
     response_url = payload.get("response_url", "")
     if reply and allowed_response_url(response_url):

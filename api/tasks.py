@@ -7,7 +7,7 @@ from urllib.error import URLError
 
 from celery import shared_task
 
-from api.slack import escape, post_answer, post_to_slack
+from api.slack import code, context, diagnosis_blocks, escape, post_answer, post_to_slack
 
 
 @shared_task(
@@ -29,6 +29,30 @@ def slack_diagnose(
         post_to_slack(response_url, {"response_type": "ephemeral", "text": escape(rejected)})
         return
     post_answer(record.answer, channel=channel, response_url=response_url)
+
+
+@shared_task(name="api.slack_answer", autoretry_for=(URLError,), retry_backoff=True, max_retries=3)
+def slack_answer(slug: str, key: str, answer: str, response_url: str, *, requester: str) -> None:
+    """A question answered with a button: the paste diagnosed again with that answer, and
+    the re-ranked answer in place of the message that asked."""
+    from kb.models import StoredDiagnosis
+    from kb.services.stored_diagnoses import NotAsked, refine, stored
+
+    record = stored(slug)
+    if record is None:
+        text = "That diagnosis is no longer in FixGraph: run `/fixgraph` again."
+        post_to_slack(response_url, {"response_type": "ephemeral", "text": text})
+        return
+    try:
+        refined = refine(
+            record, key, answer, channel=StoredDiagnosis.Channel.SLACK, requester=requester
+        )
+    except NotAsked as refused:
+        post_to_slack(response_url, {"response_type": "ephemeral", "text": escape(refused)})
+        return
+    message = diagnosis_blocks(refined.answer)
+    message["blocks"].insert(1, context(f"Re-ranked for the answer {code(key)} = {code(answer)}"))
+    post_to_slack(response_url, {**message, "replace_original": True})
 
 
 @shared_task(name="api.slack_post", autoretry_for=(URLError,), retry_backoff=True, max_retries=3)

@@ -69,6 +69,40 @@ def diagnose_and_store(
     return record
 
 
+class NotAsked(ValueError):
+    """An answer to a question the diagnosis did not ask, or one it did not offer."""
+
+
+def refine(
+    record: StoredDiagnosis,
+    key: str,
+    value: str,
+    *,
+    channel: str,
+    user: AbstractBaseUser | AnonymousUser | None = None,
+    requester: str = "",
+) -> StoredDiagnosis:
+    """The same paste diagnosed again with one more answer: a new record that refines
+    `record`, as answering on the web page makes. Only a question the record's answer asked,
+    and one of the answers it offered, is taken: a button cannot be made to say more."""
+    offered = {q["key"]: q["answers"] for q in (record.answer or {}).get("questions") or []}
+    if value not in offered.get(key, ()):
+        raise NotAsked(f"That diagnosis did not ask {key!r} with {value!r} as an answer.")
+    return diagnose_and_store(
+        record.text,
+        launch_command=record.launch_command,
+        gpu=record.gpu,
+        model=record.model,
+        framework=record.framework,
+        framework_version=record.framework_version,
+        answers={**record.answers, key: value},
+        refines=record,
+        channel=channel,
+        user=user,
+        requester=requester,
+    )
+
+
 def answer_of(result: Diagnosis, launch_command: str, record: StoredDiagnosis) -> dict[str, Any]:
     """The answer as every channel shows it: the API's one JSON shape, with this record's
     `id` and `html_url` and each fix's corrected launch command."""

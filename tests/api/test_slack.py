@@ -22,9 +22,10 @@ from django.test import Client
 
 from api.slack import allowed_response_url, diagnosis_blocks, escape
 from config.celery import app as celery_app
-from kb.models import Finding, Fix, FixFeedback
+from kb.models import Finding, Fix, FixFeedback, StoredDiagnosis
 from kb.services.feedback import votes_per_fix
 from tests.api.conftest import DSA_ASSERT, assert_error
+from tests.questions_kb import ADA_FIX, BLACKWELL_FIX, MOE_OUT_OF_RESOURCES_ELSEWHERE, gpu_split_kb
 
 pytestmark = pytest.mark.django_db
 
@@ -172,6 +173,76 @@ def test_the_whole_path_from_slash_command_to_counted_feedback(
     press(undo, slack_bot)
     assert votes_per_fix()[fix.pk] == (1, 0)
     assert "Taken back" in FakeSlack.posts_to("/actions/T1/1/xyz")[-1]["text"]
+
+
+def test_a_question_answered_with_a_button_re_ranks_the_fixes_in_place(slack: str) -> None:
+    """The paste leaves the GPU open and the GPU decides the first fix: the answer asks
+    which, with a button per answer; pressing one replaces the message with the fixes
+    re-ranked for it, kept as a diagnosis that refines the first."""
+    gpu_split_kb()
+    signed_post(
+        COMMANDS,
+        {
+            "text": MOE_OUT_OF_RESOURCES_ELSEWHERE,
+            "response_url": f"{slack}/hook/q",
+            "user_id": "U3",
+        },
+    )
+    [asked] = FakeSlack.posts_to("/hook/q")
+    answers = [b for b in buttons_of(asked["blocks"]) if b["action_id"].startswith("question_")]
+    assert [b["text"]["text"] for b in answers] == ["sm_120", "sm_89", "other"]
+    question = json.dumps(asked["blocks"])
+    assert f"sm_89: first {ADA_FIX}" in question and f"sm_120: first {BLACKWELL_FIX}" in question
+
+    ada = next(b for b in answers if b["text"]["text"] == "sm_89")
+    assert press(ada, slack, user="U4").status_code == 200
+
+    [re_ranked] = FakeSlack.posts_to("/actions/T1/1/xyz")
+    assert re_ranked["replace_original"] is True
+    fix_lines = [
+        block["text"]["text"].splitlines()[0]
+        for block in re_ranked["blocks"]
+        if block["type"] == "section" and block["text"]["text"].startswith("*")
+    ]
+    assert [line for line in fix_lines if ADA_FIX in line or BLACKWELL_FIX in line] == [
+        f"*1. {ADA_FIX}*",
+        f"*2. {BLACKWELL_FIX}*",
+    ]
+    assert "question_" not in json.dumps(re_ranked["blocks"])  # nothing left to ask
+    first, refined = StoredDiagnosis.objects.order_by("created_at", "id")
+    assert (refined.refines, refined.answers) == (first, {"gpu.arch": "sm_89"})
+    assert refined.requester == "slack:T1:U4"
+
+    blackwell = next(b for b in answers if b["text"]["text"] == "sm_120")
+    press(blackwell, slack, user="U4")
+    assert first_fix(FakeSlack.posts_to("/actions/T1/1/xyz")[-1]) == f"*1. {BLACKWELL_FIX}*"
+
+
+def first_fix(message: dict[str, Any]) -> str:
+    return next(
+        line
+        for block in message["blocks"]
+        if block["type"] == "section"
+        for line in block["text"]["text"].splitlines()[:1]
+        if line.startswith("*1. ")
+    )
+
+
+def test_an_answer_the_question_did_not_offer_changes_nothing(slack: str) -> None:
+    gpu_split_kb()
+    signed_post(COMMANDS, {"text": MOE_OUT_OF_RESOURCES_ELSEWHERE, "response_url": f"{slack}/h"})
+    [asked] = FakeSlack.posts_to("/h")
+    slug = json.loads(buttons_of(asked["blocks"])[-1]["value"])["d"]
+    for key, answer in (("gpu.arch", "sm_90"), ("env.LD_PRELOAD", "/tmp/x.so")):
+        forged = {"action_id": "question_answer:0", "value": json.dumps(
+            {"d": slug, "key": key, "answer": answer}
+        )}  # fmt: skip
+        assert press(forged, slack).status_code == 200
+
+    refusals = FakeSlack.posts_to("/actions/T1/1/xyz")
+    assert len(refusals) == 2 and all(r["response_type"] == "ephemeral" for r in refusals)
+    assert "did not ask" in refusals[0]["text"]
+    assert StoredDiagnosis.objects.count() == 1
 
 
 def test_what_worked_instead_opens_a_form_and_is_kept(slack_bot: str, dsa_finding: Finding) -> None:
