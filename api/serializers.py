@@ -540,12 +540,27 @@ class SetupDifferenceSerializer(serializers.Serializer):
     text = serializers.CharField(source="describe")
 
 
+class NearFixSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="Send it as `fix_id` in feedback")
+    summary = serializers.CharField()
+    outcome = serializers.ChoiceField(choices=enum_choices(Outcome))
+
+
 class NearMissSerializer(FindingRefSerializer):
     id = serializers.IntegerField(source="finding.id")
     title = serializers.CharField(source="finding.title")
     sources = SourceRefSerializer(source="finding.sources", many=True)
     score = serializers.FloatField()
     why_not = serializers.CharField(help_text="Why it was not taken as the match")
+    fixes = NearFixSerializer(
+        source="fixes_to_try",
+        many=True,
+        help_text="The finding's fixes but those known not to help; not offered for this "
+        "paste. When one of them fixed "
+        "it after all, say so (`POST /feedback/` with `fix_id`, `diagnosis_id` and `helped`): "
+        "the paste is kept with the vote, and a reviewer can add it to the finding's samples "
+        "so the next report like it matches",
+    )
 
     def get_html_url(self, near: Any) -> str:
         return page_url(reverse("kb:finding-detail", args=[near.finding.id]))

@@ -105,6 +105,13 @@ class NearMiss:
     score: float
     why_not: str
 
+    @property
+    def fixes_to_try(self) -> tuple[FixRecord, ...]:
+        """The finding's fixes but those known not to help: what the user might try."""
+        return tuple(
+            fix for fix in self.finding.fixes if fix.outcome.helps or not fix.outcome.tried
+        )
+
 
 @dataclass(frozen=True)
 class Diagnosis:

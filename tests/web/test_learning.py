@@ -130,3 +130,44 @@ def test_a_did_not_help_paste_is_not_offered(engineer: Client, triton_finding: F
     assert client.get(f"/findings/{triton_finding.pk}/").context["pastes_to_learn"] == []
     client.post(f"/findings/{triton_finding.pk}/samples/from-feedback/{vote.pk}/")
     assert not ErrorSample.objects.filter(text=VARIANT).exists()
+
+
+# No known match: it shares only its error class and a kernel's name with the decode assert.
+NEAR_MISS = (
+    "RuntimeError: CUDA error: an illegal memory access was encountered during flashmla decode"
+)
+
+
+def test_with_no_known_match_a_nearest_findings_fix_that_worked_teaches_the_finding(
+    engineer: Client, reviewer_client: Client, starter_kb: None
+) -> None:
+    page = engineer.post("/diagnose/", {"text": NEAR_MISS}, follow=True).content.decode()
+    assert "<h2>No known match</h2>" in page
+    record = StoredDiagnosis.objects.get()
+    near = record.answer["nearest"][0]
+    finding = Finding.objects.get(pk=near["id"])
+    # Its fixes worth trying, none of those it says did not help.
+    offered = {fix["id"] for fix in near["fixes"]}
+    assert offered and offered == set(
+        finding.fixes.exclude(outcome__in=("no_effect", "worse")).values_list("pk", flat=True)
+    )
+    assert "Did one of its fixes fix it?" in page
+    fix_id = near["fixes"][0]["id"]
+    assert f'name="fix_id" value="{fix_id}"' in page
+
+    engineer.post(
+        "/diagnose/feedback/", {"fix_id": fix_id, "helped": "yes", "diagnosis": record.slug}
+    )
+    [vote] = reviewer_client.get(f"/findings/{finding.pk}/").context["pastes_to_learn"]
+    assert vote.diagnosis == record
+    reviewer_client.post(f"/findings/{finding.pk}/samples/from-feedback/{vote.pk}/")
+
+    after = diagnose(NEAR_MISS)
+    assert after.match == "known" and after.candidates[0].finding_id == finding.pk
+
+
+def test_without_a_login_the_nearest_fixes_ask_to_log_in(client: Client, starter_kb: None) -> None:
+    page = client.post("/diagnose/", {"text": NEAR_MISS}, follow=True).content.decode()
+    nearest = page.split("Nearest findings, not taken", 1)[1].split("</section>", 1)[0]
+    assert "Did one of its fixes fix it?" in nearest
+    assert "This fixed it" not in nearest and "Log in</a> to say so" in nearest
