@@ -47,13 +47,14 @@ MAX_FIXES_SHOWN = 5
 MAX_BLOCK_TEXT = 2_900  # Slack refuses section text over 3000 characters
 MAX_BUTTON_VALUE = 2_000  # and button values over 2000
 MAX_ANSWER_BUTTONS = 25  # and more elements in one actions block
+MAX_NEAREST_SHOWN = 3
 POST_TIMEOUT_S = 10
 
 HELPED, NOT_HELPED, VALIDATE, OPEN = "fix_helped", "fix_not_helped", "fix_validate", "open"
 UNDO = "feedback_undo"
 WORKED_INSTEAD = "worked_instead"  # the button that opens the modal, and the modal
 INSTEAD_FIX, INSTEAD_TEXT = "instead_fix", "instead_text"
-ANSWER = "question_answer"  # an answer button's action_id starts with it (one a button)
+ANSWER = "question_answer"  # an answer button is "question_answer:<number>"
 
 
 # --- mrkdwn -----------------------------------------------------------------------------
@@ -106,6 +107,32 @@ def detail_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
         blocks += question_blocks(question, answer)
     if not blocks:
         blocks.append(section("Nothing the team wrote down matches this error yet."))
+        blocks += nearest_blocks(answer)
+    return blocks
+
+
+def nearest_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """With no known match: the nearest findings, why each was not taken, and a button for
+    each of their fixes worth trying, should one fix it after all (the paste is kept with
+    that vote, and a reviewer can teach the finding this variant)."""
+    blocks: list[dict[str, Any]] = []
+    for near in answer.get("nearest", [])[:MAX_NEAREST_SHOWN]:
+        text = f"*Nearest, not taken:* {link(near['html_url'], near['title'])}"
+        blocks.append(section(f"{text}\n_{escape(near['why_not'])}_"))
+        if not answer.get("id"):
+            continue  # a vote keeps the paste of a stored diagnosis only
+        elements = [
+            button(
+                f"It fixed it: {fix['summary']}"[:75],
+                f"{HELPED}:{number}",  # action ids must differ within a block
+                button_value(fix["id"], answer),
+            )
+            for number, fix in enumerate(near.get("fixes", [])[:MAX_ANSWER_BUTTONS])
+        ]
+        if elements:
+            blocks.append(
+                {"type": "actions", "block_id": f"near-{near['id']}", "elements": elements}
+            )
     return blocks
 
 
@@ -414,7 +441,9 @@ def act_on_button(payload: dict[str, Any]) -> None:
     from api.tasks import slack_post
 
     action = payload["actions"][0]
-    action_id, value = action.get("action_id"), button_data(action)
+    # A button among several of one kind in a block carries ":<number>" after its kind.
+    action_id = str(action.get("action_id") or "").partition(":")[0]
+    value = button_data(action)
     voter = slack_voter(payload)
     reply: dict[str, Any] | None = None
     if action_id in (HELPED, NOT_HELPED):
@@ -425,7 +454,7 @@ def act_on_button(payload: dict[str, Any]) -> None:
         reply = {"text": text}
     elif action_id == WORKED_INSTEAD:
         open_worked_instead(int(value.get("vote") or 0), voter, payload.get("trigger_id", ""))
-    elif str(action_id).startswith(ANSWER):
+    elif action_id == ANSWER:
         from api.tasks import slack_answer
 
         response_url = payload.get("response_url", "")

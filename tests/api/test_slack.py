@@ -23,7 +23,7 @@ from django.test import Client
 from api.slack import allowed_response_url, diagnosis_blocks, escape
 from config.celery import app as celery_app
 from kb.models import Finding, Fix, FixFeedback, StoredDiagnosis
-from kb.services.feedback import votes_per_fix
+from kb.services.feedback import pastes_to_learn, votes_per_fix
 from tests.api.conftest import DSA_ASSERT, assert_error
 from tests.questions_kb import ADA_FIX, BLACKWELL_FIX, MOE_OUT_OF_RESOURCES_ELSEWHERE, gpu_split_kb
 
@@ -243,6 +243,26 @@ def test_an_answer_the_question_did_not_offer_changes_nothing(slack: str) -> Non
     assert len(refusals) == 2 and all(r["response_type"] == "ephemeral" for r in refusals)
     assert "did not ask" in refusals[0]["text"]
     assert StoredDiagnosis.objects.count() == 1
+
+
+def test_with_no_known_match_a_nearest_findings_fix_can_be_said_to_have_fixed_it(
+    slack: str, starter_kb: None
+) -> None:
+    near_miss = "RuntimeError: CUDA error: an illegal memory access was encountered in flashmla"
+    signed_post(COMMANDS, {"text": near_miss, "response_url": f"{slack}/h", "user_id": "U5"})
+    [answer] = FakeSlack.posts_to("/h")
+    assert "Nothing the team wrote down matches" in json.dumps(answer["blocks"])
+    assert "Nearest, not taken" in json.dumps(answer["blocks"])
+    offered = [b for b in buttons_of(answer["blocks"]) if b["action_id"].startswith("fix_helped")]
+    assert offered and all(b["text"]["text"].startswith("It fixed it: ") for b in offered)
+
+    assert press(offered[-1], slack, user="U5").status_code == 200
+
+    vote = FixFeedback.objects.get()
+    assert (vote.helped, vote.voter) == (True, "slack:T1:U5")
+    assert vote.diagnosis.text == near_miss  # kept for a reviewer to add as a sample
+    assert vote.fix.pk == json.loads(offered[-1]["value"])["fix"]
+    assert vote in pastes_to_learn(vote.fix.finding)
 
 
 def test_what_worked_instead_opens_a_form_and_is_kept(slack_bot: str, dsa_finding: Finding) -> None:
