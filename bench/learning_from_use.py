@@ -160,7 +160,30 @@ def main() -> int:
     }
     changed = [f"{r}: {was} -> {now}" for r, (was, now) in moves.items() if was != now]
     print("\nchanged by learning: " + ("; ".join(changed) or "none"))
+    # What makes a miss learnable in use: on "no known match" the page lists the nearest
+    # findings with their fixes and a "this fixed it" button; a miss whose right finding
+    # is among them can be marked by whoever it fixed, with nobody searching for it.
+    graph = build_graph(records)
+    missed = [q for q in queries if q.known and expected(q.id) not in before.found[q.id][:3]]
+    offered = [q.id for q in missed if expected(q.id) in nearest(graph, q)]
+    named = [q.id for q in queries if not q.known and nearest(graph, q)]
+    print(
+        f"\nmisses (right finding not among the first three): {len(missed)}; "
+        f"its finding among the nearest offered on 'no known match': {len(offered)} "
+        f"({', '.join(offered) or 'none'}); controls with a nearest finding named: "
+        f"{len(named)} of {controls}"
+    )
     return 0
+
+
+def nearest(graph: KnowledgeGraph, report: shared_reports.Report) -> list[int]:
+    """The nearest findings an answer offers beside "no known match", closest first."""
+    try:
+        context = context_for(report.text, report.gpu, report.launch_cmd)
+        result = diagnose(report.text, context, graph)
+    except InputRejected:
+        return []
+    return [near.finding.id for near in result.nearest]
 
 
 if __name__ == "__main__":
