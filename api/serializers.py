@@ -394,6 +394,7 @@ def enum_choices(enum: Any) -> list[str]:
 
 
 MATCH_LEVELS = enum_choices(MatchLevel)  # one name in the schema for `match` and `level`
+OUTCOMES = enum_choices(Outcome)  # one name for a fix's outcome in a diagnosis, wherever shown
 
 
 def page_url(path: str) -> str:
@@ -423,7 +424,7 @@ class DiagnosisFixSerializer(serializers.Serializer):
 
     id = serializers.IntegerField(source="fix.id", help_text="Same as the entry's `fix_id`")
     summary = serializers.CharField(help_text="Its flags spelled as in `command_changes`")
-    outcome = serializers.ChoiceField(source="fix.outcome", choices=enum_choices(Outcome))
+    outcome = serializers.ChoiceField(source="fix.outcome", choices=OUTCOMES)
     changes = ChangeSerializer(
         many=True, help_text="The changes that fit the user's setup (see the entry's `withheld`)"
     )
@@ -543,7 +544,7 @@ class SetupDifferenceSerializer(serializers.Serializer):
 class NearFixSerializer(serializers.Serializer):
     id = serializers.IntegerField(help_text="Send it as `fix_id` in feedback")
     summary = serializers.CharField()
-    outcome = serializers.ChoiceField(choices=enum_choices(Outcome))
+    outcome = serializers.ChoiceField(choices=OUTCOMES)
 
 
 class NearMissSerializer(FindingRefSerializer):

@@ -358,7 +358,10 @@ SPECTACULAR_SETTINGS = {
     # No validator badge: it would load an image from validator.swagger.io.
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "REDOC_DIST": "SIDECAR",
-    "ENUM_NAME_OVERRIDES": {"MatchLevelEnum": "api.serializers.MATCH_LEVELS"},
+    "ENUM_NAME_OVERRIDES": {
+        "MatchLevelEnum": "api.serializers.MATCH_LEVELS",
+        "DiagnosisOutcomeEnum": "api.serializers.OUTCOMES",
+    },
 }
 
 LOGGING = {
