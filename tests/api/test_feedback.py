@@ -153,3 +153,23 @@ def test_one_token_votes_once_per_paste(reader: APIClient, dsa_finding: Finding)
 def test_an_unknown_diagnosis_id_is_a_400(reader: APIClient, dsa_finding: Finding) -> None:
     body = {"fix_id": resolving(dsa_finding).pk, "helped": True, "diagnosis_id": "nope"}
     assert "diagnosis_id" in assert_error(vote(reader, body), 400)["fields"]
+
+
+def test_a_nearest_findings_fix_that_worked_is_kept_with_the_paste(
+    reader: APIClient, starter_kb: None
+) -> None:
+    """No known match: a bot shows the nearest finding's fixes, and the person it helped
+    says so; the vote carries the paste for a reviewer to add to the finding's samples."""
+    paste = "RuntimeError: CUDA error: an illegal memory access was encountered in flashmla"
+    answer = reader.post("/api/v1/diagnose/", {"traceback": paste}, format="json").json()
+    assert answer["match"] == "none" and answer["fixes"] == []
+    near = answer["nearest"][0]
+    assert all(fix["outcome"] not in ("no_effect", "worse") for fix in near["fixes"])
+
+    fix_id = near["fixes"][0]["id"]
+    response = vote(reader, {"fix_id": fix_id, "diagnosis_id": answer["id"], "helped": True})
+
+    assert response.status_code == 201, response.content
+    kept = FixFeedback.objects.get()
+    assert kept.diagnosis is not None and kept.diagnosis.text == paste
+    assert kept.fix.finding_id == near["id"]
