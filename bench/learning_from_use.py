@@ -3,16 +3,19 @@
 Reads the shared real-reports set (../shared/corpus/real-reports; only bench/ reads it).
 The knowledge base starts as the eval's: each bug's first report is a published
 finding. The other reports of known bugs then arrive one at a time, in id order, as a
-team would paste them. Two runs:
+team would paste them. Three runs:
 
 - no learning: every report is answered by the starting knowledge base (what
   `real-reports-eval` measures);
 - learning each miss: when the answer does not put the report's bug first, the paste
   is added to that finding's samples before the next report, as a reviewer does with
   "add to samples" on a "fixed it" vote (`kb/services/feedback.py`, `learn_paste`), and
-  the graph is rebuilt.
+  the graph is rebuilt;
+- learning each miss with an error line: the same, but a paste with no error line of
+  its own (a traceback cut before its exception) is not learned, as a reviewer warned
+  by the finding page's "Pastes a fix fixed" would decide.
 
-Both print top-1 and top-3 by the report's place among its bug's reports (the second
+Each prints top-1 and top-3 by the report's place among its bug's reports (the second
 report meets one sample, a later one may meet learned ones), the controls answered
 (after everything was learned: a learned paste may draw an unrelated report), and
 the reports whose answer changed.
@@ -36,9 +39,10 @@ import shared_reports  # noqa: E402
 from diagnose_accuracy import context_for, findings_in_order  # noqa: E402
 
 from decisiontree.diagnose import diagnose  # noqa: E402
+from decisiontree.fingerprint import ends_before_error, signatures_of  # noqa: E402
 from decisiontree.graph import KnowledgeGraph, build_graph  # noqa: E402
 from decisiontree.records import FindingRecord  # noqa: E402
-from decisiontree.traceback import InputRejected  # noqa: E402
+from decisiontree.traceback import InputRejected, parse  # noqa: E402
 
 PLACES = ("2nd", "3rd", "4th+")
 
@@ -65,7 +69,7 @@ def replay(
     records: Sequence[FindingRecord],
     queries: Sequence[shared_reports.Report],
     number: dict[str, int],
-    learn: bool,
+    learn: str,
 ) -> Replay:
     by_id = {record.id: record for record in records}
     graph = build_graph(list(by_id.values()))
@@ -74,7 +78,7 @@ def replay(
     for report in sorted((q for q in queries if q.known), key=lambda q: q.id):
         found[report.id] = answer(graph, report)
         expected = number[report.bug]
-        if learn and found[report.id][:1] != [expected]:
+        if learn and found[report.id][:1] != [expected] and learnable(report.text, learn):
             record = by_id[expected]
             by_id[expected] = dataclasses.replace(record, samples=(*record.samples, report.text))
             learned += 1
@@ -148,12 +152,14 @@ def main() -> int:
         return number[bug_of[report_id]]
 
     runs = [
-        replay("no learning", records, queries, number, learn=False),
-        replay("learning each miss", records, queries, number, learn=True),
+        replay("no learning", records, queries, number, learn=""),
+        replay("learning each miss", records, queries, number, learn="every paste"),
+        # What the reviewer's warning on a paste with no error line of its own leads to.
+        replay("learning each miss with an error line", records, queries, number, learn="error"),
     ]
     controls = sum(not q.known for q in queries)
     print("\n".join(table(runs, places(queries), expected, controls)))
-    before, after = runs
+    before, after = runs[:2]
     moves = {
         r: (_place_in(before.found[r], expected(r)), _place_in(after.found[r], expected(r)))
         for r in sorted(before.found)
@@ -174,6 +180,17 @@ def main() -> int:
         f"{len(named)} of {controls}"
     )
     return 0
+
+
+def learnable(text: str, learn: str) -> bool:
+    """Whether this run learns the paste: every one, or those with an error line."""
+    if learn != "error":
+        return bool(learn)
+    try:
+        found = signatures_of(parse(text))
+    except InputRejected:
+        return False
+    return not ends_before_error(found[0].exception_type if found else None)
 
 
 def nearest(graph: KnowledgeGraph, report: shared_reports.Report) -> list[int]:

@@ -263,6 +263,12 @@ ERROR_LOG = "ErrorLog"
 UNNAMED_TYPES = frozenset({INCOMPLETE_TRACEBACK, ERROR_LOG})
 
 
+def ends_before_error(exception_type: str | None) -> bool:
+    """Whether a paste whose first signature has this type (None: no signature) holds no
+    error line of its own: frames or log lines only, a traceback cut before its exception."""
+    return not exception_type or exception_type == INCOMPLETE_TRACEBACK
+
+
 def canonical_type(exc_type: str, message: str) -> str:
     """Short, release-independent type name: "torch.cuda.OutOfMemoryError" -> "OutOfMemoryError"."""
     short = exc_type.rsplit(".", 1)[-1].rsplit("::", 1)[-1] or INCOMPLETE_TRACEBACK

@@ -19,6 +19,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from decisiontree.fingerprint import ends_before_error
 from decisiontree.samples import signatures_of_sample, stored_form
 from kb.models import ErrorSample, Finding, Fix, FixFeedback, StoredDiagnosis
 from kb.services import records
@@ -172,6 +173,29 @@ def pastes_to_learn(finding: Finding) -> list[FixFeedback]:
         if text and text not in known and text not in found:
             found[text] = vote_row
     return list(found.values())[:MAX_PASTES_SHOWN]
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """What a paste would teach its finding as a sample, for the reviewer who decides."""
+
+    error_lines: tuple[str, ...]  # as pasted; empty when it holds none
+    ends_before_error: bool  # frames or log lines only: a traceback cut before its exception
+
+
+def lesson_of(vote_row: FixFeedback) -> Lesson:
+    """A paste that ends before its error teaches only what surrounds an error, which other
+    reports of the same framework share: learned, it drew another bug's report in the
+    shared real-reports replay (bench/learning_from_use.py), where pastes with an error
+    line of their own did not."""
+    # Imported on use: stored diagnoses import the diagnosis service, which imports this.
+    from kb.services.stored_diagnoses import error_as_pasted
+
+    record = vote_row.diagnosis
+    if record is None:
+        return Lesson((), True)
+    signature = (record.answer or {}).get("signature") or {}
+    return Lesson(error_as_pasted(record), ends_before_error(signature.get("exception_type")))
 
 
 def learn_paste(vote_id: int, finding: Finding, *, by: AbstractBaseUser) -> ErrorSample | None:

@@ -27,6 +27,8 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
     runs = ValidationRun.objects.filter(fix__finding=finding).select_related("host", "fix")
     may_validate = request.user.has_perm(VALIDATE_PERMISSION)
     framework, version = release_of(finding)
+    reviewer = request.user.has_perm(REVIEW_PERMISSION)
+    to_learn = feedback.pastes_to_learn(finding) if reviewer else []
     context = {
         "finding": finding,
         "fixes": [changes.fix_line(fix, framework, version) for fix in fixes],
@@ -43,9 +45,8 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "seen_with": [c for c in finding.conditions or [] if c.get("derived")],
         "works": runbook.whole_works_command(finding),
         "hosts": list(Host.objects.order_by("name")) if may_validate else [],
-        "pastes_to_learn": (
-            feedback.pastes_to_learn(finding) if request.user.has_perm(REVIEW_PERMISSION) else []
-        ),
+        "pastes_to_learn": to_learn,
+        "lessons": {vote.pk: feedback.lesson_of(vote) for vote in to_learn},
     }
     return render(request, "kb/finding_detail.html", context)
 

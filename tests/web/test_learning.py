@@ -171,3 +171,30 @@ def test_without_a_login_the_nearest_fixes_ask_to_log_in(client: Client, starter
     nearest = page.split("Nearest findings, not taken", 1)[1].split("</section>", 1)[0]
     assert "Did one of its fixes fix it?" in nearest
     assert "This fixed it" not in nearest and "Log in</a> to say so" in nearest
+
+
+CUT_SHORT = """Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/mem_cache/memory_pool.py", line 1498, in set_kv_buffer
+    self._store(layer, loc, cache_k, cache_v)
+"""
+
+
+def test_the_reviewer_sees_what_a_paste_would_teach_and_a_paste_cut_short_is_flagged(
+    engineer: Client, reviewer_client: Client, triton_finding: Finding
+) -> None:
+    fixed_it(engineer, triton_finding)
+    record = diagnose_and_store(CUT_SHORT)
+    fix = triton_finding.fixes.filter(outcome="resolves").first()
+    assert fix is not None
+    engineer.post(
+        "/diagnose/feedback/", {"fix_id": fix.pk, "helped": "yes", "diagnosis": record.slug}
+    )
+
+    page = reviewer_client.get(f"/findings/{triton_finding.pk}/")
+    lessons = page.context["lessons"]
+    by_paste = {vote.diagnosis.text: lessons[vote.pk] for vote in page.context["pastes_to_learn"]}
+    assert by_paste[VARIANT].error_lines and not by_paste[VARIANT].ends_before_error
+    assert by_paste[CUT_SHORT].ends_before_error
+    html = page.content.decode()
+    assert html.count("No error line of its own") == 1
+    assert f"<code>{by_paste[VARIANT].error_lines[0]}</code>" in html
