@@ -445,6 +445,7 @@ def act_on_button(payload: dict[str, Any]) -> None:
     action_id = str(action.get("action_id") or "").partition(":")[0]
     value = button_data(action)
     voter = slack_voter(payload)
+    response_url = payload.get("response_url", "")
     reply: dict[str, Any] | None = None
     if action_id in (HELPED, NOT_HELPED):
         reply = vote_from_button(value, voter, helped=action_id == HELPED)
@@ -457,7 +458,6 @@ def act_on_button(payload: dict[str, Any]) -> None:
     elif action_id == ANSWER:
         from api.tasks import slack_answer
 
-        response_url = payload.get("response_url", "")
         if allowed_response_url(response_url):  # re-diagnosing may take longer than Slack waits
             slack_answer.delay(
                 str(value.get("d") or ""),
@@ -467,7 +467,6 @@ def act_on_button(payload: dict[str, Any]) -> None:
                 requester=voter.key,
             )
     # VALIDATE and OPEN are link buttons: Slack opens the page; nothing to do here.
-    response_url = payload.get("response_url", "")
     if reply and allowed_response_url(response_url):
         slack_post.delay(
             response_url, {"response_type": "ephemeral", "replace_original": False, **reply}

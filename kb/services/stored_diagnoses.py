@@ -79,8 +79,7 @@ def refine(
     value: str,
     *,
     channel: str,
-    user: AbstractBaseUser | AnonymousUser | None = None,
-    requester: str = "",
+    requester: str,
 ) -> StoredDiagnosis:
     """The same paste diagnosed again with one more answer: a new record that refines
     `record`, as answering on the web page makes. Only a question the record's answer asked,
@@ -98,7 +97,6 @@ def refine(
         answers={**record.answers, key: value},
         refines=record,
         channel=channel,
-        user=user,
         requester=requester,
     )
 
