@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import shared_reports  # noqa: E402
 from diagnose_accuracy import context_for, findings_in_order  # noqa: E402
 
+from decisiontree.answer import Diagnosis  # noqa: E402
 from decisiontree.diagnose import diagnose  # noqa: E402
 from decisiontree.fingerprint import ends_before_error, signatures_of  # noqa: E402
 from decisiontree.graph import KnowledgeGraph, build_graph  # noqa: E402
@@ -55,13 +56,16 @@ class Replay:
     learned: int
 
 
-def answer(graph: KnowledgeGraph, report: shared_reports.Report) -> list[int]:
+def diagnosed(graph: KnowledgeGraph, report: shared_reports.Report) -> Diagnosis | None:
     try:
-        context = context_for(report.text, report.gpu, report.launch_cmd)
-        result = diagnose(report.text, context, graph)
+        return diagnose(report.text, context_for(report.text, report.gpu, report.launch_cmd), graph)
     except InputRejected:
-        return []
-    return findings_in_order(result)
+        return None
+
+
+def answer(graph: KnowledgeGraph, report: shared_reports.Report) -> list[int]:
+    result = diagnosed(graph, report)
+    return findings_in_order(result) if result is not None else []
 
 
 def replay(
@@ -195,12 +199,8 @@ def learnable(text: str, learn: str) -> bool:
 
 def nearest(graph: KnowledgeGraph, report: shared_reports.Report) -> list[int]:
     """The nearest findings an answer offers beside "no known match", closest first."""
-    try:
-        context = context_for(report.text, report.gpu, report.launch_cmd)
-        result = diagnose(report.text, context, graph)
-    except InputRejected:
-        return []
-    return [near.finding.id for near in result.nearest]
+    result = diagnosed(graph, report)
+    return [near.finding.id for near in result.nearest] if result is not None else []
 
 
 if __name__ == "__main__":
