@@ -542,9 +542,12 @@ class SetupDifferenceSerializer(serializers.Serializer):
 
 
 class NearFixSerializer(serializers.Serializer):
-    id = serializers.IntegerField(help_text="Send it as `fix_id` in feedback")
-    summary = serializers.CharField()
-    outcome = serializers.ChoiceField(choices=OUTCOMES)
+    id = serializers.IntegerField(source="fix.id", help_text="Send it as `fix_id` in feedback")
+    summary = serializers.CharField(help_text="Its flags spelled for the user's release")
+    outcome = serializers.ChoiceField(source="fix.outcome", choices=OUTCOMES)
+    spellings = serializers.ListField(
+        child=serializers.CharField(), help_text="Older spellings, when the release is unknown"
+    )
 
 
 class NearMissSerializer(FindingRefSerializer):
@@ -554,7 +557,6 @@ class NearMissSerializer(FindingRefSerializer):
     score = serializers.FloatField()
     why_not = serializers.CharField(help_text="Why it was not taken as the match")
     fixes = NearFixSerializer(
-        source="fixes_to_try",
         many=True,
         help_text="The finding's fixes but those known not to help; not offered for this "
         "paste. When one of them fixed "

@@ -98,19 +98,27 @@ class Question:
 
 
 @dataclass(frozen=True)
+class FixToTry:
+    """A fix of a nearest finding, never offered as the answer: the user may have tried it."""
+
+    fix: FixRecord
+    summary: str  # flags spelled as the user's release spells them
+    spellings: tuple[str, ...] = ()  # older spellings, when the release is unknown
+
+
+@dataclass(frozen=True)
 class NearMiss:
     """A finding close to a paste that got no known match, and why it was not taken."""
 
     finding: FindingRecord
     score: float
     why_not: str
+    fixes: tuple[FixToTry, ...] = ()  # its fixes but those known not to help
 
-    @property
-    def fixes_to_try(self) -> tuple[FixRecord, ...]:
-        """The finding's fixes but those known not to help: what the user might try."""
-        return tuple(
-            fix for fix in self.finding.fixes if fix.outcome.helps or not fix.outcome.tried
-        )
+
+def worth_trying(fix: FixRecord) -> bool:
+    """Not known to fail: it helped where it was reported, or nobody has tried it yet."""
+    return fix.outcome.helps or not fix.outcome.tried
 
 
 @dataclass(frozen=True)

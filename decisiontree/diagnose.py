@@ -22,6 +22,7 @@ from functools import cache
 
 from decisiontree.answer import (
     Diagnosis,
+    FixToTry,
     NearMiss,
     NotHelpful,
     PathStep,
@@ -30,6 +31,7 @@ from decisiontree.answer import (
     Verdict,
     WhyStep,
     WithheldChange,
+    worth_trying,
 )
 from decisiontree.context import Context
 from decisiontree.fingerprint import UNNAMED_TYPES, Signature, signatures_of, text_terms
@@ -37,12 +39,13 @@ from decisiontree.flags import canonical_flag, flags_in_text
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.match import Candidate, MatchLevel, Query, shortlist
 from decisiontree.questions import ask_questions
+from decisiontree.records import FindingRecord
 from decisiontree.retrieval import background_documents
 from decisiontree.setup import UNDECIDED_VALUES, State, normal_value, setup_differences
-from decisiontree.spelling import spell_flag
+from decisiontree.spelling import flag_names, older_spellings, respell, spell_flag
 from decisiontree.traceback import parse
 from decisiontree.vocabulary import Vocabulary, load
-from decisiontree.walk import leading_visit, tuning, walk
+from decisiontree.walk import leading_visit, spelling_release, tuning, walk
 
 NEAREST = 3  # findings shown beside "no known match"
 SEARCH_WORDS = 4
@@ -163,7 +166,10 @@ def no_match(
     ]
     nearest = tuple(
         NearMiss(
-            graph.findings[c.finding_id], c.score, why_not(c, signature, context, graph, vocabulary)
+            graph.findings[c.finding_id],
+            c.score,
+            why_not(c, signature, context, graph, vocabulary),
+            fixes_to_try(graph.findings[c.finding_id], context),
         )
         for c in near
     )
@@ -178,6 +184,21 @@ def no_match(
         nearest=nearest,
         search_words=words,
         launch_flags=flags,
+    )
+
+
+def fixes_to_try(finding: FindingRecord, context: Context) -> tuple[FixToTry, ...]:
+    """A nearest finding's fixes but those known not to help, spelled as the fixes of an
+    answer are: for the user's release, with the older names when it is unknown."""
+    framework, version = spelling_release(context, finding)
+    return tuple(
+        FixToTry(
+            fix,
+            respell(fix.summary, framework, version),
+            older_spellings(flag_names(fix.changes), framework, version),
+        )
+        for fix in finding.fixes
+        if worth_trying(fix)
     )
 
 
