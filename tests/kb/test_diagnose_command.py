@@ -98,6 +98,24 @@ def test_it_says_no_known_match_for_an_unrelated_error(starter_kb: None, tmp_pat
     assert result["fixes"] == []
 
 
+def test_with_no_known_match_it_names_the_nearest_finding_and_its_fixes_to_try(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "near.txt"
+    paste.write_text(
+        "RuntimeError: CUDA error: an illegal memory access was encountered during flashmla decode\n"
+    )
+
+    text = run(str(paste), "--launch-cmd", "python -m sglang.launch_server --model-path x")
+
+    assert text.startswith("No known match")
+    nearest = text.split("Nearest findings, not taken:", 1)[1]
+    assert "First decode request kills the server" in nearest
+    assert "its fix: --kv-cache-dtype bf16" in nearest
+    assert "remove --kv-cache-dtype" not in nearest  # known not to help: not offered
+    assert "say so on the web page" in nearest
+
+
 def test_it_refuses_binary_garbage_with_a_clear_message(starter_kb: None, tmp_path: Path) -> None:
     paste = tmp_path / "garbage.bin"
     paste.write_bytes(bytes(range(256)) * 100)

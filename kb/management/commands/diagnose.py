@@ -152,7 +152,14 @@ def render_next_step(diagnosis: Diagnosis) -> list[str]:
     lines: list[str] = []
     if diagnosis.nearest:
         lines += ["", "Nearest findings, not taken:"]
-        lines += [f"  - #{n.finding.id} {n.finding.title}: {n.why_not}" for n in diagnosis.nearest]
+        for near in diagnosis.nearest:
+            lines.append(f"  - #{near.finding.id} {near.finding.title}: {near.why_not}")
+            lines += [f"      its fix: {fix.summary}" for fix in near.fixes]
+        if any(near.fixes for near in diagnosis.nearest):
+            lines.append(
+                "    If one of their fixes fixes it, say so on the web page: your paste then "
+                "teaches that finding this error."
+            )
     if diagnosis.search_words:
         lines += ["", f"Search the known issues for: {' '.join(diagnosis.search_words)}"]
     lines += ["", "Once you solve it, start a finding from this paste on the web page."]
