@@ -112,6 +112,7 @@ def test_with_no_known_match_it_names_the_nearest_finding_and_its_fixes_to_try(
     nearest = text.split("Nearest findings, not taken:", 1)[1]
     assert "First decode request kills the server" in nearest
     assert "its fix: --kv-cache-dtype bf16" in nearest
+    assert "(--dsa-decode-backend is --nsa-decode-backend in sglang 0.5.9 and older)" in nearest
     assert "remove --kv-cache-dtype" not in nearest  # known not to help: not offered
     assert "say so on the web page" in nearest
 

@@ -154,7 +154,9 @@ def render_next_step(diagnosis: Diagnosis) -> list[str]:
         lines += ["", "Nearest findings, not taken:"]
         for near in diagnosis.nearest:
             lines.append(f"  - #{near.finding.id} {near.finding.title}: {near.why_not}")
-            lines += [f"      its fix: {fix.summary}" for fix in near.fixes]
+            for fix in near.fixes:
+                lines.append(f"      its fix: {fix.summary}")
+                lines += [f"        ({note})" for note in fix.spellings]
         if any(near.fixes for near in diagnosis.nearest):
             lines.append(
                 "    If one of their fixes fixes it, say so on the web page: your paste then "
