@@ -155,8 +155,9 @@ def test_with_no_known_match_a_nearest_findings_fix_that_worked_teaches_the_find
     # One spelling per answer here too: today's flag names, the finding's older ones noted.
     sparse = next(fix for fix in near["fixes"] if "decode-backend" in fix["summary"])
     assert "--dsa-decode-backend" in sparse["summary"] and "--nsa-" not in sparse["summary"]
-    assert "--dsa-decode-backend is --nsa-decode-backend in sglang 0.5.9 and older" in (
-        sparse["spellings"]
+    assert (
+        "--dsa-decode-backend is --nsa-decode-backend in sglang 0.5.9 and older"
+        in (sparse["spellings"])
     )
     fix_id = near["fixes"][0]["id"]
     assert f'name="fix_id" value="{fix_id}"' in page
