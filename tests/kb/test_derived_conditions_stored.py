@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
 from kb.models import Finding
 from kb.services.diagnosis import diagnose
+from tests.findings_md import publish
 from tests.web.test_review_conditions import NVCC_ERROR
 
 pytestmark = pytest.mark.django_db
@@ -24,9 +24,7 @@ ENTRY = (
 
 
 def ingested(tmp_path: Path, entry: str) -> Finding:
-    path = tmp_path / "FINDINGS.md"
-    path.write_text(entry + "\n```\n" + PASTE + "```\n")
-    call_command("ingest", str(path), "--publish", verbosity=0)
+    publish(tmp_path / "FINDINGS.md", entry + "\n```\n" + PASTE + "```\n")
     return Finding.objects.get()
 
 

@@ -12,6 +12,7 @@ from decisiontree.fingerprint import FINGERPRINT_VERSION, signature_of
 from decisiontree.traceback import parse
 from kb.models import Finding, SignatureDecision
 from kb.services.diagnosis import decide_signature, diagnose
+from tests.findings_md import publish
 
 pytestmark = pytest.mark.django_db
 
@@ -50,9 +51,7 @@ RuntimeError: Failed to allocate the radix cache pool on every rank
 @pytest.fixture
 def finding(tmp_path: Path) -> Finding:
     call_command("load_vocabulary", verbosity=0)
-    path = tmp_path / "FINDINGS.md"
-    path.write_text(FINDINGS)
-    call_command("ingest", str(path), "--publish", verbosity=0)
+    publish(tmp_path / "FINDINGS.md", FINDINGS)
     return Finding.objects.get(title__startswith="KV cache pool")
 
 

@@ -10,6 +10,7 @@ from django.core.management import call_command
 from kb.models import Finding
 from kb.services import diagnosis
 from kb.services.diagnosis import diagnose, knowledge_graph
+from tests.findings_md import publish
 
 pytestmark = pytest.mark.django_db
 
@@ -32,8 +33,7 @@ def findings_md(errors: tuple[tuple[str, str], ...]) -> str:
 
 
 def ingest(path: Path, errors: tuple[tuple[str, str], ...]) -> None:
-    path.write_text(findings_md(errors))
-    call_command("ingest", str(path), "--publish", verbosity=0)
+    publish(path, findings_md(errors))
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,7 @@ from kb.models import Finding, Fix
 from kb.services.diagnosis import diagnose, knowledge_graph, start_finding_from_paste
 from kb.services.feedback import Voter, vote
 from kb.services.records import link_samples
+from tests.findings_md import publish
 
 pytestmark = pytest.mark.django_db
 
@@ -37,9 +38,7 @@ FINDINGS = f"""# Findings
 @pytest.fixture
 def published(tmp_path: Path) -> Finding:
     call_command("load_vocabulary", verbosity=0)
-    path = tmp_path / "FINDINGS.md"
-    path.write_text(FINDINGS)
-    call_command("ingest", str(path), "--publish", verbosity=0)
+    publish(tmp_path / "FINDINGS.md", FINDINGS)
     return Finding.objects.get()
 
 
