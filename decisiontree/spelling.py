@@ -10,10 +10,12 @@ used and `older_spellings` says the other, so the user sees both.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from decisiontree import flags
-from decisiontree.records import Change, ChangeAction
+from decisiontree.conditions import in_words
+from decisiontree.records import Change, ChangeAction, Condition
 
 # `--name` in prose; not inside a longer word or path ("a--b", "/x--y").
 FLAG_IN_TEXT = re.compile(r"(?<![\w/.-])--[A-Za-z][\w-]*[A-Za-z0-9]")
@@ -32,6 +34,16 @@ def spell_change(change: Change, framework: str | None, version: str | None) -> 
     if change.action is ChangeAction.REMOVE_FLAG:
         return f"remove {flag}"
     return flag if change.value in (None, "true") else f"{flag} {change.value}"
+
+
+def condition_in_words(
+    condition: Condition | Mapping[str, Any], framework: str | None, version: str | None
+) -> str:
+    """A condition in words, its flag named as this release writes it."""
+    key = condition.key if isinstance(condition, Condition) else condition["key"]
+    family, _, name = str(key).partition(".")
+    subject = spell_flag(name, framework, version) if family == "flag" and name else None
+    return in_words(condition, subject=subject)
 
 
 def respell(text: str, framework: str | None, version: str | None) -> str:
@@ -75,4 +87,11 @@ def flag_names(changes: Iterable[Change]) -> tuple[str, ...]:
     )
 
 
-__all__ = ["flag_names", "older_spellings", "respell", "spell_change", "spell_flag"]
+__all__ = [
+    "condition_in_words",
+    "flag_names",
+    "older_spellings",
+    "respell",
+    "spell_change",
+    "spell_flag",
+]

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from decisiontree.answer import NotHelpful, PathStep, RankedFix, WhyStep, WithheldChange
-from decisiontree.conditions import framework_of, in_words
+from decisiontree.conditions import framework_of
 from decisiontree.context import Context
 from decisiontree.graph import KnowledgeGraph, remedy_key
 from decisiontree.match import Candidate, MatchLevel
@@ -44,7 +44,13 @@ from decisiontree.records import (
     Outcome,
 )
 from decisiontree.setup import State, applicability, assess, normal_value
-from decisiontree.spelling import flag_names, older_spellings, respell, spell_change, spell_flag
+from decisiontree.spelling import (
+    condition_in_words,
+    flag_names,
+    older_spellings,
+    respell,
+    spell_change,
+)
 from decisiontree.vocabulary import Vocabulary
 
 TUNING_FILE = Path(__file__).resolve().parent / "data" / "ranking.json"
@@ -302,11 +308,7 @@ def condition_detail(
     condition: Condition, state: State, context: Context, vocabulary: Vocabulary
 ) -> str:
     # A flag is named in the user's framework spelling (`--dsa-*` vs `--nsa-*`).
-    family, _, name = condition.key.partition(".")
-    subject = None
-    if family == "flag":
-        subject = spell_flag(name, context.framework, context.framework_version)
-    needs = in_words(condition, subject=subject)
+    needs = condition_in_words(condition, context.framework, context.framework_version)
     where = f"applies when {needs}"
     if condition.derived:
         where = f"seen where {needs} (not stated as needed)"

@@ -227,9 +227,9 @@ class Fix(models.Model):
     class Outcome(models.TextChoices):
         RESOLVES = "resolves"
         PARTIAL = "partial"
-        NO_EFFECT = "no_effect", "no effect"
+        NO_EFFECT = "no_effect", "No effect"
         WORSE = "worse"
-        PROPOSED = "proposed", "proposed, not confirmed"
+        PROPOSED = "proposed", "Proposed, not confirmed"
 
     finding = models.ForeignKey(Finding, on_delete=models.CASCADE, related_name="fixes")
     summary = models.TextField()

@@ -65,9 +65,9 @@ class ValidationRun(models.Model):
         PASSED = "passed"
         FAILED = "failed"
         ERROR = "error"
-        TIMED_OUT = "timed_out", "timed out"
+        TIMED_OUT = "timed_out", "Timed out"
         CANCELLED = "cancelled"
-        HOST_UNHEALTHY = "host_unhealthy", "host unhealthy"
+        HOST_UNHEALTHY = "host_unhealthy", "Host unhealthy"
 
     fix = models.ForeignKey(Fix, on_delete=models.CASCADE, related_name="validation_runs")
     host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="runs")

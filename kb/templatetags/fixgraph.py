@@ -21,7 +21,7 @@ from django import template
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils.safestring import SafeString, mark_safe
 
-from decisiontree import conditions
+from kb.models import Fix
 from kb.services import occurrences
 
 register = template.Library()
@@ -160,6 +160,12 @@ def outcome_class(outcome: str) -> str:
 
 
 @register.filter
+def outcome_label(outcome: str) -> str:
+    """A fix outcome as the finding page's badge names it ("No effect")."""
+    return str(Fix.Outcome(outcome).label) if outcome in Fix.Outcome.values else outcome
+
+
+@register.filter
 def ago(moment: datetime | None) -> str:
     """“just now”, “3 minutes ago”, “2 days, 4 hours ago”: how long since, as people say it."""
     if moment is None:
@@ -185,11 +191,6 @@ def md_link_text(value: Any) -> str:
 def path_breaks(text: str | None) -> SafeString:
     """A source path that may wrap after each slash on a phone, not inside a name."""
     return mark_safe(escape(text or "").replace("/", "/<wbr>"))  # noqa: S308 - escaped first
-
-
-@register.filter
-def condition_in_words(item: Any) -> str:
-    return conditions.in_words(item)
 
 
 @register.filter

@@ -4,6 +4,7 @@ what users said of them, runs and edit history; reviewers queue a validation run
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
@@ -12,6 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from decisiontree.spelling import condition_in_words
 from kb.models import Finding, Fix, Host, ValidationRun
 from kb.services import changes, feedback, occurrences, runbook, sources, validation
 from kb.services.history import finding_edits
@@ -40,15 +42,25 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "gpus": finding.findinggpu_set.select_related("hardware"),
         "runs": runs,
         "history": finding_edits(finding, limit=HISTORY_LIMIT),
-        # What the cause needs, and (derived ones) only where the finding was seen.
-        "conditions": [c for c in finding.conditions or [] if not c.get("derived")],
-        "seen_with": [c for c in finding.conditions or [] if c.get("derived")],
+        # What the cause needs, and (derived ones) only where the finding was seen;
+        # flags named as the finding's release writes them, as its fixes are.
+        "conditions": conditions_in_words(finding, derived=False),
+        "seen_with": conditions_in_words(finding, derived=True),
         "works": runbook.whole_works_command(finding),
         "hosts": list(Host.objects.order_by("name")) if may_validate else [],
         "pastes_to_learn": to_learn,
         "lessons": {vote.pk: feedback.lesson_of(vote) for vote in to_learn},
     }
     return render(request, "kb/finding_detail.html", context)
+
+
+def conditions_in_words(finding: Finding, *, derived: bool) -> list[tuple[dict[str, Any], str]]:
+    framework, version = release_of(finding)
+    return [
+        (c, condition_in_words(c, framework, version))
+        for c in finding.conditions or []
+        if bool(c.get("derived")) is derived
+    ]
 
 
 def release_of(finding: Finding) -> tuple[str | None, str | None]:

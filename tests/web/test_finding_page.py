@@ -216,3 +216,33 @@ def test_kind_badges_read_as_labels_of_one_style(client: Client, starter_kb: Non
         "Published",
         "Resolved",
     ]
+
+
+def test_fix_outcomes_read_alike_on_the_finding_and_its_diagnosis(
+    client: Client, starter_kb: None
+) -> None:
+    """A fix is "Resolves" on its finding's page and on the answer that offers it, and a
+    fix known not to help reads "No effect" in the same style."""
+    finding_page = text_of(client.get(f"/findings/{decode_finding().pk}/"))
+    fix_badges = re.findall(r'<span class="badge badge-(?:ok|bad)">([^<]+)</span>', finding_page)
+    assert set(fix_badges) == {"Resolves", "No effect"}
+
+    paste = "Assertion 'probability tensor contains either inf, nan or element < 0' failed.\n"
+    answer = text_of(client.post("/diagnose/", {"text": paste}, follow=True))
+    heads = re.findall(r'<div class="fix-head">(.*?)</div>', answer, re.S)
+    assert heads, answer
+    assert all('<span class="badge badge-ok">Resolves</span>' in head for head in heads)
+
+
+def test_its_conditions_name_flags_as_its_release_writes_them(
+    client: Client, starter_kb: None
+) -> None:
+    """The finding was met on SGLang 0.5.9, whose decode backend flag is --nsa-*: its
+    conditions say so, as its fixes do, not the newer --dsa-* beside them."""
+    page = text_of(client.get(f"/findings/{decode_finding().pk}/"))
+
+    listed = page.split("<dt>Applies when</dt>")[1].split("</dd>")[0]
+    applies = re.sub(r"<[^>]+>", "", listed)  # the words a reader sees
+    assert "--nsa-decode-backend is not trtllm" in applies
+    assert "dsa-" not in applies
+    assert "--dsa-" not in page.split("<h2>Fixes</h2>")[1].split("<h2>")[0]

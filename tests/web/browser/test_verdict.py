@@ -39,10 +39,10 @@ def test_a_known_error_on_another_gpu_and_model_is_demoted_and_adds_no_foreign_f
     assert border != colour_of(page, "--ok")
     first = page.locator("ol.fixes > li.fix").first
     expect(first.locator(".withheld")).to_contain_text("Not for your setup")
-    expect(first).not_to_contain_text("nothing in it fits your setup")  # bf16 KV cache fits
+    expect(first).not_to_contain_text("Nothing in it fits your setup")  # bf16 KV cache fits
     # The finding's other fix only sets the sparse-attention kernels: nothing to try here.
     last = page.locator("ol.fixes > li.fix").last
-    expect(last.locator(".fix-head")).to_contain_text("nothing in it fits your setup")
+    expect(last.locator(".fix-head")).to_contain_text("Nothing in it fits your setup")
     for command in page.locator("ol.fixes pre").all_inner_texts():
         assert "dsa-" not in command and "nsa-" not in command
     screenshot(page, "diagnose-different-setup")
