@@ -139,7 +139,27 @@ def applicability(change: Change, context: Context, finding_framework: str | Non
         flag = spell_flag(spec.name, framework, version)  # as the withheld change spells it
         reason = f"{flag} only acts on {needs} models; yours is {context.model_arch}"
         return Applicability(translated, reason)
-    return Applicability(translated)
+    valued = _value_as_chosen(translated, spec)
+    if valued is not None:
+        return Applicability(valued)
+    if finding_framework in (None, framework):
+        # The finding's own framework took this value in its release; the table lists
+        # the newest release's choices only, so it cannot say the value is wrong.
+        return Applicability(translated)
+    flag = spell_flag(spec.name, framework, version)
+    return Applicability(translated, f"{framework}'s {flag} has no value {translated.value}")
+
+
+def _value_as_chosen(change: Change, spec: flags.FlagSpec) -> Change | None:
+    """The change with its value as the flag's choices write it (`bf16` is vLLM's
+    `bfloat16`); None when no choice means that value."""
+    if change.action is not ChangeAction.SET_FLAG or not spec.choices or change.value is None:
+        return change
+    if change.value in spec.choices:
+        return change
+    wanted = normal_value(change.value)
+    same = [choice for choice in spec.choices if normal_value(choice) == wanted]
+    return dataclasses.replace(change, value=same[0]) if same else None
 
 
 def _in_framework(change: Change, source: str | None, target: str) -> Change:

@@ -224,3 +224,23 @@ def test_a_fix_with_nothing_for_the_users_setup_says_so_and_comes_last(
         reader.post(f"{DIAGNOSE}?format=slack", request, format="json").json()["blocks"]
     )
     assert blocks.count("nothing in it fits your setup") == len(nothing)
+
+
+def test_a_vllm_users_corrected_command_takes_values_vllm_accepts(
+    reader: APIClient, starter_kb: None
+) -> None:
+    """The seeds' fix sets SGLang's `--kv-cache-dtype bf16`; vLLM refuses `bf16` as an
+    invalid choice, so a vLLM user's command gets the same dtype as vLLM names it."""
+    request = {
+        "traceback": "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+        "gpu": "H100",
+        "launch_command": "vllm serve meta-llama/Llama-3.1-8B-Instruct",
+    }
+    body = diagnose(reader, request).json()
+
+    assert body["verdict"] == "different_setup"
+    first = body["fixes"][0]
+    assert first["fix"]["command_changes"] == ["--kv-cache-dtype bfloat16"]
+    assert body["corrected_command"] == (
+        "vllm serve meta-llama/Llama-3.1-8B-Instruct --kv-cache-dtype bfloat16"
+    )

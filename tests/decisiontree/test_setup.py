@@ -127,6 +127,36 @@ def test_a_flag_the_users_framework_does_not_have_is_withheld() -> None:
     assert verdict.reason == "sglang has no --limit-mm-per-prompt"
 
 
+def test_a_value_of_another_framework_is_written_as_the_users_framework_writes_it() -> None:
+    # SGLang's KV cache dtype is `bf16`; vLLM's --kv-cache-dtype only accepts `bfloat16`.
+    vllm_user = build_context(framework="vllm")
+
+    verdict = applicability(set_flag("kv-cache-dtype", "bf16"), vllm_user, "sglang")
+
+    assert verdict.applies
+    assert (verdict.change.name, verdict.change.value) == ("kv-cache-dtype", "bfloat16")
+
+
+def test_a_value_the_users_framework_does_not_accept_is_withheld() -> None:
+    vllm_user = build_context(framework="vllm")
+
+    verdict = applicability(set_flag("kv-cache-dtype", "mxfp8"), vllm_user, "sglang")
+
+    assert not verdict.applies
+    assert verdict.reason == "vllm's --kv-cache-dtype has no value mxfp8"
+
+
+def test_a_value_of_the_findings_own_framework_is_kept_as_it_worked() -> None:
+    # The tables hold the newest release's choices; an older release's value that
+    # worked for the finding is not the table's to refuse.
+    sglang_user = build_context(framework="sglang")
+
+    verdict = applicability(set_flag("kv-cache-dtype", "fp8_e4m3_old"), sglang_user, "sglang")
+
+    assert verdict.applies
+    assert verdict.change.value == "fp8_e4m3_old"
+
+
 def test_a_flag_gone_after_the_users_release_is_withheld() -> None:
     # nsa-prefill-cp-mode was last read by SGLang 0.5.9.
     newer = build_context(framework="sglang", framework_version="0.5.23")
