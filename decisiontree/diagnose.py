@@ -42,10 +42,10 @@ from decisiontree.questions import ask_questions
 from decisiontree.records import FindingRecord
 from decisiontree.retrieval import background_documents
 from decisiontree.setup import UNDECIDED_VALUES, State, normal_value, setup_differences
-from decisiontree.spelling import flag_names, older_spellings, respell, spell_flag
+from decisiontree.spelling import flag_names, older_spellings, spell_flag
 from decisiontree.traceback import parse
 from decisiontree.vocabulary import Vocabulary, load
-from decisiontree.walk import leading_visit, spelling_release, tuning, walk
+from decisiontree.walk import leading_visit, spelled_summary, spelling_release, tuning, walk
 
 NEAREST = 3  # findings shown beside "no known match"
 SEARCH_WORDS = 4
@@ -194,7 +194,7 @@ def fixes_to_try(finding: FindingRecord, context: Context) -> tuple[FixToTry, ..
     return tuple(
         FixToTry(
             fix,
-            respell(fix.summary, framework, version),
+            spelled_summary(fix, context, finding),
             older_spellings(flag_names(fix.changes), framework, version),
         )
         for fix in finding.fixes

@@ -46,18 +46,25 @@ def condition_in_words(
     return in_words(condition, subject=subject)
 
 
-def respell(text: str, framework: str | None, version: str | None) -> str:
-    """`text` with every flag it names written as the user's release writes it."""
+def respell(
+    text: str, framework: str | None, version: str | None, source: str | None = None
+) -> str:
+    """`text` with every flag it names written as the user's release writes it. A flag
+    the user's framework lacks, read in `source` (the framework the text was written
+    for), gets its newest name there: the name its withheld change and conditions show."""
     if framework is None:
         return text
 
     def spelled(found: re.Match[str]) -> str:
         hit = flags.lookup(found.group(0), framework)
+        release = version
+        if hit is None and source not in (None, framework):
+            hit, release = flags.lookup(found.group(0), source), None
         # A negation (`--no-enable-prefix-caching`) stays as written: spelled by its
         # flag's name it would say the opposite.
         if hit is None or hit.negated:
             return found[0]
-        return spell_flag(hit.spec.name, framework, version)
+        return spell_flag(hit.spec.name, framework, release)
 
     return FLAG_IN_TEXT.sub(spelled, text)
 

@@ -359,7 +359,7 @@ def ranked(
         why=(*visit.steps, WhyStep("fix", detail)),
         already_applied=applied,
         changes=fits[0],
-        summary=respell(fix.summary, framework, version),
+        summary=spelled_summary(fix, context, visit.finding),
         withheld=fits[1],
         spellings=older_spellings(flag_names(fits[0]), framework, version),
         path=(*visit.path, PathStep("fix", fix.summary, fix.id)),
@@ -371,6 +371,12 @@ def spelling_release(context: Context, finding: FindingRecord) -> tuple[str | No
     """The framework and release the answer spells flags for."""
     framework = context.framework or framework_of(finding.conditions)
     return framework, context.framework_version if context.framework else None
+
+
+def spelled_summary(fix: FixRecord, context: Context, finding: FindingRecord) -> str:
+    """A fix's summary with its flags named as the rest of the answer names them."""
+    framework, version = spelling_release(context, finding)
+    return respell(fix.summary, framework, version, source=framework_of(finding.conditions))
 
 
 def fitted_changes(
@@ -395,8 +401,7 @@ def _not_helpful(
 ) -> NotHelpful:
     framework, version = spelling_release(context, finding)
     spelled = tuple(spell_change(c, framework, version) for c in fix.changes)
-    summary = respell(fix.summary, framework, version)
-    return NotHelpful(fix, spelled, finding, reason, summary)
+    return NotHelpful(fix, spelled, finding, reason, spelled_summary(fix, context, finding))
 
 
 def has_evidence(fix: FixRecord, evidence: Evidence) -> bool:

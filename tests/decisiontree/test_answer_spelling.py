@@ -11,7 +11,7 @@ import dataclasses
 
 from decisiontree.context import build_context
 from decisiontree.diagnose import diagnose
-from decisiontree.records import Change, ChangeAction, Evidence, FixRecord, Outcome
+from decisiontree.records import Change, ChangeAction, Condition, Evidence, FixRecord, Outcome
 from tests.decisiontree.test_diagnose import (
     BF16_AND_TRTLLM,
     SGLANG_CMD,
@@ -131,3 +131,37 @@ def test_a_bare_flag_already_in_the_launch_command_is_already_applied() -> None:
 
     [fix] = [f for f in result.fixes if f.fix.id == no_graphs.id]
     assert fix.already_applied
+
+
+def test_on_another_framework_a_flag_it_lacks_has_one_name_in_the_whole_answer() -> None:
+    """A vLLM user meets the SGLang finding, whose fix was written in SGLang 0.5.9's words:
+    the heading, the withheld changes and the conditions all name the sparse-attention
+    flag once, by its newest SGLang name, never the old one beside the new."""
+    written_for_059 = dataclasses.replace(
+        BF16_AND_TRTLLM, summary="--kv-cache-dtype bf16 --nsa-decode-backend trtllm"
+    )
+    finding = fp8_decode_finding(written_for_059)
+    finding = dataclasses.replace(
+        finding,
+        conditions=(
+            *finding.conditions,
+            Condition("flag.dsa-decode-backend", "trtllm", negate=True),
+        ),
+    )
+    vllm_user = build_context(
+        launch_command="vllm serve zai-org/GLM-5-NVFP4",
+        gpu="NVIDIA RTX PRO 6000 Blackwell Server Edition",
+    )
+
+    result = diagnose(sample("decode_assert_rtx_host_b.txt"), vllm_user, knowledge(finding))
+
+    [fix] = result.fixes
+    assert fix.summary == "--kv-cache-dtype bf16 --dsa-decode-backend trtllm"
+    assert fix.command_changes == ("--kv-cache-dtype bfloat16",)
+    assert [w.command_change for w in fix.withheld] == [
+        "--dsa-decode-backend trtllm",
+        "--dsa-prefill-backend trtllm",
+    ]
+    said = " ".join(step.detail for step in fix.why)
+    assert "--dsa-decode-backend is not trtllm" in said
+    assert "nsa-" not in said + fix.summary

@@ -84,7 +84,10 @@ def test_the_human_readable_output_names_the_fix_and_what_not_to_try(
     paste.write_text(DECODE_CRASH)
     text = run(str(paste), "--gpu", "RTX PRO 6000", "--launch-cmd", LAUNCH)
     assert "--kv-cache-dtype bf16" in text
-    assert "triton" in text
+    not_to_try = text.partition("Known NOT to help:")[2]
+    # Each attempt once: its changes are not repeated in brackets when they say the same.
+    assert "  - --attention-backend triton --sampling-backend pytorch: did not help" in not_to_try
+    assert not_to_try.count("--disable-cuda-graph") == 1
 
 
 def test_it_says_no_known_match_for_an_unrelated_error(starter_kb: None, tmp_path: Path) -> None:

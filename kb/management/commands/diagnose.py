@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from decisiontree.answer import Diagnosis, RankedFix, Verdict
+from decisiontree.answer import Diagnosis, NotHelpful, RankedFix, Verdict
 from decisiontree.traceback import InputRejected
 from kb.services.diagnosis import diagnose
 
@@ -122,10 +122,7 @@ def render_text(diagnosis: Diagnosis) -> str:
     if diagnosis.not_helpful:
         lines.append("")
         lines.append("Known NOT to help:")
-        lines += [
-            f"  - {e.summary or e.fix.summary} [{' '.join(e.command_changes)}]: {e.reason}"
-            for e in diagnosis.not_helpful
-        ]
+        lines += [f"  - {_not_helpful_line(entry)}" for entry in diagnosis.not_helpful]
     for question in diagnosis.questions:
         lines.append("")
         answers = ", ".join(question.answers)
@@ -179,3 +176,11 @@ def render_fix(fix: RankedFix) -> list[str]:
     lines.append(f"   finding {fix.finding.id}: {fix.finding.title}")
     lines += [f"   - {step.step}: {step.detail}" for step in fix.why]
     return lines
+
+
+def _not_helpful_line(entry: NotHelpful) -> str:
+    """The summary, and the changes beside it only where they say something else."""
+    summary = entry.summary or entry.fix.summary
+    changes = " ".join(entry.command_changes)
+    shown = summary if changes in ("", summary) else f"{summary} [{changes}]"
+    return f"{shown}: {entry.reason}"
