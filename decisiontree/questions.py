@@ -44,7 +44,7 @@ ASK = {
     "gpu.name": "Which GPU?",
     "framework": "Which serving framework?",
     "framework.version": "Which release of the framework?",
-    "model.arch": "Which model?",
+    "model.arch": "Which model architecture (model_type in its config.json)?",
     "model.name": "Which model?",
     "model.quantization": "Which quantization?",
 }

@@ -112,7 +112,7 @@ def test_a_question_that_changes_the_first_fix_comes_before_one_that_changes_the
 
     assert [q.text for q in result.questions] == [
         "Which GPU? On sm_90 the first fix differs.",
-        "Which model? On another model the corrected command differs.",
+        "Which model architecture (model_type in its config.json)? On another model the corrected command differs.",
     ]
 
 

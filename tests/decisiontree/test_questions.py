@@ -132,7 +132,7 @@ def test_a_model_that_decides_what_goes_into_the_command_is_asked() -> None:
     # The GPU would only turn the verdict, not the fix: not asked.
     assert [q.key for q in result.questions] == ["model.arch"]
     assert result.questions[0].text == (
-        "Which model? On another model the corrected command differs."
+        "Which model architecture (model_type in its config.json)? On another model the corrected command differs."
     )
 
 

@@ -260,7 +260,7 @@ def test_the_plain_ranking_asks_only_about_the_findings_it_ranks() -> None:
     plain = diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), graph, plain=True)
 
     assert [q.text for q in walked.questions] == [
-        "Which model? On another model the first fix differs."
+        "Which model architecture (model_type in its config.json)? On another model the first fix differs."
     ]
     assert [f.fix.id for f in plain.fixes] == [UNSET_BACKEND.id]
     assert plain.questions == ()
