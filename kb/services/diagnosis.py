@@ -21,7 +21,7 @@ from decisiontree import conditions
 from decisiontree.answer import Diagnosis
 from decisiontree.context import Context, build_context
 from decisiontree.diagnose import diagnose as diagnose_with_graph
-from decisiontree.fingerprint import FINGERPRINT_VERSION, signatures_of
+from decisiontree.fingerprint import FINGERPRINT_VERSION, canonical_type, signatures_of
 from decisiontree.graph import REBUILD_CHUNK, KnowledgeGraph, build_graph
 from decisiontree.records import (
     Change,
@@ -34,7 +34,7 @@ from decisiontree.records import (
     SourceRef,
 )
 from decisiontree.samples import SampleSignatures, from_stored
-from decisiontree.traceback import parse
+from decisiontree.traceback import InputRejected, parse
 from kb.models import (
     ErrorSample,
     Finding,
@@ -209,8 +209,9 @@ def start_finding_from_paste(
         raise PermissionDenied("Sign in to start a finding: drafts carry their author.")
     signatures = signatures_of(parse(text))
     context = build_context(text, launch_command=launch_command, gpu=gpu)
-    first = signatures[0] if signatures else None
-    title = f"{first.exception_type}: {first.template}" if first else text.strip().splitlines()[0]
+    # The error as the user wrote it (the signature's template reads `<num>` for 64).
+    named = signatures[0].exception_type if signatures else None
+    title = next(iter(error_lines_as_pasted(text, named)), first_line(text))
     with transaction.atomic():
         finding = Finding.objects.create(
             title=title[:300],
@@ -221,6 +222,43 @@ def start_finding_from_paste(
         )
         link_samples(finding, (text,), new=True)
     return finding
+
+
+# A pasted line longer than this is cut (the whole paste is kept beside it).
+ERROR_LINE_CHARS = 300
+
+
+def error_lines_as_pasted(text: str, exception_type: str | None) -> tuple[str, ...]:
+    """The paste's error lines as the user wrote them: the signature is normalised
+    (numbers read `<num>`), which a reader does not recognise as theirs. The raised
+    exception the signature names (its first line, the type as pasted), any kernel
+    assertion; else the paste's error lines. Empty when the paste holds none."""
+    try:
+        parsed = parse(text)
+    except InputRejected:
+        return ()
+    named = exception_type or ""
+    # The signature names the type release-independently: a RuntimeError that says
+    # "CUDA error: ..." is the AcceleratorError of newer torch releases.
+    raised = [
+        exc
+        for exc in parsed.exceptions
+        if named and exc.type and canonical_type(exc.type, exc.message) == named
+    ]
+    lines = [f"{exc.type}: {first_line(exc.message)}" for exc in raised[-1:]]
+    lines += parsed.kernel_assertions[:1]
+    if not lines:
+        lines = list(parsed.error_lines[:2])
+    return tuple(cut(line) for line in dict.fromkeys(lines) if line.strip())
+
+
+def first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def cut(line: str) -> str:
+    line = line.strip()
+    return line if len(line) <= ERROR_LINE_CHARS else line[: ERROR_LINE_CHARS - 1] + "…"
 
 
 def paste_conditions(context: Context) -> list[Condition]:

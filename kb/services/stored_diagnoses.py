@@ -13,11 +13,9 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from decisiontree.diagnose import Diagnosis
-from decisiontree.fingerprint import canonical_type
-from decisiontree.traceback import InputRejected, parse
 from kb.models import Finding, StoredDiagnosis
 from kb.models.diagnoses import new_slug
-from kb.services.diagnosis import diagnose
+from kb.services.diagnosis import diagnose, error_lines_as_pasted
 
 
 def diagnose_and_store(
@@ -166,39 +164,7 @@ def fix_ids(record: StoredDiagnosis) -> list[int]:
     return [int(entry["fix"]["id"]) for entry in entries if (entry.get("fix") or {}).get("id")]
 
 
-# A pasted line longer than this is cut on the verdict (the whole paste is further down).
-ERROR_LINE_CHARS = 300
-
-
 def error_as_pasted(record: StoredDiagnosis) -> tuple[str, ...]:
-    """The error lines of the paste as the user wrote them, for the verdict: the signature
-    is normalised (numbers read `<num>`), which a reader does not recognise as theirs.
-    The raised exception the signature names (its first line, the type as pasted), any
-    kernel assertion; else the paste's error lines. Empty when the paste holds none."""
+    """The error lines of the stored paste as the user wrote them, for the verdict."""
     signature = (record.answer or {}).get("signature") or {}
-    try:
-        parsed = parse(record.text)
-    except InputRejected:
-        return ()
-    named = str(signature.get("exception_type") or "")
-    # The signature names the type release-independently: a RuntimeError that says
-    # "CUDA error: ..." is the AcceleratorError of newer torch releases.
-    raised = [
-        exc
-        for exc in parsed.exceptions
-        if named and exc.type and canonical_type(exc.type, exc.message) == named
-    ]
-    lines = [f"{exc.type}: {first_line(exc.message)}" for exc in raised[-1:]]
-    lines += parsed.kernel_assertions[:1]
-    if not lines:
-        lines = list(parsed.error_lines[:2])
-    return tuple(cut(line) for line in dict.fromkeys(lines) if line.strip())
-
-
-def first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
-def cut(line: str) -> str:
-    line = line.strip()
-    return line if len(line) <= ERROR_LINE_CHARS else line[: ERROR_LINE_CHARS - 1] + "…"
+    return error_lines_as_pasted(record.text, signature.get("exception_type"))

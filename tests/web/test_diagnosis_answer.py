@@ -8,6 +8,7 @@ import re
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
+from django.utils.html import escape
 
 from kb.models import ErrorSample, Finding
 from tests.questions_kb import (
@@ -106,6 +107,32 @@ def test_a_signed_in_user_starts_a_draft_with_the_paste_as_its_sample(client: Cl
     assert draft.title.startswith("ModuleNotFoundError")
     assert {"key": "gpu.arch", "value": "sm_90", "negate": False} in draft.conditions
     assert draft.history.earliest().history_user == author
+
+
+def test_a_draft_from_a_paste_is_titled_and_reviewed_with_the_paste_as_written(
+    client: Client,
+) -> None:
+    """The signature reads `<num>` where the user wrote 64; the draft's title is the error
+    as pasted, and the reviewer sees the paste where a document's draft shows its source."""
+    reviewer = User.objects.create_user("ana", password="pw")
+    reviewer.user_permissions.add(Permission.objects.get(codename="change_finding"))
+    client.force_login(reviewer)
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.12/site-packages/vllm/worker/loader.py", line 88, in load\n'
+        "    check_block(block)\n"
+        "ValueError: Unsupported FP8 block size 64 for the marlin MoE kernel on sm_86\n"
+    )
+
+    client.post("/diagnose/draft/", {"text": paste})
+    draft = Finding.objects.get()
+    review_page = client.get(f"/review/{draft.pk}/").content.decode()
+
+    assert draft.title == (
+        "ValueError: Unsupported FP8 block size 64 for the marlin MoE kernel on sm_86"
+    )
+    assert "This draft has no source document" not in review_page
+    assert escape(paste.splitlines()[1]) in review_page
 
 
 def test_a_user_who_cannot_review_is_told_the_draft_waits(client: Client) -> None:
