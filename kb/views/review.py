@@ -12,6 +12,7 @@ from collections.abc import Callable
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -31,9 +32,16 @@ def reviewer_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespon
 
 @reviewer_only
 def review_queue(request: HttpRequest) -> HttpResponse:
+    # Who wrote a draft that no document holds (a paste, the API): its first history row.
+    author = (
+        Finding.history.model.objects.filter(id=OuterRef("pk"))
+        .order_by("history_date", "history_id")
+        .values("history_user__username")[:1]
+    )
     drafts = list(
         Finding.objects.filter(status=Finding.Status.DRAFT)
         .select_related("origin", "model")
+        .annotate(author=Subquery(author))
         .order_by("created_at", "id")
     )
     repeated = review.repeated_findings(drafts)

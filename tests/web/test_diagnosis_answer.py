@@ -132,6 +132,8 @@ def test_a_draft_from_a_paste_is_titled_and_reviewed_with_the_paste_as_written(
         "ValueError: Unsupported FP8 block size 64 for the marlin MoE kernel on sm_86"
     )
     assert "This draft has no source document" not in review_page
+    queue = client.get("/review/").content.decode()
+    assert "written by ana" in queue
     assert escape(paste.splitlines()[1]) in review_page
 
 
