@@ -51,12 +51,27 @@ def lists_need_no_blank_line(text: str) -> str:
     return "\n".join(lines)
 
 
+# One converter of each kind per thread, reset between uses (see inline_converter).
+_converters = threading.local()
+
+
+def text_markdown(extensions: list[str]) -> markdown_lib.Markdown:
+    """Markdown that reads angle brackets as text, never as HTML: `in <module>`,
+    `TensorInfo<T, IndexType>` and `block size <num>` are what errors say, and as tags
+    they vanished. Autolinks (`<https://...>`) still link."""
+    converter = markdown_lib.Markdown(extensions=extensions)
+    converter.preprocessors.deregister("html_block")
+    converter.inlinePatterns.deregister("html")
+    return converter
+
+
 @register.filter(name="markdown")
 def render_markdown(text: str | None) -> SafeString:
     """Markdown to HTML with only harmless tags left: a write-up can hold anything."""
-    html = markdown_lib.markdown(
-        lists_need_no_blank_line(text or ""), extensions=MARKDOWN_EXTENSIONS
-    )
+    if not hasattr(_converters, "block"):
+        _converters.block = text_markdown(MARKDOWN_EXTENSIONS)
+    converter: markdown_lib.Markdown = _converters.block
+    html = converter.reset().convert(lists_need_no_blank_line(text or ""))
     return mark_safe(nh3.clean(html))  # noqa: S308 - nh3 removed scripts, handlers, styles
 
 
@@ -68,14 +83,13 @@ INLINE_TAGS = {"code", "em", "strong", "del"}  # no links: a title is often insi
 INLINE_SYNTAX = re.compile(
     r"[`*\[\]!<>&\\]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|^(?:#|[-+] |\d+[.)] )"
 )
-_converters = threading.local()
 
 
 def inline_converter() -> markdown_lib.Markdown:
     """One converter per thread, reset between uses: building one costs more than the
     conversion, and a page of results converts fifty lines."""
     if not hasattr(_converters, "inline"):
-        _converters.inline = markdown_lib.Markdown()
+        _converters.inline = text_markdown([])
     converter: markdown_lib.Markdown = _converters.inline
     return converter
 

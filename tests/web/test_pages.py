@@ -263,7 +263,26 @@ def test_it_renders_markdown_without_running_scripts(client: Client, starter_kb:
 
     assert "<strong>bold</strong>" in page
     assert "<script>alert" not in page
-    assert "onerror" not in page
+    assert "<img" not in page
+    # Shown as the text it is, not run and not dropped.
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+def test_angle_brackets_in_a_write_up_or_title_are_text_not_tags(
+    client: Client, starter_kb: None
+) -> None:
+    """Errors say `in <module>` and `TensorInfo<T, IndexType>`; read as HTML tags, those
+    words vanished from titles and write-ups."""
+    finding = decode_finding()
+    finding.title = "indexSelectLargeIndex(TensorInfo<T, IndexType>) asserts in <module>"
+    finding.body = 'The frame is `File "<string>"`, then in <module> it calls Vec<float>.'
+    finding.save()
+
+    page = text_of(client.get(f"/findings/{finding.pk}/"))
+
+    assert "indexSelectLargeIndex(TensorInfo&lt;T, IndexType&gt;) asserts in &lt;module&gt;" in page
+    assert "then in &lt;module&gt; it calls Vec&lt;float&gt;." in page
+    assert '<code>File "&lt;string&gt;"</code>' in page
 
 
 def test_it_renders_a_list_written_right_under_its_lead_in(
