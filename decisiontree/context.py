@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from decisiontree.flags import canonical_flag
+from decisiontree.flags import canonical_flag, python_value
 from decisiontree.launch import ENTRY_IN_TEXT, LaunchCommand
 from decisiontree.logline import strip_ansi
 from decisiontree.versions import VERSION_TEXT, package_key, version_text
@@ -527,7 +527,7 @@ def _config_dumps(text: str) -> Iterator[tuple[str, list[tuple[str, str]]]]:
 
 
 def _add_setting(facts: Facts, framework: str, name: str, raw: str, vocab: Vocabulary) -> None:
-    value = _python_value(raw)
+    value = python_value(raw)
     if value is None:
         return  # None = left for the server to decide; nothing was resolved
     if name in ("model_path", "model"):
@@ -586,17 +586,6 @@ def _split_top_level(segment: str) -> list[str]:
         current.append(char)
     parts.append("".join(current))
     return parts
-
-
-def _python_value(raw: str) -> str | None:
-    raw = raw.strip()
-    if raw in ("None", "", "null"):
-        return None
-    if raw in ("True", "False"):
-        return raw.lower()
-    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
-        return raw[1:-1]
-    return raw.removeprefix("torch.")  # vLLM prints dtype=torch.bfloat16
 
 
 __all__ = ["Context", "build_context", "clean", "key_values", "python_kwargs"]
