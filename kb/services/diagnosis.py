@@ -211,7 +211,7 @@ def start_finding_from_paste(
     context = build_context(text, launch_command=launch_command, gpu=gpu)
     # The error as the user wrote it (the signature's template reads `<num>` for 64).
     named = signatures[0].exception_type if signatures else None
-    title = next(iter(error_lines_as_pasted(text, named)), first_line(text))
+    title = next(iter(pasted_error(text, named).lines), first_line(text))
     with transaction.atomic():
         finding = Finding.objects.create(
             title=title[:300],
@@ -228,18 +228,31 @@ def start_finding_from_paste(
 ERROR_LINE_CHARS = 300
 
 
-def error_lines_as_pasted(text: str, exception_type: str | None) -> tuple[str, ...]:
-    """The paste's error lines as the user wrote them: the signature is normalised
-    (numbers read `<num>`), which a reader does not recognise as theirs. The raised
-    exception the signature names (its first line, the type as pasted), any kernel
-    assertion; else the paste's error lines. Empty when the paste holds none."""
+@dataclass(frozen=True)
+class PastedError:
+    """The error as the user wrote it: the signature is normalised (numbers read `<num>`,
+    the type release-independent), which a reader does not recognise as theirs."""
+
+    lines: tuple[str, ...] = ()  # empty when the paste holds no error line
+    type: str = ""  # the raised exception's type as pasted, where the signature names one
+    signature_type: str = ""  # ... and as the signature names it
+
+    @property
+    def renamed(self) -> bool:
+        """Whether the signature names the type otherwise: a RuntimeError that says
+        "CUDA error: ..." is the AcceleratorError of newer torch releases."""
+        written = self.type.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
+        return bool(written) and written != self.signature_type
+
+
+def pasted_error(text: str, exception_type: str | None) -> PastedError:
+    """The raised exception the signature names (its first line, the type as pasted),
+    any kernel assertion; else the paste's error lines."""
     try:
         parsed = parse(text)
     except InputRejected:
-        return ()
+        return PastedError()
     named = exception_type or ""
-    # The signature names the type release-independently: a RuntimeError that says
-    # "CUDA error: ..." is the AcceleratorError of newer torch releases.
     raised = [
         exc
         for exc in parsed.exceptions
@@ -249,7 +262,8 @@ def error_lines_as_pasted(text: str, exception_type: str | None) -> tuple[str, .
     lines += parsed.kernel_assertions[:1]
     if not lines:
         lines = list(parsed.error_lines[:2])
-    return tuple(cut(line) for line in dict.fromkeys(lines) if line.strip())
+    shown = tuple(cut(line) for line in dict.fromkeys(lines) if line.strip())
+    return PastedError(shown, raised[-1].type if raised else "", named)
 
 
 def first_line(text: str) -> str:

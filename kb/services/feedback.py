@@ -195,7 +195,7 @@ def lesson_of(vote_row: FixFeedback) -> Lesson:
     if record is None:
         return Lesson((), True)
     signature = (record.answer or {}).get("signature") or {}
-    return Lesson(error_as_pasted(record), ends_before_error(signature.get("exception_type")))
+    return Lesson(error_as_pasted(record).lines, ends_before_error(signature.get("exception_type")))
 
 
 def learn_paste(vote_id: int, finding: Finding, *, by: AbstractBaseUser) -> ErrorSample | None:

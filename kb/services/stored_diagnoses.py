@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from decisiontree.diagnose import Diagnosis
 from kb.models import Finding, StoredDiagnosis
 from kb.models.diagnoses import new_slug
-from kb.services.diagnosis import diagnose, error_lines_as_pasted
+from kb.services.diagnosis import PastedError, diagnose, pasted_error
 
 
 def diagnose_and_store(
@@ -164,7 +164,7 @@ def fix_ids(record: StoredDiagnosis) -> list[int]:
     return [int(entry["fix"]["id"]) for entry in entries if (entry.get("fix") or {}).get("id")]
 
 
-def error_as_pasted(record: StoredDiagnosis) -> tuple[str, ...]:
-    """The error lines of the stored paste as the user wrote them, for the verdict."""
+def error_as_pasted(record: StoredDiagnosis) -> PastedError:
+    """The error of the stored paste as the user wrote it, for the verdict."""
     signature = (record.answer or {}).get("signature") or {}
-    return error_lines_as_pasted(record.text, signature.get("exception_type"))
+    return pasted_error(record.text, signature.get("exception_type"))

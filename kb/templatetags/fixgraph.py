@@ -23,6 +23,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from kb.models import Fix
 from kb.services import occurrences
+from kb.services.diagnosis import PastedError
 
 register = template.Library()
 
@@ -232,7 +233,7 @@ class PathCause:
 
 
 @register.inclusion_tag("kb/_decision_path.html")
-def decision_path(diagnosis: dict[str, Any]) -> dict[str, Any]:
+def decision_path(diagnosis: dict[str, Any], pasted: PastedError | None = None) -> dict[str, Any]:
     """The walk from the error to each fix, as a small tree of text: every label whole and
     wrapping, so it reads on a phone with no hover (an SVG would need both)."""
     causes: dict[int, PathCause] = {}
@@ -253,6 +254,8 @@ def decision_path(diagnosis: dict[str, Any]) -> dict[str, Any]:
     signature = diagnosis.get("signature") or {}
     return {
         "signature": signature.get("exception_type") or "the pasted text",
+        # "AcceleratorError" alone reads as someone else's error beside a RuntimeError.
+        "pasted_as": pasted.type if pasted and pasted.renamed else "",
         "template": signature.get("template", ""),
         "causes": list(causes.values()),
     }

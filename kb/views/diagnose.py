@@ -153,7 +153,7 @@ def diagnosis_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "answers": record.answers,
         "may_delete": stored_diagnoses.may_delete(record, request.user),
         "seen": occurrences.of_fingerprint(record.fingerprint) if record.fingerprint else None,
-        "error_lines": stored_diagnoses.error_as_pasted(record),
+        "pasted": stored_diagnoses.error_as_pasted(record),
         "feedback": occurrences.feedback_counts(stored_diagnoses.fix_ids(record)),
     }
     response = render(request, "kb/diagnosis_detail.html", context)

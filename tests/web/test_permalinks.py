@@ -265,6 +265,26 @@ def test_the_verdict_quotes_a_cuda_error_raised_as_runtimeerror_not_the_hint_aft
     assert "asynchronously" not in verdict
 
 
+def test_the_decision_path_says_how_a_renamed_exception_type_was_pasted(
+    client: Client, starter_kb: None
+) -> None:
+    """The path starts at the signature's type, AcceleratorError; beside a paste that says
+    RuntimeError it notes that, and says nothing when the paste used that type."""
+    older_torch = (
+        "RuntimeError: CUDA error: device-side assert triggered\n"
+        "Assertion 'probability tensor contains either inf, nan or element < 0' failed.\n"
+    )
+    renamed = text_of(client.get(client.post("/diagnose/", {"text": older_torch})["Location"]))
+    same = text_of(client.get(post_paste(client, gpu="RTX PRO 6000")["Location"]))
+
+    def root(page: str) -> list[str]:
+        tree = page.split('<ol class="path-tree"', 1)[1].split(">", 1)[1]
+        return re.sub(r"<[^>]+>", "", tree.split("<ol>", 1)[0]).split()
+
+    assert root(renamed) == ["AcceleratorError", "(pasted", "as", "RuntimeError)"]
+    assert root(same) == ["AcceleratorError"]
+
+
 def test_each_suggested_fix_says_how_many_it_fixed_and_did_not_help(
     client: Client, starter_kb: None
 ) -> None:
