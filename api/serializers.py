@@ -17,7 +17,9 @@ from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.match import MatchLevel
 from decisiontree.records import Change, ChangeAction, Outcome
 from decisiontree.server_env import change_problem
+from decisiontree.traceback import InputRejected, parse
 from kb.models import (
+    ErrorSample,
     Finding,
     Fix,
     FixFeedback,
@@ -29,7 +31,7 @@ from kb.models import (
     LanguageModel,
     ValidationRun,
 )
-from kb.services import stored_diagnoses
+from kb.services import records, stored_diagnoses
 
 MAX_ANSWERS = 20
 MAX_FEEDBACK_CONTEXT_BYTES = 10_000
@@ -37,6 +39,12 @@ MAX_FEEDBACK_CONTEXT_BYTES = 10_000
 
 def paste_limit() -> int:
     return int(getattr(settings, "FIXGRAPH_MAX_PASTE_BYTES", 2_000_000))
+
+
+def within_paste_limit(value: str, what: str) -> str:
+    if len(value.encode("utf-8", "surrogatepass")) > paste_limit():
+        raise PayloadTooLarge(f"The {what} is over {paste_limit():,} bytes; paste less.")
+    return value
 
 
 def optional_text(max_length: int = 200) -> serializers.CharField:
@@ -57,9 +65,7 @@ class DiagnoseRequestSerializer(serializers.Serializer):
     )
 
     def validate_traceback(self, value: str) -> str:
-        if len(value.encode("utf-8", "surrogatepass")) > paste_limit():
-            raise PayloadTooLarge(f"The traceback is over {paste_limit():,} bytes; paste less.")
-        return value
+        return within_paste_limit(value, "traceback")
 
     def validate_answers(self, value: dict[str, str]) -> dict[str, str]:
         if len(value) > MAX_ANSWERS:
@@ -255,12 +261,61 @@ class FlagSettingSerializer(serializers.ModelSerializer):
         fields = ["name", "value"]
 
 
+class SampleSerializer(serializers.ModelSerializer):
+    """An error text of a finding: what a paste is matched against."""
+
+    finding_id = serializers.IntegerField(read_only=True)
+    text = serializers.CharField(trim_whitespace=False, help_text="The error as printed")
+    exception_type = serializers.CharField(
+        source="signature.exception_type", read_only=True, default=None
+    )
+    fingerprint = serializers.CharField(
+        source="signature.fingerprint", read_only=True, default=None
+    )
+
+    class Meta:
+        model = ErrorSample
+        fields = ["id", "finding_id", "text", "exception_type", "fingerprint", "learned_at"]
+        read_only_fields = ["learned_at"]
+
+    def validate_text(self, value: str) -> str:
+        return readable_sample(value)
+
+
+def readable_sample(value: str) -> str:
+    """A sample must be text FixGraph can read, within the paste limit."""
+    within_paste_limit(value, "sample")
+    if not value.strip():
+        raise serializers.ValidationError("A sample is the error text; this one is empty.")
+    try:
+        parse(value)
+    except InputRejected as rejected:
+        raise serializers.ValidationError(str(rejected)) from rejected
+    return value
+
+
+MAX_SAMPLES = 20  # per request; more can be added one at a time
+
+
 class FindingSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:finding-detail")
     html_url = serializers.SerializerMethodField(help_text="The finding's web page, for people")
     gpus = GpuSerializer(many=True, read_only=True)
     flags = FlagSettingSerializer(source="flag_settings", many=True, read_only=True)
-    fixes = FixSerializer(many=True, read_only=True)
+    fixes = FixSerializer(
+        many=True,
+        required=False,
+        help_text="In order. Given on create, they are the new finding's fixes; a change "
+        "later goes through /findings/{id}/fixes/",
+    )
+    samples = serializers.ListField(
+        child=serializers.CharField(trim_whitespace=False),
+        write_only=True,
+        required=False,
+        max_length=MAX_SAMPLES,
+        help_text="Error texts to add to the finding's samples (a text it holds already is "
+        "skipped); read them at /findings/{id}/samples/",
+    )
     model = serializers.PrimaryKeyRelatedField(
         queryset=LanguageModel.objects.all(), required=False, allow_null=True
     )
@@ -289,6 +344,7 @@ class FindingSerializer(serializers.ModelSerializer):
             "framework",
             "flags",
             "fixes",
+            "samples",
             "works_command",
             "throughput_tok_s",
             "ttft_ms",
@@ -321,6 +377,43 @@ class FindingSerializer(serializers.ModelSerializer):
             return conditions.checked(value)
         except conditions.ConditionError as error:
             raise serializers.ValidationError(str(error)) from error
+
+    def validate_samples(self, value: list[str]) -> list[str]:
+        return [readable_sample(text) for text in value]
+
+    def validate_fixes(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.instance is not None:
+            raise serializers.ValidationError(
+                "Fixes are given when a finding is created; add or change one through "
+                f"/findings/{self.instance.pk}/fixes/."
+            )
+        return value
+
+    def to_internal_value(self, data: Any) -> Any:
+        # A field this endpoint does not know is refused, not dropped: a bot that sent
+        # `sample` for `samples` would otherwise lose it without a word.
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: ["Unknown field for a finding."] for name in unknown}
+                )
+        return super().to_internal_value(data)
+
+    def create(self, validated_data: dict[str, Any]) -> Finding:
+        fixes = validated_data.pop("fixes", [])
+        samples = validated_data.pop("samples", [])
+        finding = super().create(validated_data)
+        for position, fix in enumerate(fixes, start=1):
+            Fix.objects.create(finding=finding, **{"position": position, **fix})
+        records.add_new_samples(finding, samples)
+        return finding
+
+    def update(self, finding: Finding, validated_data: dict[str, Any]) -> Finding:
+        samples = validated_data.pop("samples", [])
+        finding = super().update(finding, validated_data)
+        records.add_new_samples(finding, samples)
+        return finding
 
 
 class FindingHistorySerializer(serializers.Serializer):

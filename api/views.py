@@ -45,6 +45,7 @@ from kb.models import (
 )
 from kb.search import SearchResult, page_snippets
 from kb.services import feedback, stored_diagnoses
+from kb.services.records import add_new_samples
 
 
 class SlackBlocksRenderer(renderers.JSONRenderer):
@@ -216,6 +217,13 @@ class SignatureDecisionView(APIView):
         return Response(serializer.data, status=status.HTTP_201_CREATED)
 
 
+def published_needs_publish_scope(request: Request, finding: Finding, doing: str) -> None:
+    """What changes a published finding's answers (its fixes run on hosts, its samples
+    decide what it matches) is a reviewer's: the `publish` scope."""
+    if finding.status == Finding.Status.PUBLISHED and not may_publish(request):
+        raise PermissionDenied(f"{doing} to a published finding needs the `publish` scope.")
+
+
 class FindingViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -250,6 +258,8 @@ class FindingViewSet(
         status_asked = serializer.validated_data.get("status", serializer.instance.status)
         if status_asked != serializer.instance.status and not may_publish(self.request):
             raise PermissionDenied("Changing a finding's status needs the `publish` scope.")
+        if serializer.validated_data.get("samples"):
+            published_needs_publish_scope(self.request, serializer.instance, "Adding a sample")
         serializer.save()
 
     def get_queryset(self) -> QuerySet[Finding]:
@@ -289,13 +299,37 @@ class FindingViewSet(
         finding = self.get_object()
         if request.method == "GET":
             return Response(s.FixSerializer(finding.fixes.all(), many=True).data)
-        if finding.status == Finding.Status.PUBLISHED and not may_publish(request):
-            # A published finding's fixes can run on GPU hosts: a reviewer adds them.
-            raise PermissionDenied("Adding a fix to a published finding needs the `publish` scope.")
+        # A published finding's fixes can run on GPU hosts: a reviewer adds them.
+        published_needs_publish_scope(request, finding, "Adding a fix")
         serializer = s.FixSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         serializer.save(finding=finding)
         return Response(serializer.data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.SampleSerializer, responses={200: s.SampleSerializer(many=True)})
+    @action(
+        detail=True,
+        methods=["get", "post"],
+        serializer_class=s.SampleSerializer,
+        filter_backends=[],
+        pagination_class=None,
+    )
+    def samples(self, request: Request, pk: str | None = None) -> Response:
+        """A finding's error samples, what pastes are matched against; POST (scope
+        `write`) adds one: 201, or 200 with the sample when the finding holds that text."""
+        finding = self.get_object()
+        held = finding.samples.select_related("signature").order_by("pk")
+        if request.method == "GET":
+            return Response(s.SampleSerializer(held, many=True).data)
+        # A published finding's samples decide what pastes it answers: a reviewer adds them.
+        published_needs_publish_scope(request, finding, "Adding a sample")
+        serializer = s.SampleSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        text = serializer.validated_data["text"]
+        added = add_new_samples(finding, [text])
+        sample = added[0] if added else held.get(text=text)
+        code = status.HTTP_201_CREATED if added else status.HTTP_200_OK
+        return Response(s.SampleSerializer(sample).data, status=code)
 
     @extend_schema(responses={200: s.FindingHistorySerializer(many=True)})
     @action(

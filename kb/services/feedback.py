@@ -20,7 +20,6 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from decisiontree.fingerprint import ends_before_error
-from decisiontree.samples import signatures_of_sample, stored_form
 from kb.models import ErrorSample, Finding, Fix, FixFeedback, StoredDiagnosis
 from kb.services import records
 
@@ -210,20 +209,11 @@ def learn_paste(vote_id: int, finding: Finding, *, by: AbstractBaseUser) -> Erro
     )
     if vote_row is None or vote_row.diagnosis is None:
         return None
-    text = vote_row.diagnosis.text
-    if finding.samples.filter(text=text).exists():
-        return None
-    found = signatures_of_sample(text)
-    signature_id = records.error_signature(found[0]) if not isinstance(found, str) else None
-    sample = ErrorSample.objects.create(
-        finding=finding,
-        text=text,
-        signature_id=signature_id,
-        parsed=stored_form(found),
+    learned = records.add_new_samples(
+        finding,
+        [vote_row.diagnosis.text],
         learned_at=timezone.now(),
         learned_from=vote_row,
         learned_by=by,
     )
-    if signature_id is not None:
-        finding.signatures.add(signature_id)
-    return sample
+    return learned[0] if learned else None

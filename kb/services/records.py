@@ -333,16 +333,35 @@ def link_samples(
 
 def add_samples(finding: Finding, samples: Iterable[str], source: SourceDocument | None) -> None:
     for text in samples:
-        found = signatures_of_sample(text)
-        signature_id = error_signature(found[0]) if not isinstance(found, str) else None
-        _index_stored(finding.pk, found if isinstance(found, tuple) else ())
-        ErrorSample.objects.create(
-            finding=finding,
-            text=text,
-            signature_id=signature_id,
-            parsed=stored_form(found),
-            source=source,
-        )
+        store_sample(finding, text, source=source)
+
+
+def add_new_samples(finding: Finding, texts: Iterable[str], **fields: Any) -> list[ErrorSample]:
+    """Add error texts to a finding's samples (the API, a reviewer learning a paste),
+    skipping those it holds; each is linked to the finding by its error signature, as
+    ingest links them. `fields` as for `store_sample`."""
+    held = set(finding.samples.values_list("text", flat=True))
+    added: list[ErrorSample] = []
+    for text in dict.fromkeys(texts):
+        if text in held:
+            continue
+        sample = store_sample(finding, text, **fields)
+        if sample.signature_id is not None:
+            finding.signatures.add(sample.signature_id)
+        added.append(sample)
+    return added
+
+
+def store_sample(finding: Finding, text: str, **fields: Any) -> ErrorSample:
+    """One error text of the finding, stored with its signatures (parsed once, here) and
+    its error signature; `fields` are the sample's other columns (its source, where it
+    was learned from)."""
+    found = signatures_of_sample(text)
+    signature_id = error_signature(found[0]) if not isinstance(found, str) else None
+    _index_stored(finding.pk, found if isinstance(found, tuple) else ())
+    return ErrorSample.objects.create(
+        finding=finding, text=text, signature_id=signature_id, parsed=stored_form(found), **fields
+    )
 
 
 def error_signature(signature: Signature) -> int:
