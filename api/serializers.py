@@ -391,8 +391,9 @@ class FindingSerializer(serializers.ModelSerializer):
 
     def to_internal_value(self, data: Any) -> Any:
         # A field this endpoint does not know is refused, not dropped: a bot that sent
-        # `sample` for `samples` would otherwise lose it without a word.
-        if isinstance(data, dict):
+        # `sample` for `samples` would otherwise lose it without a word. JSON bodies only:
+        # the browsable API's form posts its CSRF token beside the fields.
+        if type(data) is dict:
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
                 raise serializers.ValidationError(
