@@ -66,7 +66,10 @@ def test_a_sample_is_added_once_and_a_published_findings_needs_the_publish_scope
     Finding.objects.filter(pk=draft.json()["id"]).update(status=Finding.Status.PUBLISHED)
     other = PASTE.replace("64", "32")
     assert_error(writer.post(samples_url, {"text": other}, format="json"), 403)
+    finding_url = f"{FINDINGS}{draft.json()['id']}/"
+    assert_error(writer.patch(finding_url, {"samples": [other]}, format="json"), 403)
     assert publisher.post(samples_url, {"text": other}, format="json").status_code == 201
+    assert ErrorSample.objects.filter(text=other).count() == 1
 
 
 @pytest.mark.parametrize(
