@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -401,6 +402,7 @@ class FindingSerializer(serializers.ModelSerializer):
                 )
         return super().to_internal_value(data)
 
+    @transaction.atomic  # the finding with all its fixes and samples, or nothing
     def create(self, validated_data: dict[str, Any]) -> Finding:
         fixes = validated_data.pop("fixes", [])
         samples = validated_data.pop("samples", [])
@@ -410,6 +412,7 @@ class FindingSerializer(serializers.ModelSerializer):
         records.add_new_samples(finding, samples)
         return finding
 
+    @transaction.atomic
     def update(self, finding: Finding, validated_data: dict[str, Any]) -> Finding:
         samples = validated_data.pop("samples", [])
         finding = super().update(finding, validated_data)
