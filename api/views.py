@@ -286,7 +286,8 @@ class FindingViewSet(
             context["snippets"] = page_snippets(self.page_rows or [], query, result.reading)
         return context
 
-    @extend_schema(request=s.FixSerializer, responses={200: s.FixSerializer(many=True)})
+    @extend_schema(methods=["GET"], responses={200: s.FixSerializer(many=True)})
+    @extend_schema(methods=["POST"], request=s.FixSerializer, responses={201: s.FixSerializer})
     @action(
         detail=True,
         methods=["get", "post"],
@@ -306,7 +307,12 @@ class FindingViewSet(
         serializer.save(finding=finding)
         return Response(serializer.data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=s.SampleSerializer, responses={200: s.SampleSerializer(many=True)})
+    @extend_schema(methods=["GET"], responses={200: s.SampleSerializer(many=True)})
+    @extend_schema(
+        methods=["POST"],
+        request=s.SampleSerializer,
+        responses={201: s.SampleSerializer, 200: s.SampleSerializer},
+    )
     @action(
         detail=True,
         methods=["get", "post"],
