@@ -234,15 +234,9 @@ class PastedError:
     the type release-independent), which a reader does not recognise as theirs."""
 
     lines: tuple[str, ...] = ()  # empty when the paste holds no error line
-    type: str = ""  # the raised exception's type as pasted, where the signature names one
-    signature_type: str = ""  # ... and as the signature names it
-
-    @property
-    def renamed(self) -> bool:
-        """Whether the signature names the type otherwise: a RuntimeError that says
-        "CUDA error: ..." is the AcceleratorError of newer torch releases."""
-        written = self.type.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
-        return bool(written) and written != self.signature_type
+    # The raised exception's type as pasted, where the signature names it otherwise: a
+    # RuntimeError that says "CUDA error: ..." is the AcceleratorError of newer torch.
+    renamed_from: str = ""
 
 
 def pasted_error(text: str, exception_type: str | None) -> PastedError:
@@ -263,7 +257,9 @@ def pasted_error(text: str, exception_type: str | None) -> PastedError:
     if not lines:
         lines = list(parsed.error_lines[:2])
     shown = tuple(cut(line) for line in dict.fromkeys(lines) if line.strip())
-    return PastedError(shown, raised[-1].type if raised else "", named)
+    # The type's own short name, without the alias its message gives it.
+    renamed = [exc.type for exc in raised[-1:] if canonical_type(exc.type, "") != named]
+    return PastedError(shown, next(iter(renamed), ""))
 
 
 def first_line(text: str) -> str:

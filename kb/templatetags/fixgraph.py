@@ -255,7 +255,7 @@ def decision_path(diagnosis: dict[str, Any], pasted: PastedError | None = None) 
     return {
         "signature": signature.get("exception_type") or "the pasted text",
         # "AcceleratorError" alone reads as someone else's error beside a RuntimeError.
-        "pasted_as": pasted.type if pasted and pasted.renamed else "",
+        "pasted_as": pasted.renamed_from if pasted else "",
         "template": signature.get("template", ""),
         "causes": list(causes.values()),
     }
