@@ -91,8 +91,15 @@ class ValidationRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    # Not ended yet: a worker may still pick it up or is running it; it can be cancelled.
+    LIVE = (Status.QUEUED, Status.RUNNING)
+
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"run {self.pk} of fix {self.fix_id} on {self.host}: {self.status}"
+
+    @property
+    def live(self) -> bool:
+        return self.status in self.LIVE

@@ -220,9 +220,7 @@ def revalidate(*, older_than_days: float = 30) -> list[ValidationRun]:
     for past in finished.order_by("finished_at").select_related("fix__finding", "host"):
         newest[(past.fix_id, past.host_id)] = past
     pending = set(
-        ValidationRun.objects.filter(status__in=[Status.QUEUED, Status.RUNNING]).values_list(
-            "fix_id", "host_id"
-        )
+        ValidationRun.objects.filter(status__in=ValidationRun.LIVE).values_list("fix_id", "host_id")
     )
     due = [
         past
@@ -238,7 +236,7 @@ def revalidate(*, older_than_days: float = 30) -> list[ValidationRun]:
 def cancel(run_id: int) -> bool:
     """Cancel a queued or running run; a running one stops its server at the next beat."""
     return (
-        ValidationRun.objects.filter(pk=run_id, status__in=[Status.QUEUED, Status.RUNNING]).update(
+        ValidationRun.objects.filter(pk=run_id, status__in=ValidationRun.LIVE).update(
             status=Status.CANCELLED, finished_at=timezone.now()
         )
         == 1

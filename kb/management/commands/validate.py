@@ -13,8 +13,6 @@ from decisiontree.recipes import UnknownBenchFormat
 from kb.models import Fix, Host, ValidationRun
 from kb.services import validation
 
-FINISHED = {s for s in ValidationRun.Status if s not in ("queued", "running")}
-
 
 class Command(BaseCommand):
     help = "Queue a validation run of a fix on a host (or import a benchmark run by hand)."
@@ -107,7 +105,7 @@ class Command(BaseCommand):
         for name, value in (run.metrics or {}).items():
             if value is not None:
                 self.stdout.write(f"  {name}: {value}")
-        if run.status not in FINISHED:
+        if run.live:
             return
         if run.status != ValidationRun.Status.PASSED:
             raise CommandError(f"run {run.pk} ended {run.status}")
@@ -117,6 +115,6 @@ def wait_for(run_id: int, timeout: float) -> ValidationRun:
     deadline = time.monotonic() + timeout
     while True:
         run = ValidationRun.objects.get(pk=run_id)
-        if run.status in FINISHED or time.monotonic() > deadline:
+        if not run.live or time.monotonic() > deadline:
             return run
         time.sleep(1)
