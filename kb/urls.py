@@ -27,6 +27,8 @@ urlpatterns = [
         views.validate_fix,
         name="validate-fix",
     ),
+    path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/cancel/", views.cancel_run, name="run-cancel"),
     path("runbook/", views.runbook, name="runbook"),
     path("runbook.md", views.runbook_markdown, name="runbook-markdown"),
     path("review/", views.review_queue, name="review-queue"),

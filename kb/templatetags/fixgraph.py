@@ -190,6 +190,19 @@ def ago(moment: datetime | None) -> str:
 
 
 @register.filter
+def duration(seconds: float | None) -> str:
+    """“38 s”, “4 min 12 s”, “1 h 3 min”: how long a run took, to the second that matters."""
+    if seconds is None:
+        return ""
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
+@register.filter
 def md_cell(value: Any) -> str:
     """A value for a Markdown table cell: one line, no column breaks."""
     return " ".join(str(value if value is not None else "—").split()).replace("|", "\\|")

@@ -10,9 +10,11 @@ from kb.views.feedback import (
 from kb.views.findings import finding_detail, validate_fix
 from kb.views.review import merge_finding, reject_finding, review_finding, review_queue
 from kb.views.runbook import runbook, runbook_markdown
+from kb.views.runs import cancel_run, run_detail
 from kb.views.search import finding_list
 
 __all__ = [
+    "cancel_run",
     "diagnose_page",
     "diagnosis_delete",
     "diagnosis_detail",
@@ -28,6 +30,7 @@ __all__ = [
     "review_queue",
     "runbook",
     "runbook_markdown",
+    "run_detail",
     "start_finding",
     "validate_fix",
 ]

@@ -119,4 +119,5 @@ def validate_fix(request: HttpRequest, pk: int, fix_pk: int) -> HttpResponse:
             messages.error(request, f"Not queued: {refused}")
         else:
             messages.success(request, f"Queued validation run {run.pk} of fix {fix.pk} on {host}.")
+            return redirect("kb:run-detail", pk=run.pk)  # to follow it
     return redirect(f"/findings/{pk}/#fix-{fix.pk}")

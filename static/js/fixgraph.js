@@ -29,3 +29,22 @@ const answer = document.querySelector("[data-scroll-on-load]");
 if (answer && !window.location.hash && window.scrollY === 0) {
   answer.scrollIntoView({ block: "start" });
 }
+
+// A validation run's log follows its newest lines while the page polls, unless the
+// reader has scrolled up in it: then it stays where they were reading.
+let logPlace = null;
+document.addEventListener("htmx:beforeSwap", () => {
+  const log = document.querySelector("pre[data-follow]");
+  logPlace = log && {
+    top: log.scrollTop,
+    atEnd: log.scrollTop + log.clientHeight >= log.scrollHeight - 4,
+  };
+});
+function followLog() {
+  const log = document.querySelector("pre[data-follow]");
+  if (!log) return;
+  log.scrollTop = logPlace && !logPlace.atEnd ? logPlace.top : log.scrollHeight;
+  logPlace = null;
+}
+document.addEventListener("htmx:afterSettle", followLog);
+followLog();

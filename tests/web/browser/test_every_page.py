@@ -49,6 +49,8 @@ def pages_to_visit(draft: Finding) -> list[tuple[str, str]]:
     ]
     for finding in Finding.objects.order_by("pk"):
         visits.append((f"finding-{slugify(finding.title)[:60]}", f"/findings/{finding.pk}/"))
+    for run in ValidationRun.objects.order_by("pk"):
+        visits.append((f"validation-run-{run.status}", f"/runs/{run.pk}/"))
     return visits
 
 
@@ -65,6 +67,7 @@ def test_no_page_scrolls_sideways(
     Host.objects.create(name="h200-lab", address="10.0.0.9", username="ci", facts={"arch": "sm_90"})
     # A second, earlier run: the runbook's throughput table has two rows and draws its chart.
     add_run(validated_run.fix.finding, validated_run, days_ago=9, tok_s=1105.0)
+    failed_run(validated_run)
     context = browser.new_context(viewport=size.viewport)
     page = context.new_page()
     screenshot_login(page, live_server, size)
@@ -86,6 +89,26 @@ def test_no_page_scrolls_sideways(
         too_wide.append("500 page")
     context.close()
     assert not too_wide, f"pages wider than {size.width}px: {too_wide}"
+
+
+def failed_run(like: ValidationRun) -> ValidationRun:
+    """A run that failed the way they do: a long launch line, a log of long lines."""
+    log = "\n".join(
+        [f"[10:0{i}:00] waiting for /health (attempt {i})" for i in range(5)]
+        + ["---- server log (last lines) ----", fixture_text("decode_crash_rtx6000.txt")]
+    )
+    return ValidationRun.objects.create(
+        fix=like.fix,
+        host=like.host,
+        status=ValidationRun.Status.FAILED,
+        command=RTX_LAUNCH,
+        arch="sm_120",
+        framework_version="sglang 0.5.9",
+        error="the server exited with status 1 before it answered /health",
+        log=log,
+        started_at=like.finished_at,
+        finished_at=like.finished_at,
+    )
 
 
 def screenshot_login(page: Page, live_server: Any, size: Size) -> None:

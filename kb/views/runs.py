@@ -1,0 +1,77 @@
+"""A validation run's page: what was launched where, how far it got, what it measured, why
+it ended, and the log, refreshed while the run is live. Behind login: the log is a host's
+own output."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from kb.models import ValidationRun
+from kb.services import validation
+from kb.views.findings import VALIDATE_PERMISSION
+from kb.views.review import LOGIN_URL
+
+POLL_SECONDS = 3
+
+# Keys of ValidationRun.metrics worth a row, in the order a reader compares runs.
+METRICS = (
+    ("throughput_tok_s", "Output throughput", "tok/s"),
+    ("total_throughput_tok_s", "Total throughput", "tok/s"),
+    ("request_rate", "Requests", "req/s"),
+    ("ttft_ms", "TTFT, mean", "ms"),
+    ("median_ttft_ms", "TTFT, median", "ms"),
+    ("p99_ttft_ms", "TTFT, p99", "ms"),
+    ("itl_ms", "ITL, mean", "ms"),
+    ("median_itl_ms", "ITL, median", "ms"),
+    ("p99_itl_ms", "ITL, p99", "ms"),
+    ("completed", "Requests completed", ""),
+    ("failed", "Requests failed", ""),
+    ("duration_s", "Load duration", "s"),
+)
+
+
+@login_required(login_url=LOGIN_URL)
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(
+        ValidationRun.objects.select_related("fix__finding", "host", "created_by"), pk=pk
+    )
+    metrics = run.metrics or {}
+    ended = run.finished_at or timezone.now()
+    took = (ended - run.started_at).total_seconds() if run.started_at else None
+    context = {
+        "run": run,
+        "live": run.live,
+        "took": took,
+        "poll_seconds": POLL_SECONDS,
+        "measured": [
+            (label, metrics[key], unit)
+            for key, label, unit in METRICS
+            if metrics.get(key) is not None
+        ],
+        "tool": metrics.get("tool", ""),
+        "may_cancel": request.user.has_perm(VALIDATE_PERMISSION),
+    }
+    # htmx polls for the part that changes; the whole page otherwise.
+    template = "kb/_run.html" if request.htmx else "kb/run_detail.html"
+    return render(request, template, context)
+
+
+@require_POST
+@login_required(login_url=LOGIN_URL)
+@permission_required(VALIDATE_PERMISSION, raise_exception=True)
+def cancel_run(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(ValidationRun, pk=pk)
+    if validation.cancel(run.pk):
+        messages.success(
+            request,
+            f"Run {run.pk} cancelled: a server it started stops at the worker's next check.",
+        )
+    else:
+        run.refresh_from_db()
+        messages.error(request, f"Run {run.pk} had already ended ({run.get_status_display()}).")
+    return redirect("kb:run-detail", pk=run.pk)
