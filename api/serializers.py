@@ -441,12 +441,16 @@ class ValidationRunSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:validationrun-detail")
     fix_id = serializers.IntegerField(read_only=True)
     host = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    html_url = serializers.SerializerMethodField(
+        help_text="The run's web page, for people: it follows a live run and shows the log"
+    )
 
     class Meta:
         model = ValidationRun
         fields = [
             "id",
             "url",
+            "html_url",
             "fix_id",
             "host",
             "status",
@@ -460,6 +464,9 @@ class ValidationRunSerializer(serializers.ModelSerializer):
             "started_at",
             "finished_at",
         ]
+
+    def get_html_url(self, run: ValidationRun) -> str:
+        return page_url(reverse("kb:run-detail", args=[run.pk]))
 
 
 class ValidationRunRequestSerializer(serializers.Serializer):

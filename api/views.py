@@ -435,6 +435,20 @@ class ValidationRunViewSet(
         location = str(reply["url"])
         return Response(reply, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
 
+    @extend_schema(request=None, responses={200: s.ValidationRunSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel a queued or running run (scope `validate`); a server it started is stopped
+        at the worker's next check. 409 when the run has already ended."""
+        from kb.services import validation
+
+        run = self.get_object()
+        if not validation.cancel(run.pk):
+            run.refresh_from_db()
+            raise Conflict(f"Run {run.pk} has already ended: {run.get_status_display()}.")
+        run.refresh_from_db()
+        return Response(self.get_serializer(run).data)
+
 
 def queue_validation(serializer: BaseSerializer[Any], request: Request) -> ValidationRun:
     """Queue through the service: it refuses unreviewed fixes and unvetted environment,

@@ -108,3 +108,30 @@ def test_hosts_are_listed_without_their_secrets(reader: APIClient, host: Host) -
     row = reader.get("/api/v1/hosts/").json()["results"][0]
     assert row["name"] == "rtx-box-1" and "key_path" not in row and "username" not in row
     assert reader.get(f"/api/v1/hosts/{host.pk}/").status_code == 200
+
+
+def test_a_run_is_cancelled_once_with_the_validate_scope(
+    validator: APIClient, reader: APIClient, dsa_finding: Finding, host: Host
+) -> None:
+    run = ValidationRun.objects.create(fix=dsa_finding.fixes.first(), host=host)
+    cancel = f"{RUNS}{run.pk}/cancel/"
+
+    assert_error(reader.post(cancel), 403)
+    run.refresh_from_db()
+    assert run.status == ValidationRun.Status.QUEUED
+
+    response = validator.post(cancel)
+    assert response.status_code == 200, response.content
+    assert response.json()["status"] == "cancelled" and response.json()["finished_at"]
+    again = assert_error(validator.post(cancel), 409, "conflict")
+    assert "already ended: Cancelled" in again["message"]
+
+
+def test_a_run_links_to_its_page_for_people(
+    reader: APIClient, dsa_finding: Finding, host: Host
+) -> None:
+    run = ValidationRun.objects.create(fix=dsa_finding.fixes.first(), host=host)
+
+    row = reader.get(f"{RUNS}{run.pk}/").json()
+
+    assert row["html_url"].endswith(f"/runs/{run.pk}/")
