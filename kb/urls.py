@@ -27,6 +27,7 @@ urlpatterns = [
         views.validate_fix,
         name="validate-fix",
     ),
+    path("runs/", views.run_list, name="run-list"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", views.cancel_run, name="run-cancel"),
     path("runbook/", views.runbook, name="runbook"),

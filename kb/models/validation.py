@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -46,6 +48,14 @@ class Host(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def holder(self, now: datetime) -> int | None:
+        """The id of the run that holds the host at `now`; None when it is free. As in
+        `hosts.claim`, a lease that ran out frees the host before the sweeper clears it."""
+        expires = self.lease_expires_at
+        if self.locked_by_id is None or (expires is not None and expires < now):
+            return None
+        return self.locked_by_id
 
     def clean(self) -> None:
         # Names reach the shell as `export NAME=...`: only plain identifiers.

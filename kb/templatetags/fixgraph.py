@@ -21,7 +21,7 @@ from django import template
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils.safestring import SafeString, mark_safe
 
-from kb.models import Fix
+from kb.models import Fix, ValidationRun
 from kb.services import occurrences
 from kb.services.diagnosis import PastedError
 
@@ -178,6 +178,19 @@ def outcome_class(outcome: str) -> str:
 def outcome_label(outcome: str) -> str:
     """A fix outcome as the finding page's badge names it ("No effect")."""
     return str(Fix.Outcome(outcome).label) if outcome in Fix.Outcome.values else outcome
+
+
+@register.filter
+def run_status_label(status: str) -> str:
+    """A validation run's status as its page names it ("Timed out")."""
+    statuses = ValidationRun.Status
+    return str(statuses(status).label) if status in statuses.values else status
+
+
+@register.filter
+def mib_as_gib(mib: int | None) -> str:
+    """GPU memory as nvidia-smi reports it (MiB) in GiB: an H200's 143771 MiB is "140 GiB"."""
+    return f"{round(mib / 1024)} GiB" if mib else ""
 
 
 @register.filter

@@ -1,17 +1,18 @@
-"""A validation run's page: what was launched where, how far it got, what it measured, why
-it ended, and the log, refreshed while the run is live. Behind login: the log is a host's
-own output."""
+"""Validation on the web: the GPU hosts with what they hold and the runs on them; a run's
+page with what was launched where, how far it got, what it measured, why it ended and the
+log, refreshed while the run is live. Behind login: hosts and logs are the team's own."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
+from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from kb.models import ValidationRun
+from kb.models import Host, ValidationRun
 from kb.services import validation
 from kb.views.findings import VALIDATE_PERMISSION
 from kb.views.review import LOGIN_URL
@@ -33,6 +34,35 @@ METRICS = (
     ("failed", "Requests failed", ""),
     ("duration_s", "Load duration", "s"),
 )
+
+
+RUNS_SHOWN = 50
+
+
+@login_required(login_url=LOGIN_URL)
+def run_list(request: HttpRequest) -> HttpResponse:
+    now = timezone.now()
+    last_run = ValidationRun.objects.filter(host=OuterRef("pk")).order_by("-created_at", "-pk")
+    hosts = Host.objects.annotate(
+        last_run_id=Subquery(last_run.values("pk")[:1]),
+        last_status=Subquery(last_run.values("status")[:1]),
+    )
+    status = request.GET.get("status", "")
+    runs = ValidationRun.objects.select_related("fix__finding", "host", "created_by")
+    if status == "live":
+        runs = runs.filter(status__in=ValidationRun.LIVE)
+    elif status in ValidationRun.Status.values:
+        runs = runs.filter(status=status)
+    else:
+        status = ""
+    context = {
+        "hosts": [(host, host.holder(now)) for host in hosts],
+        "runs": list(runs[:RUNS_SHOWN]),
+        "shown": RUNS_SHOWN,
+        "status": status,
+        "statuses": [("live", "Queued or running"), *ValidationRun.Status.choices],
+    }
+    return render(request, "kb/run_list.html", context)
 
 
 @login_required(login_url=LOGIN_URL)

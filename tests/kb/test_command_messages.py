@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
-from kb.models import Finding, Fix, Host
+from kb.models import Finding, Fix, Host, ValidationRun
 
 pytestmark = pytest.mark.django_db
 
@@ -34,6 +36,19 @@ def test_hosts_list_has_a_header() -> None:
     lines = run("hosts", "list").splitlines()
     assert lines[0].split("\t") == ["name", "login", "gpus", "labels", "state"]
     assert lines[1].split("\t") == ["h200-a", "gpu@10.200.0.9:22", "?", "lab", "free"]
+
+
+def test_hosts_list_says_busy_only_while_the_lease_runs(fix: Fix) -> None:
+    host = Host.objects.create(name="h200-a", address="10.200.0.9", username="gpu")
+    run_row = ValidationRun.objects.create(fix=fix, host=host, status="running")
+    Host.objects.filter(pk=host.pk).update(
+        locked_by=run_row, lease_expires_at=timezone.now() + timedelta(seconds=60)
+    )
+    assert run("hosts", "list").splitlines()[1].endswith(f"busy (run {run_row.pk})")
+
+    # The worker died: its lease ran out, and the sweeper has not been by yet.
+    Host.objects.filter(pk=host.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert run("hosts", "list").splitlines()[1].endswith("free")
 
 
 @pytest.mark.parametrize(

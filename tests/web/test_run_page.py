@@ -3,6 +3,7 @@ log, behind login; reviewers cancel a live run from it."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -172,3 +173,75 @@ def test_queueing_from_a_finding_leads_to_the_run(
     run = ValidationRun.objects.get()
     assert response.redirect_chain[-1][0] == f"/runs/{run.pk}/"
     assert "Queued</span>" in text_of(response) and "sglang.launch_server" in text_of(response)
+
+
+H200_FACTS = {
+    "gpu_count": 8,
+    "gpu_name": "NVIDIA H200",
+    "arch": "sm_90",
+    "compute_capability": "9.0",
+    "memory_mib": 143771,
+    "driver": "580.159.04",
+    "cuda": "13.0",
+    "python": "3.12.3",
+    "packages": {"sglang": "0.5.9", "vllm": None, "torch": "2.9.1"},
+}
+
+
+def test_the_validation_page_shows_each_host_and_what_holds_it(
+    client: Client, starter_kb: None, reviewer: User
+) -> None:
+    now = timezone.now()
+    busy = Host.objects.create(
+        name="h200-a", address="10.0.0.7", username="ci", labels=["lab-a"], facts=H200_FACTS,
+        facts_at=now,
+    )  # fmt: skip
+    stale = Host.objects.create(name="h200-b", address="10.0.0.8", username="ci")
+    live = a_run(busy, status=ValidationRun.Status.RUNNING, started_at=now)
+    ended = a_run(stale, status=ValidationRun.Status.TIMED_OUT, finished_at=now)
+    Host.objects.filter(pk=busy.pk).update(
+        locked_by=live, lease_expires_at=now + timedelta(seconds=60)
+    )
+    # h200-b's worker died: its lease ran out before the sweeper freed it.
+    Host.objects.filter(pk=stale.pk).update(
+        locked_by=ended, lease_expires_at=now - timedelta(seconds=1)
+    )
+    assert client.get("/runs/").status_code == 302  # behind login
+    client.force_login(reviewer)
+
+    page = text_of(client.get("/runs/"))
+
+    rows = page.split('<h2 id="runs">')[0].split("<tr>")[2:]
+    assert "h200-a" in rows[0] and "h200-b" in rows[1]
+    assert "8× NVIDIA H200" in rows[0] and "sm_90, 140 GiB" in rows[0]
+    assert "580.159.04 · 13.0" in rows[0] and "sglang 0.5.9" in rows[0] and "vllm" not in rows[0]
+    assert f"busy with run {live.pk}" in rows[0] and "lab-a" in rows[0]
+    assert "free" in rows[1] and "not read" in rows[1] and "hosts facts h200-b" in rows[1]
+    assert f'href="/runs/{ended.pk}/">run {ended.pk}</a>' in rows[1] and "Timed out" in rows[1]
+
+
+def test_runs_are_listed_newest_first_and_filtered_by_status(
+    client: Client, starter_kb: None, host: Host, reviewer: User
+) -> None:
+    failed = a_run(host, status=ValidationRun.Status.FAILED)
+    queued = a_run(host)
+    passed = a_run(host, status=ValidationRun.Status.PASSED, metrics={"throughput_tok_s": 990.0})
+    client.force_login(reviewer)
+
+    def listed(query: str) -> list[int]:
+        page = text_of(client.get(f"/runs/{query}")).split('<h2 id="runs">')[1]
+        return [int(pk) for pk in re.findall(r'<td data-label="Run"><a href="/runs/(\d+)/', page)]
+
+    assert listed("") == [passed.pk, queued.pk, failed.pk]
+    assert listed("?status=live") == [queued.pk]
+    assert listed("?status=failed") == [failed.pk]
+    assert listed("?status=nonsense") == [passed.pk, queued.pk, failed.pk]
+    assert "990.0 tok/s" in text_of(client.get("/runs/"))
+
+
+def test_the_menu_has_validation_for_people_logged_in(
+    client: Client, starter_kb: None, reviewer: User
+) -> None:
+    assert 'href="/runs/"' not in text_of(client.get("/"))
+    client.force_login(reviewer)
+    assert 'href="/runs/"' in text_of(client.get("/"))

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import IntegrityError
+from django.utils import timezone
 
 from decisiontree.server_env import env_name_problem
 from kb import remote
@@ -71,10 +72,12 @@ class Command(BaseCommand):
                               "ADDRESS --user USER --accept-host-key`")  # fmt: skip
             return
         self.stdout.write("name\tlogin\tgpus\tlabels\tstate")
+        now = timezone.now()
         for host in found:
             facts = host.facts or {}
             gpus = f"{facts.get('gpu_count', '?')}x {facts.get('gpu_name', '?')}" if facts else "?"
-            busy = f"busy (run {host.locked_by_id})" if host.locked_by_id else "free"
+            holder = host.holder(now)
+            busy = f"busy (run {holder})" if holder else "free"
             self.stdout.write(f"{host.name}\t{host.username}@{host.address}:{host.port}\t{gpus}"
                               f"\t{','.join(host.labels)}\t{busy}")  # fmt: skip
 

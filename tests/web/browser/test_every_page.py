@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.template.loader import render_to_string
+from django.utils import timezone
 from django.utils.text import slugify
 from playwright.sync_api import Browser, Page, expect
 
@@ -18,6 +19,7 @@ from kb.models import Finding, Host, ValidationRun
 from kb.services.stored_diagnoses import diagnose_and_store
 from tests.web.browser.conftest import MOBILE, SIZES, Size, screenshot
 from tests.web.conftest import RTX_LAUNCH, fixture_text
+from tests.web.test_run_page import H200_FACTS
 from tests.web.test_runbook import add_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -43,6 +45,7 @@ def pages_to_visit(draft: Finding) -> list[tuple[str, str]]:
         ("paste", "/diagnose/"),
         ("diagnosis", record.get_absolute_url()),
         ("runbook", "/runbook/"),
+        ("validation", "/runs/"),
         ("review-queue", "/review/"),
         ("review-draft", f"/review/{draft.pk}/"),
         ("not-found", "/no/such/page/"),
@@ -64,7 +67,10 @@ def test_no_page_scrolls_sideways(
     validated_run: ValidationRun,
     size: Size,
 ) -> None:
-    Host.objects.create(name="h200-lab", address="10.0.0.9", username="ci", facts={"arch": "sm_90"})
+    Host.objects.create(
+        name="h200-lab", address="10.0.0.9", username="ci", labels=["lab-a"], facts=H200_FACTS,
+        facts_at=timezone.now(),
+    )  # fmt: skip
     # A second, earlier run: the runbook's throughput table has two rows and draws its chart.
     add_run(validated_run.fix.finding, validated_run, days_ago=9, tok_s=1105.0)
     failed_run(validated_run)
