@@ -245,7 +245,10 @@ def why_not(
     parts: list[str] = []
     types = graph.exception_types_of(candidate.finding_id)
     named = [t for t in types if t not in UNNAMED_TYPES]
-    if signature and same_class(signature, types):
+    if signature and candidate.layer == "template":
+        # The message as printed, from other code: that message alone was not enough.
+        parts.append(f"same error message ({signature.exception_type}), raised from other code")
+    elif signature and same_class(signature, types):
         parts.append(f"same error class ({signature.exception_type}), another message")
     elif named:
         parts.append(f"another error ({named[0]})")

@@ -111,9 +111,10 @@ def test_a_near_finding_of_the_same_error_class_that_shares_only_ordinary_words_
 
     result = diagnose(training_oom, build_context(), build_graph([profile_oom]))
 
+    # Both first sentences read "CUDA out of memory.": the same message, from other code.
     [near] = result.nearest
     assert near.why_not == (
-        "same error class (OutOfMemoryError), another message; "
+        "same error message (OutOfMemoryError), raised from other code; "
         "shares only ordinary words: too little to be the same issue"
     )
 

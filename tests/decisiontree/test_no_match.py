@@ -49,7 +49,7 @@ def test_a_none_answer_names_the_nearest_findings_apart_from_the_fixes() -> None
     assert result.fixes == () and result.not_helpful == ()
     assert [near.finding.id for near in result.nearest] == [5]
     why = result.nearest[0].why_not
-    assert "same error class (OutOfMemoryError)" in why
+    assert "same error message (OutOfMemoryError)" in why
     assert "framework sglang here, vllm in the finding" in why
 
 
