@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache, lru_cache
+from itertools import pairwise
 
 import numpy as np
 
@@ -52,6 +53,12 @@ def known_threshold() -> float:
 
 def similar_threshold() -> float:
     return float(tuning()["verifier"]["similar"])
+
+
+def words_alone_may_be_similar_only() -> bool:
+    """Whether a match on words alone, with no word pair of a message in common in order,
+    stops at "similar" (matcher_tuning.json, `known_on_words_alone`, says why)."""
+    return bool(tuning()["known_on_words_alone"]["needs_phrase"])
 
 
 def runner_up_threshold() -> float:
@@ -113,10 +120,16 @@ class Candidate:
     migrated_from: str | None = None
     # Below "similar", listed only after a first candidate at or above it (`shortlist`).
     runner_up: bool = False
+    # Whether one paste message and one finding message share a pair of words, in order
+    # (`Features.message_phrase` > 0); a match on words alone without one is not "known".
+    phrase_shared: bool = True
 
     @property
     def level(self) -> MatchLevel:
-        return level_of(self.score)
+        level = level_of(self.score)
+        if level is MatchLevel.KNOWN and self.layer == "terms" and not self.phrase_shared:
+            return MatchLevel.SIMILAR if words_alone_may_be_similar_only() else level
+        return level
 
     def explain(self) -> str:
         shared = ", ".join(self.matched_terms[:5])
@@ -164,6 +177,9 @@ class Features:
     unusual_containment: float  # containment (as `containment`) of what ordinary output lacks
     finding_message_held: float  # most of one sample message's unusual words the paste holds
     clause_held: float  # the same over one clause of a message, scaled down when it says little
+    message_phrase: (
+        float  # most of one paste message's unusual word pairs, in order, in a finding message
+    )
     frames: float  # share of key frames in common
     same_fingerprint: float
     same_template: float
@@ -341,6 +357,7 @@ class SignatureIndex:
                     layer,
                     self._shared(paste, finding_id) if shown else (),
                     self._known_fingerprint(finding_id),
+                    phrase_shared=features.message_phrase > 0,
                 )
         ranked = sorted(found.values(), key=lambda c: (-c.score, c.finding_id))
         return tuple(ranked[:limit])
@@ -463,6 +480,7 @@ class SignatureIndex:
             unusual_containment=unusual_containment,
             finding_message_held=finding_message_held,
             clause_held=self._clause_held(paste, terms),
+            message_phrase=self._message_phrase(paste, finding_id),
             frames=self._frame_overlap(paste, finding_id),
             same_fingerprint=1.0 if finding_id in same_print else 0.0,
             same_template=0.0,
@@ -534,6 +552,27 @@ class SignatureIndex:
         for words, ordinary in zip(paste.clauses, paste.clause_ordinary, strict=True):
             share, total = self._held(paste, words - ordinary, terms)
             best = max(best, share * min(1.0, total / enough))
+        return best
+
+    def _message_phrase(self, paste: _Paste, finding_id: int) -> float:
+        """The largest share (by weight) of one paste message's word pairs, adjacent as
+        printed and not both explained by ordinary output, that one finding message holds
+        adjacent too: "no available kernel" and "no kernel image is available" share words,
+        not phrases."""
+        known = [self._entries[n].message for n in self._by_finding.get(finding_id, ())]
+        known += _own_messages(*self._own_lines.get(finding_id, ("", "")))
+        pairs_known = [_word_pairs(message) for message in known]
+        best = 0.0
+        for pairs, ordinary in zip(paste.pairs, paste.ordinary, strict=True):
+            unusual = [p for p in pairs if not (p[0] in ordinary and p[1] in ordinary)]
+            total = math.fsum(paste.weights(a) + paste.weights(b) for a, b in unusual)
+            if not total:
+                continue
+            for other in pairs_known:
+                held = math.fsum(
+                    paste.weights(a) + paste.weights(b) for a, b in unusual if (a, b) in other
+                )
+                best = max(best, held / total)
         return best
 
     def _held(self, paste: _Paste, words: Iterable[str], terms: set[int]) -> tuple[float, float]:
@@ -709,6 +748,17 @@ def _template_words(template: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=16_384)
+def _word_pairs(template: str) -> frozenset[tuple[str, str]]:
+    """Adjacent word pairs of a template, placeholders left out (they join their neighbours)."""
+    words = [
+        w
+        for w in words_of(template.replace("<", " <").replace(">", "> "))
+        if w not in _PLACEHOLDERS
+    ]
+    return frozenset(pairwise(words))
+
+
+@lru_cache(maxsize=16_384)
 def _own_messages(title: str, summary: str) -> tuple[str, ...]:
     """A finding's title and symptom as messages, as a paste's are read."""
     return tuple(message_of(text) for text in (title, summary) if text.strip())
@@ -759,6 +809,7 @@ class _Paste:
     functions: set[str]
     ordinary: list[frozenset[str]]  # per message: its words the closest ordinary message has
     clauses: list[frozenset[str]]  # the messages' clauses (split at ". ", ": ", " - ", "|")
+    pairs: list[frozenset[tuple[str, str]]]  # per message: its adjacent word pairs
     clause_ordinary: list[frozenset[str]]  # per clause: its words an ordinary message has
     weights: _Memo  # idf, remembered for this lookup
     ordinary_terms: frozenset[str] | set[str] = frozenset()  # the closest background document's
@@ -783,8 +834,11 @@ class _Paste:
         idf = index.retrieval.idf_of(all_terms)
         fingerprints = [(q.fingerprint, False) for q in queries if q.fingerprint]
         fingerprints += [(q.previous_fingerprint, True) for q in queries if q.previous_fingerprint]
-        messages = [_template_words(q.message or q.template) for q in queries]
-        messages = [m for m in messages if m] or [frozenset(errors)]  # free text: all of it
+        texts = [q.message or q.template for q in queries]
+        read = [(words, _word_pairs(t)) for t in texts if (words := _template_words(t))]
+        # Free text: all of it, its words in the order written.
+        read = read or [(frozenset(errors), frozenset(pairwise(errors)))]
+        messages = [words for words, _ in read]
         known = index.retrieval.term_id
         ids = {t: i for t in all_terms if (i := known(t)) is not None}
         clauses = [
@@ -806,6 +860,7 @@ class _Paste:
             functions={f.rsplit(":", 1)[-1] for q in queries for f in q.key_frames},
             ordinary=[index.explained_by_ordinary(m) for m in messages],
             clauses=clauses,
+            pairs=[pairs for _, pairs in read],
             clause_ordinary=[index.explained_by_ordinary(m) for m in clauses],
             weights=_Memo(index.weight),
             ids=ids,
