@@ -126,10 +126,17 @@ class Candidate:
 
     @property
     def level(self) -> MatchLevel:
-        level = level_of(self.score)
-        if level is MatchLevel.KNOWN and self.layer == "terms" and not self.phrase_shared:
-            return MatchLevel.SIMILAR if words_alone_may_be_similar_only() else level
-        return level
+        return MatchLevel.SIMILAR if self.held_back else level_of(self.score)
+
+    @property
+    def held_back(self) -> bool:
+        """Scored "known" on words alone, but no phrase of a message is shared: "similar"."""
+        return (
+            self.layer == "terms"
+            and not self.phrase_shared
+            and level_of(self.score) is MatchLevel.KNOWN
+            and words_alone_may_be_similar_only()
+        )
 
     def explain(self) -> str:
         shared = ", ".join(self.matched_terms[:5])
@@ -141,7 +148,8 @@ class Candidate:
             return f"same error message as a known sample, other frames (shares {shared})"
         if self.runner_up:
             return f"less likely than the first match: shares {shared} (score {self.score:.2f})"
-        return f"similar to a known sample: shares {shared} (score {self.score:.2f})"
+        said = f"similar to a known sample: shares {shared} (score {self.score:.2f})"
+        return f"{said}; no phrase of its message, so not a known issue" if self.held_back else said
 
 
 @dataclass(frozen=True)
