@@ -185,9 +185,7 @@ class Features:
     unusual_containment: float  # containment (as `containment`) of what ordinary output lacks
     finding_message_held: float  # most of one sample message's unusual words the paste holds
     clause_held: float  # the same over one clause of a message, scaled down when it says little
-    message_phrase: (
-        float  # most of one paste message's unusual word pairs, in order, in a finding message
-    )
+    message_phrase: float  # most of a paste message's unusual word pairs a finding message has
     frames: float  # share of key frames in common
     same_fingerprint: float
     same_template: float
@@ -752,18 +750,18 @@ _CLAUSE = re.compile(r"[.?!;:](?:\s+|$)|\s+-\s+|\|")
 @lru_cache(maxsize=65_536)
 def _template_words(template: str) -> frozenset[str]:
     """The specific parts of a template: its words, placeholders left out."""
-    return frozenset(words_of(template.replace("<", " <").replace(">", "> "))) - _PLACEHOLDERS
+    return frozenset(_words_in_order(template))
 
 
 @lru_cache(maxsize=16_384)
 def _word_pairs(template: str) -> frozenset[tuple[str, str]]:
-    """Adjacent word pairs of a template, placeholders left out (they join their neighbours)."""
-    words = [
-        w
-        for w in words_of(template.replace("<", " <").replace(">", "> "))
-        if w not in _PLACEHOLDERS
-    ]
-    return frozenset(pairwise(words))
+    """Adjacent word pairs of a template (a placeholder joins its neighbours)."""
+    return frozenset(pairwise(_words_in_order(template)))
+
+
+def _words_in_order(template: str) -> list[str]:
+    words = words_of(template.replace("<", " <").replace(">", "> "))
+    return [word for word in words if word not in _PLACEHOLDERS]
 
 
 @lru_cache(maxsize=16_384)
