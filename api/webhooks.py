@@ -27,14 +27,6 @@ from api.models import Webhook, WebhookDelivery
 from kb.models import Finding, ValidationRun
 from kb.signals import findings_created
 
-FINISHED_RUN_STATES = {
-    ValidationRun.Status.PASSED,
-    ValidationRun.Status.FAILED,
-    ValidationRun.Status.ERROR,
-    ValidationRun.Status.TIMED_OUT,
-    ValidationRun.Status.CANCELLED,
-    ValidationRun.Status.HOST_UNHEALTHY,
-}
 TIMEOUT_S = 10
 
 
@@ -168,18 +160,22 @@ def finding_saved(sender: type, instance: Finding, **kwargs: Any) -> None:
 
 def run_saved(sender: type, instance: ValidationRun, **kwargs: Any) -> None:
     before = getattr(instance, "_status_before_save", None)
-    if instance.status in FINISHED_RUN_STATES and before not in FINISHED_RUN_STATES:
+    # Ended now: live before, or made ended (a benchmark imported by hand).
+    if not instance.live and (before is None or before in ValidationRun.LIVE):
         emit(
             Webhook.Event.VALIDATION_FINISHED,
             {
                 "run": {
                     "id": instance.pk,
                     "status": instance.status,
+                    "error": instance.error,
                     "fix_id": instance.fix_id,
+                    "finding_id": instance.fix.finding_id,
                     "host": instance.host.name,
                     "arch": instance.arch,
                     "metrics": instance.metrics,
                     "url": f"{settings.SITE_URL}/api/v1/validation-runs/{instance.pk}/",
+                    "html_url": f"{settings.SITE_URL}/runs/{instance.pk}/",
                 }
             },
         )

@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,6 +112,25 @@ def test_it_posts_when_a_validation_run_finishes(receiver: Receiver) -> None:
     payload = json.loads(receiver.requests[0][1])
     assert payload["run"]["status"] == "passed"
     assert payload["run"]["metrics"]["throughput_tok_s"] == 812.0
+    assert payload["run"]["finding_id"] == finding.pk and payload["run"]["error"] == ""
+    assert payload["run"]["html_url"].endswith(f"/runs/{run.pk}/")
+
+
+@pytest.mark.django_db
+def test_a_run_that_ends_without_starting_is_told_once_with_why(receiver: Receiver) -> None:
+    subscribe(receiver.url, "validation.finished")
+    finding = Finding.objects.create(title="OOM")
+    fix = Fix.objects.create(finding=finding, summary="--mem-fraction-static 0.88")
+    host = Host.objects.create(name="gpu-07", address="127.0.0.1", username="u")
+    run = ValidationRun.objects.create(fix=fix, host=host)
+
+    run.status, run.error = ValidationRun.Status.ERROR, "gave up after retries: host busy"
+    run.save()
+    run.save()  # saved again once ended: not a second event
+
+    [delivery] = WebhookDelivery.objects.all()
+    assert delivery.payload["run"]["status"] == "error"
+    assert delivery.payload["run"]["error"] == "gave up after retries: host busy"
 
 
 @pytest.mark.django_db
@@ -149,3 +170,36 @@ def test_an_inactive_or_unsubscribed_webhook_gets_nothing(receiver: Receiver) ->
     subscribe(receiver.url, "validation.finished")
     Finding.objects.create(title="x", status=Finding.Status.PUBLISHED)
     assert not WebhookDelivery.objects.exists()
+
+
+def docs_signature_check() -> Any:
+    """The `genuine` function of docs/api.md's Webhooks section, as written there."""
+    api_md = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text()
+    section = api_md.split("## Webhooks", 1)[1].split("\n## ", 1)[0]
+    found = re.search(r"```python\n(.*?)```", section, re.S)
+    assert found is not None, "docs/api.md's Webhooks section has no Python block"
+    namespace: dict[str, Any] = {}
+    exec(found.group(1), namespace)  # noqa: S102 - our own docs
+    return namespace["genuine"]
+
+
+@pytest.mark.django_db
+@override_settings(FIXGRAPH_WEBHOOK_SECRET=SECRET)
+def test_the_signature_check_in_the_docs_accepts_a_delivery_and_nothing_else(
+    receiver: Receiver,
+) -> None:
+    genuine = docs_signature_check()
+    subscribe(receiver.url, "finding.published")
+    Finding.objects.create(title="x", status=Finding.Status.PUBLISHED)
+    webhooks.deliver(WebhookDelivery.objects.get().pk)
+    [(seen, body)] = receiver.requests
+    headers = {
+        "X-FixGraph-Timestamp": seen["x-fixgraph-timestamp"],
+        "X-FixGraph-Signature": seen["x-fixgraph-signature"],
+    }
+
+    assert genuine(body, headers, SECRET)
+    assert not genuine(body.replace(b'"x"', b'"y"'), headers, SECRET)
+    assert not genuine(body, headers, "another-secret")
+    stale = {**headers, "X-FixGraph-Timestamp": str(int(headers["X-FixGraph-Timestamp"]) - 600)}
+    assert not genuine(body, stale, SECRET)
