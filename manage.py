@@ -18,17 +18,31 @@ def load_env_file() -> None:
     load_dotenv(os.environ.get("FIXGRAPH_ENV_FILE") or default, override=False)
 
 
+# What SQLite and PostgreSQL say when a table is missing: the database was never migrated.
+NO_TABLE = ("no such table", "does not exist")
+
+
 def main() -> None:
     load_env_file()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
+    from django.db import OperationalError, ProgrammingError
 
     try:
         execute_from_command_line(sys.argv)
     except ImproperlyConfigured as exc:
         # A setting is missing or wrong: one line that says which, not a traceback.
         sys.exit(f"FixGraph is not configured: {exc}")
+    except (OperationalError, ProgrammingError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        if not any(words in first for words in NO_TABLE):
+            raise
+        # A fresh checkout before `make run`: say what to run, not a traceback.
+        sys.exit(
+            f"FixGraph's database has no tables yet ({first}). Run `make run` once, or "
+            "`.venv/bin/python manage.py migrate`, then this command again."
+        )
 
 
 if __name__ == "__main__":

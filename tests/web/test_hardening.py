@@ -76,6 +76,24 @@ def test_manage_py_reads_a_local_env_file(tmp_path: Path) -> None:
     assert "System check identified no issues" in checked.stdout
 
 
+def test_a_command_before_the_first_migrate_says_what_to_run(tmp_path: Path) -> None:
+    """`make install`, then a README command before `make run`: one line, no traceback."""
+    paste = tmp_path / "crash.txt"
+    paste.write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    empty = f"sqlite:///{tmp_path / 'fresh.sqlite3'}"
+
+    ran = manage(
+        "diagnose", str(paste), DEBUG="True", DATABASE_URL=empty, FIXGRAPH_VAR_DIR=str(tmp_path)
+    )
+
+    assert ran.returncode == 1
+    [line] = ran.stderr.strip().splitlines()
+    assert line.startswith("FixGraph's database has no tables yet (no such table: ")
+    assert line.endswith(
+        "Run `make run` once, or `.venv/bin/python manage.py migrate`, then this command again."
+    )
+
+
 @pytest.mark.django_db
 def test_pages_carry_a_content_security_policy(client: Client) -> None:
     policy = client.get("/diagnose/")["Content-Security-Policy"]
