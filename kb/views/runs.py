@@ -68,15 +68,22 @@ def run_list(request: HttpRequest) -> HttpResponse:
 @login_required(login_url=LOGIN_URL)
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(
-        ValidationRun.objects.select_related("fix__finding", "host", "created_by"), pk=pk
+        ValidationRun.objects.select_related("fix__finding__framework", "host", "created_by"),
+        pk=pk,
     )
     metrics = run.metrics or {}
+    finding = run.fix.finding
+    # The framework the run launched: the recipe's, else the finding's.
+    framework = (run.recipe or {}).get("framework") or (
+        finding.framework.name if finding.framework else ""
+    )
     ended = run.finished_at or timezone.now()
     took = (ended - run.started_at).total_seconds() if run.started_at else None
     context = {
         "run": run,
         "live": run.live,
         "took": took,
+        "framework": framework,
         "poll_seconds": POLL_SECONDS,
         "measured": [
             (label, metrics[key], unit)

@@ -46,7 +46,7 @@ def failed_run(starter_kb: None, host: Host, reviewer: User) -> ValidationRun:
         status=ValidationRun.Status.FAILED,
         command="python3 -m sglang.launch_server --model-path zai-org/GLM-5 --tp-size 8",
         arch="sm_120",
-        framework_version="sglang 0.5.9",
+        framework_version="0.5.9",
         error="the server exited with status 1 before it answered /health",
         log=SERVER_LOG,
         metrics={"tool": "fixgraph", "throughput_tok_s": 812.345, "ttft_ms": 95.5, "failed": 3},
@@ -74,7 +74,7 @@ def test_it_says_why_a_run_ended_and_shows_what_it_measured_and_ran(
     assert "812.35 tok/s" in page and "95.50 ms" in page
     assert "Requests failed" in page and "Requests completed" not in page  # not measured
     assert "--model-path" in page and "zai-org/GLM-5" in page
-    assert "sm_120" in page and "sglang 0.5.9" in page and "by rev" in page
+    assert "sm_120" in page and "<dd>sglang 0.5.9" in page and "by rev" in page
     assert "Took</dt><dd>4 min 0 s</dd>" in page
     # The log is the host's output: shown as text, never as markup.
     assert "illegal memory access" in page

@@ -109,7 +109,7 @@ def failed_run(like: ValidationRun) -> ValidationRun:
         status=ValidationRun.Status.FAILED,
         command=RTX_LAUNCH,
         arch="sm_120",
-        framework_version="sglang 0.5.9",
+        framework_version="0.5.9",
         error="the server exited with status 1 before it answered /health",
         log=log,
         started_at=like.finished_at,
