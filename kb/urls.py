@@ -30,6 +30,7 @@ urlpatterns = [
     path("runs/", views.run_list, name="run-list"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", views.cancel_run, name="run-cancel"),
+    path("runs/<int:pk>/again/", views.run_again, name="run-again"),
     path("runbook/", views.runbook, name="runbook"),
     path("runbook.md", views.runbook_markdown, name="runbook-markdown"),
     path("review/", views.review_queue, name="review-queue"),

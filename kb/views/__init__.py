@@ -10,7 +10,7 @@ from kb.views.feedback import (
 from kb.views.findings import finding_detail, validate_fix
 from kb.views.review import merge_finding, reject_finding, review_finding, review_queue
 from kb.views.runbook import runbook, runbook_markdown
-from kb.views.runs import cancel_run, run_detail, run_list
+from kb.views.runs import cancel_run, run_again, run_detail, run_list
 from kb.views.search import finding_list
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "review_queue",
     "runbook",
     "runbook_markdown",
+    "run_again",
     "run_detail",
     "run_list",
     "start_finding",

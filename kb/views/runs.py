@@ -101,6 +101,23 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required(login_url=LOGIN_URL)
 @permission_required(VALIDATE_PERMISSION, raise_exception=True)
+def run_again(request: HttpRequest, pk: int) -> HttpResponse:
+    """The same fix on the same host with the same recipe, after the host or the
+    framework changed (a benchmark imported by hand is run for real this time)."""
+    past = get_object_or_404(ValidationRun.objects.select_related("fix", "host"), pk=pk)
+    recipe = {key: value for key, value in (past.recipe or {}).items() if key != "imported"}
+    try:
+        run = validation.start(past.fix, past.host, by=request.user, recipe=recipe)
+    except validation.ValidationRefused as refused:
+        messages.error(request, f"Not queued: {refused}")
+        return redirect("kb:run-detail", pk=past.pk)
+    messages.success(request, f"Queued run {run.pk}: run {past.pk} again on {past.host}.")
+    return redirect("kb:run-detail", pk=run.pk)
+
+
+@require_POST
+@login_required(login_url=LOGIN_URL)
+@permission_required(VALIDATE_PERMISSION, raise_exception=True)
 def cancel_run(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(ValidationRun, pk=pk)
     if validation.cancel(run.pk):

@@ -245,3 +245,42 @@ def test_the_menu_has_validation_for_people_logged_in(
     assert 'href="/runs/"' not in text_of(client.get("/"))
     client.force_login(reviewer)
     assert 'href="/runs/"' in text_of(client.get("/"))
+
+
+def test_a_reviewer_runs_an_ended_run_again_with_its_recipe(
+    client: Client, failed_run: ValidationRun, reviewer: User
+) -> None:
+    failed_run.recipe = {"load": {"requests": 8}, "startup_timeout_s": 1800}
+    failed_run.save()
+    client.force_login(reviewer)
+    assert "Run again" in text_of(client.get(f"/runs/{failed_run.pk}/"))
+
+    response = client.post(f"/runs/{failed_run.pk}/again/", follow=True)
+
+    again = ValidationRun.objects.exclude(pk=failed_run.pk).get()
+    assert (again.fix, again.host, again.status) == (failed_run.fix, failed_run.host, "queued")
+    assert again.recipe == failed_run.recipe and again.created_by == reviewer
+    assert response.redirect_chain[-1][0] == f"/runs/{again.pk}/"
+    assert f"Queued run {again.pk}: run {failed_run.pk} again on rtx-box-1." in text_of(response)
+
+
+def test_a_benchmark_imported_by_hand_runs_again_for_real(
+    client: Client, starter_kb: None, host: Host, reviewer: User
+) -> None:
+    imported = a_run(host, status=ValidationRun.Status.PASSED, recipe={"imported": "guidellm"})
+    client.force_login(reviewer)
+
+    client.post(f"/runs/{imported.pk}/again/")
+
+    again = ValidationRun.objects.exclude(pk=imported.pk).get()
+    assert again.recipe == {} and again.command  # a launch of its own, not "imported"
+
+
+def test_running_again_needs_the_permission_to_run(
+    client: Client, failed_run: ValidationRun
+) -> None:
+    client.force_login(User.objects.create_user("visitor", password="pw-visitor-1"))
+
+    assert "Run again" not in text_of(client.get(f"/runs/{failed_run.pk}/"))
+    assert client.post(f"/runs/{failed_run.pk}/again/").status_code == 403
+    assert ValidationRun.objects.count() == 1
