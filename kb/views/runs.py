@@ -4,13 +4,17 @@ log, refreshed while the run is live. Behind login: hosts and logs are the team'
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.views import redirect_to_login
 from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from kb.models import Host, ValidationRun
 from kb.services import validation
@@ -65,8 +69,13 @@ def run_list(request: HttpRequest) -> HttpResponse:
     return render(request, "kb/run_list.html", context)
 
 
-@login_required(login_url=LOGIN_URL)
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    if not request.user.is_authenticated:
+        # A page left open past the session's end: its poll sends the whole page to the
+        # login form, rather than swapping the login form into the run's part.
+        if request.htmx:
+            return HttpResponseClientRedirect(f"{LOGIN_URL}?{urlencode({'next': request.path})}")
+        return redirect_to_login(request.get_full_path(), LOGIN_URL)
     run = get_object_or_404(
         ValidationRun.objects.select_related("fix__finding__framework", "host", "created_by"),
         pk=pk,

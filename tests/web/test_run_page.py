@@ -284,3 +284,15 @@ def test_running_again_needs_the_permission_to_run(
     assert "Run again" not in text_of(client.get(f"/runs/{failed_run.pk}/"))
     assert client.post(f"/runs/{failed_run.pk}/again/").status_code == 403
     assert ValidationRun.objects.count() == 1
+
+
+def test_a_page_left_open_past_its_session_sends_its_poll_to_the_login_page(
+    client: Client, starter_kb: None, host: Host
+) -> None:
+    run = a_run(host, status=ValidationRun.Status.RUNNING)
+
+    poll = client.get(f"/runs/{run.pk}/", HTTP_HX_REQUEST="true")
+
+    # Not the login form swapped into the run's part: htmx loads the login page instead.
+    assert poll.status_code == 200 and poll.content == b""
+    assert poll["HX-Redirect"] == f"/accounts/login/?next=%2Fruns%2F{run.pk}%2F"
