@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from decisiontree.spelling import condition_in_words
@@ -48,6 +49,7 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "seen_with": conditions_in_words(finding, derived=True),
         "works": runbook.whole_works_command(finding),
         "hosts": list(Host.objects.order_by("name")) if may_validate else [],
+        "matching": validation.matching_hosts(fixes[0]) if may_validate and fixes else [],
         "pastes_to_learn": to_learn,
         "lessons": {vote.pk: feedback.lesson_of(vote) for vote in to_learn},
     }
@@ -109,6 +111,8 @@ def validate_fix(request: HttpRequest, pk: int, fix_pk: int) -> HttpResponse:
     """Queue a run of the fix on the chosen registered host (kb.services.validation)."""
     fix = get_object_or_404(Fix.objects.select_related("finding"), pk=fix_pk, finding_id=pk)
     host_id = str(request.POST.get("host", ""))
+    if host_id == MATCHING:
+        return validate_on_matching(request, fix)
     host = Host.objects.filter(pk=int(host_id)).first() if host_id.isdigit() else None
     if host is None:
         messages.error(request, "Choose a registered host to validate on.")
@@ -121,3 +125,22 @@ def validate_fix(request: HttpRequest, pk: int, fix_pk: int) -> HttpResponse:
             messages.success(request, f"Queued validation run {run.pk} of fix {fix.pk} on {host}.")
             return redirect("kb:run-detail", pk=run.pk)  # to follow it
     return redirect(f"/findings/{pk}/#fix-{fix.pk}")
+
+
+MATCHING = "matching"  # the host choice that means every host of the finding's GPU
+
+
+def validate_on_matching(request: HttpRequest, fix: Fix) -> HttpResponse:
+    """Queue a run on every host whose GPU architecture the finding was seen on."""
+    back = redirect(f"/findings/{fix.finding_id}/#fix-{fix.pk}")
+    try:
+        runs = validation.start_on_matching(fix, by=request.user)
+    except validation.ValidationRefused as refused:
+        messages.error(request, f"Not queued: {refused}")
+        return back
+    if not runs:
+        messages.error(request, "No registered host has the finding's GPU architecture.")
+        return back
+    names = ", ".join(run.host.name for run in runs)
+    messages.success(request, f"Queued {len(runs)} runs of fix {fix.pk}, on {names}.")
+    return redirect(f"{reverse('kb:run-list')}?status=live#runs")

@@ -246,3 +246,27 @@ def test_its_conditions_name_flags_as_its_release_writes_them(
     assert "--nsa-decode-backend is not trtllm" in applies
     assert "dsa-" not in applies
     assert "--dsa-" not in page.split("<h2>Fixes</h2>")[1].split("<h2>")[0]
+
+
+def test_reviewers_validate_a_fix_on_every_host_of_its_gpu_at_once(
+    client: Client, starter_kb: None, reviewer: User
+) -> None:
+    finding = decode_finding()  # seen on sm_120
+    fix = finding.fixes.order_by("position", "id").first()
+    assert fix is not None
+    blackwell = {"gpu_count": 8, "gpu_name": "NVIDIA RTX PRO 6000", "arch": "sm_120"}
+    for name in ("rtx-a", "rtx-b"):
+        Host.objects.create(name=name, address="10.0.0.5", username="ci", facts=blackwell)
+    Host.objects.create(
+        name="h200", address="10.0.0.6", username="ci", facts={"gpu_count": 1, "arch": "sm_90"}
+    )
+    client.force_login(reviewer)
+    assert "every host of its GPU (2)" in text_of(client.get(f"/findings/{finding.pk}/"))
+
+    response = client.post(
+        f"/findings/{finding.pk}/fixes/{fix.pk}/validate/", {"host": "matching"}, follow=True
+    )
+
+    assert sorted(run.host.name for run in ValidationRun.objects.all()) == ["rtx-a", "rtx-b"]
+    assert response.redirect_chain[-1][0] == "/runs/?status=live#runs"
+    assert f"Queued 2 runs of fix {fix.pk}, on rtx-" in text_of(response)
