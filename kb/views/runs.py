@@ -41,6 +41,7 @@ METRICS = (
 
 
 RUNS_SHOWN = 50
+EARLIER_SHOWN = 5
 
 
 @login_required(login_url=LOGIN_URL)
@@ -101,6 +102,10 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         ],
         "tool": metrics.get("tool", ""),
         "may_cancel": request.user.has_perm(VALIDATE_PERMISSION),
+        # Did it get slower or start failing since? The same fix on the same host before.
+        "earlier": ValidationRun.objects.filter(
+            fix_id=run.fix_id, host_id=run.host_id, created_at__lt=run.created_at
+        ).order_by("-created_at")[:EARLIER_SHOWN],
     }
     # htmx polls for the part that changes; the whole page otherwise.
     template = "kb/_run.html" if request.htmx else "kb/run_detail.html"

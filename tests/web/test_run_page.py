@@ -296,3 +296,20 @@ def test_a_page_left_open_past_its_session_sends_its_poll_to_the_login_page(
     # Not the login form swapped into the run's part: htmx loads the login page instead.
     assert poll.status_code == 200 and poll.content == b""
     assert poll["HX-Redirect"] == f"/accounts/login/?next=%2Fruns%2F{run.pk}%2F"
+
+
+def test_a_run_lists_the_earlier_runs_of_its_fix_on_its_host(
+    client: Client, starter_kb: None, host: Host, reviewer: User
+) -> None:
+    before = a_run(host, status=ValidationRun.Status.PASSED, metrics={"throughput_tok_s": 1500.0},
+                   framework_version="0.5.8")  # fmt: skip
+    elsewhere = a_run(Host.objects.create(name="other-box", address="10.0.0.9", username="ci"))
+    now = a_run(host, status=ValidationRun.Status.PASSED, metrics={"throughput_tok_s": 900.0})
+    client.force_login(reviewer)
+
+    page = text_of(client.get(f"/runs/{now.pk}/"))
+
+    earlier = page.split("Earlier runs of this fix on rtx-box-1</h2>", 1)[1].split("</table>")[0]
+    assert f'href="/runs/{before.pk}/"' in earlier and "1500.0 tok/s" in earlier
+    assert "0.5.8" in earlier and f'href="/runs/{elsewhere.pk}/"' not in earlier
+    assert "Earlier runs" not in text_of(client.get(f"/runs/{before.pk}/"))  # none before it
