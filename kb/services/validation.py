@@ -95,8 +95,7 @@ def settings_for_fix(fix: Fix, over: dict[str, Any]) -> RunSettings:
     laid over it. `over` (a run's recipe) may override any part: framework, model, flags,
     env, load, startup_timeout_s, bench_timeout_s, lease_s, min_throughput_tok_s."""
     finding = fix.finding
-    framework = over.get("framework") or (finding.framework.name if finding.framework else "")
-    recipe = recipe_for(framework or "sglang")
+    recipe = recipe_for(framework_of(fix, over))
     base = over.get("flags")
     if base is None:
         base = {s.name: s.value or None for s in finding.flag_settings.all()}
@@ -115,6 +114,14 @@ def settings_for_fix(fix: Fix, over: dict[str, Any]) -> RunSettings:
         lease_s=float(over.get("lease_s", LEASE_S)),
         min_throughput_tok_s=over.get("min_throughput_tok_s"),
     )
+
+
+def framework_of(fix: Fix, over: dict[str, Any]) -> str:
+    """The framework a run of `fix` launches: its recipe's (`over`), else its finding's;
+    SGLang when neither says."""
+    finding = fix.finding
+    named = finding.framework.name if finding.framework else ""
+    return str(over.get("framework") or named or "sglang")
 
 
 class ValidationRefused(ValueError):

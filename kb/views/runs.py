@@ -82,18 +82,13 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         pk=pk,
     )
     metrics = run.metrics or {}
-    finding = run.fix.finding
-    # The framework the run launched: the recipe's, else the finding's.
-    framework = (run.recipe or {}).get("framework") or (
-        finding.framework.name if finding.framework else ""
-    )
     ended = run.finished_at or timezone.now()
     took = (ended - run.started_at).total_seconds() if run.started_at else None
     context = {
         "run": run,
         "live": run.live,
         "took": took,
-        "framework": framework,
+        "framework": validation.framework_of(run.fix, run.recipe or {}),
         "poll_seconds": POLL_SECONDS,
         "measured": [
             (label, metrics[key], unit)
