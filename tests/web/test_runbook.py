@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.test import Client, override_settings
 from django.utils import timezone
 
@@ -150,6 +151,17 @@ def test_the_throughput_table_has_a_row_per_run_and_a_chart_over_time(
     assert chart is not None
     assert chart.group().count("<circle") == 2
     assert "1,234.5" in chart.group() and "1,500.0" in chart.group()
+
+
+def test_a_validated_figure_links_its_run_for_people_logged_in(
+    client: Client, starter_kb: None, validated_run: ValidationRun, reviewer: User
+) -> None:
+    link = f'href="/runs/{validated_run.pk}/">run {validated_run.pk}</a>'
+    assert link not in text_of(client.get("/runbook/"))  # run pages need a login
+
+    client.force_login(reviewer)
+
+    assert link in text_of(client.get("/runbook/"))
 
 
 def test_the_markdown_export_links_back_to_the_findings(
