@@ -30,7 +30,7 @@ from api.models import ApiToken, IdempotentReply, Scope
 from api.pagination import FindingCursorPagination
 from api.slack import diagnosis_blocks
 from decisiontree.traceback import InputRejected
-from kb.filtersets import FindingFilterSet
+from kb.filtersets import FindingFilterSet, ValidationRunFilterSet
 from kb.models import (
     Finding,
     Fix,
@@ -408,10 +408,10 @@ class ValidationRunViewSet(
 ):
     """Runs of fixes on GPU hosts. POST (scope `validate`) queues one; send `Idempotency-Key`."""
 
-    queryset = ValidationRun.objects.select_related("host")
+    queryset = ValidationRun.objects.select_related("host", "fix")
     serializer_class = s.ValidationRunSerializer
     required_scopes = {"safe": Scope.READ, "unsafe": Scope.VALIDATE}
-    filter_backends: list[type] = []
+    filterset_class = ValidationRunFilterSet  # as the Validation page filters them
 
     @extend_schema(
         request=s.ValidationRunRequestSerializer,

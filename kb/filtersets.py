@@ -20,7 +20,7 @@ import django_filters
 from django import forms
 from django.db.models import Q, QuerySet
 
-from kb.models import Finding
+from kb.models import Finding, ValidationRun
 from kb.search import SearchResult, search
 from kb.search.facets import (
     arch_condition,
@@ -262,3 +262,34 @@ class FindingFilterSet(django_filters.FilterSet):
     def unknown_parameters(self, also_allowed: Iterable[str] = ()) -> list[str]:
         known = {*self.filters, *also_allowed}
         return sorted(name for name in (self.data or {}) if name not in known)
+
+
+# --- validation runs ------------------------------------------------------------------
+
+LIVE_RUNS = "live"  # a status filter's value for "queued or running"
+
+
+class ValidationRunFilterSet(django_filters.FilterSet):
+    """The runs list's filters, for the Validation page and the API alike."""
+
+    status = django_filters.ChoiceFilter(
+        choices=[(LIVE_RUNS, "Queued or running"), *ValidationRun.Status.choices],
+        method="filter_status",
+        help_text="A run status, or `live` for queued or running",
+    )
+    fix_id = django_filters.NumberFilter(field_name="fix_id", help_text="Runs of this fix")
+    finding_id = django_filters.NumberFilter(
+        field_name="fix__finding_id", help_text="Runs of any fix of this finding"
+    )
+    host = django_filters.CharFilter(field_name="host__name", help_text="The host's name")
+
+    class Meta:
+        model = ValidationRun
+        fields: list[str] = []
+
+    def filter_status(
+        self, queryset: QuerySet[ValidationRun], name: str, value: str
+    ) -> QuerySet[ValidationRun]:
+        if value == LIVE_RUNS:
+            return queryset.filter(status__in=ValidationRun.LIVE)
+        return queryset.filter(status=value)

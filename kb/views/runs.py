@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from kb.filtersets import ValidationRunFilterSet
 from kb.models import Host, ValidationRun
 from kb.services import validation
 from kb.views.findings import VALIDATE_PERMISSION
@@ -52,20 +53,16 @@ def run_list(request: HttpRequest) -> HttpResponse:
         last_run_id=Subquery(last_run.values("pk")[:1]),
         last_status=Subquery(last_run.values("status")[:1]),
     )
-    status = request.GET.get("status", "")
     runs = ValidationRun.objects.select_related("fix__finding", "host", "created_by")
-    if status == "live":
-        runs = runs.filter(status__in=ValidationRun.LIVE)
-    elif status in ValidationRun.Status.values:
-        runs = runs.filter(status=status)
-    else:
-        status = ""
+    chosen = ValidationRunFilterSet(request.GET, queryset=runs)
+    # A value the page does not offer (an old link, a typo) shows every run.
+    shown = chosen.qs if chosen.is_valid() else runs
     context = {
         "hosts": [(host, host.holder(now)) for host in hosts],
-        "runs": list(runs[:RUNS_SHOWN]),
+        "runs": list(shown[:RUNS_SHOWN]),
         "shown": RUNS_SHOWN,
-        "status": status,
-        "statuses": [("live", "Queued or running"), *ValidationRun.Status.choices],
+        "status": chosen.form.cleaned_data.get("status", "") if chosen.is_valid() else "",
+        "statuses": chosen.filters["status"].extra["choices"],
     }
     return render(request, "kb/run_list.html", context)
 

@@ -135,3 +135,25 @@ def test_a_run_links_to_its_page_for_people(
     row = reader.get(f"{RUNS}{run.pk}/").json()
 
     assert row["html_url"].endswith(f"/runs/{run.pk}/")
+
+
+def test_runs_are_listed_by_status_fix_finding_and_host(
+    reader: APIClient, dsa_finding: Finding, oom_finding: Finding, host: Host
+) -> None:
+    other_host = Host.objects.create(name="h200-b", address="10.0.0.6", username="gpu")
+    dsa_fix, oom_fix = dsa_finding.fixes.first(), oom_finding.fixes.first()
+    queued = ValidationRun.objects.create(fix=dsa_fix, host=host)
+    passed = ValidationRun.objects.create(fix=dsa_fix, host=other_host, status="passed")
+    failed = ValidationRun.objects.create(fix=oom_fix, host=host, status="failed")
+
+    def listed(query: str) -> set[int]:
+        response = reader.get(f"{RUNS}?{query}")
+        assert response.status_code == 200, response.content
+        return {row["id"] for row in response.json()["results"]}
+
+    assert listed("status=live") == {queued.pk}
+    assert listed("status=failed") == {failed.pk}
+    assert listed(f"fix_id={dsa_fix.pk}") == {queued.pk, passed.pk}
+    assert listed(f"finding_id={oom_finding.pk}") == {failed.pk}
+    assert listed("host=h200-b") == {passed.pk}
+    assert_error(reader.get(f"{RUNS}?status=finished"), 400)
