@@ -197,16 +197,20 @@ def start(
     return run
 
 
-def matching_hosts(fix: Fix) -> list[Host]:
-    """Hosts whose GPUs have an architecture the fix's finding was seen on (all hosts
-    with GPUs when the finding names none)."""
-    finding = fix.finding
+def finding_archs(finding: Finding) -> set[str]:
+    """The GPU architectures a finding was seen on or needs."""
     archs = {gpu.arch for gpu in finding.gpus.all()}
-    archs |= {
+    return archs | {
         str(c.get("value"))
         for c in finding.conditions or []
         if c.get("key") == "gpu.arch" and not c.get("negate")
     }
+
+
+def matching_hosts(fix: Fix) -> list[Host]:
+    """Hosts whose GPUs have an architecture the fix's finding was seen on (all hosts
+    with GPUs when the finding names none)."""
+    archs = finding_archs(fix.finding)
     found = [h for h in Host.objects.all() if (h.facts or {}).get("gpu_count")]
     return [h for h in found if not archs or h.facts.get("arch") in archs]
 

@@ -50,6 +50,7 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "works": runbook.whole_works_command(finding),
         "hosts": list(Host.objects.order_by("name")) if may_validate else [],
         "matching": validation.matching_hosts(fixes[0]) if may_validate and fixes else [],
+        "archs": sorted(validation.finding_archs(finding)),
         "pastes_to_learn": to_learn,
         "lessons": {vote.pk: feedback.lesson_of(vote) for vote in to_learn},
     }

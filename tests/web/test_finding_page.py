@@ -261,7 +261,7 @@ def test_reviewers_validate_a_fix_on_every_host_of_its_gpu_at_once(
         name="h200", address="10.0.0.6", username="ci", facts={"gpu_count": 1, "arch": "sm_90"}
     )
     client.force_login(reviewer)
-    assert "every host of its GPU (2)" in text_of(client.get(f"/findings/{finding.pk}/"))
+    assert "every sm_120 host (2)" in text_of(client.get(f"/findings/{finding.pk}/"))
 
     response = client.post(
         f"/findings/{finding.pk}/fixes/{fix.pk}/validate/", {"host": "matching"}, follow=True
