@@ -4,6 +4,8 @@ log, refreshed while the run is live. Behind login: hosts and logs are the team'
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -45,7 +47,24 @@ RUNS_SHOWN = 50
 EARLIER_SHOWN = 5
 
 
-@login_required(login_url=LOGIN_URL)
+def login_required_polled(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Login required, for a page that polls itself: a poll after the session ended sends
+    the whole page to the login form (HX-Redirect), rather than swapping the login form
+    into the part it polls."""
+
+    @wraps(view)
+    def guarded(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        if request.user.is_authenticated:
+            return view(request, *args, **kwargs)
+        if request.htmx:
+            query = urlencode({"next": request.get_full_path()})
+            return HttpResponseClientRedirect(f"{LOGIN_URL}?{query}")
+        return redirect_to_login(request.get_full_path(), LOGIN_URL)
+
+    return guarded
+
+
+@login_required_polled
 def run_list(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     last_run = ValidationRun.objects.filter(host=OuterRef("pk")).order_by("-created_at", "-pk")
@@ -57,23 +76,21 @@ def run_list(request: HttpRequest) -> HttpResponse:
     chosen = ValidationRunFilterSet(request.GET, queryset=runs)
     # A value the page does not offer (an old link, a typo) shows every run.
     shown = chosen.qs if chosen.is_valid() else runs
+    listed = list(shown[:RUNS_SHOWN])
     context = {
         "hosts": [(host, host.holder(now)) for host in hosts],
-        "runs": list(shown[:RUNS_SHOWN]),
+        "runs": listed,
+        "live_listed": any(run.live for run in listed),
         "shown": RUNS_SHOWN,
         "status": chosen.form.cleaned_data.get("status", "") if chosen.is_valid() else "",
         "statuses": chosen.filters["status"].extra["choices"],
+        "poll_seconds": POLL_SECONDS,
     }
     return render(request, "kb/run_list.html", context)
 
 
+@login_required_polled
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    if not request.user.is_authenticated:
-        # A page left open past the session's end: its poll sends the whole page to the
-        # login form, rather than swapping the login form into the run's part.
-        if request.htmx:
-            return HttpResponseClientRedirect(f"{LOGIN_URL}?{urlencode({'next': request.path})}")
-        return redirect_to_login(request.get_full_path(), LOGIN_URL)
     run = get_object_or_404(
         ValidationRun.objects.select_related("fix__finding__framework", "host", "created_by"),
         pk=pk,

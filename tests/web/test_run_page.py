@@ -313,3 +313,23 @@ def test_a_run_lists_the_earlier_runs_of_its_fix_on_its_host(
     assert f'href="/runs/{before.pk}/"' in earlier and "1500.0 tok/s" in earlier
     assert "0.5.8" in earlier and f'href="/runs/{elsewhere.pk}/"' not in earlier
     assert "Earlier runs" not in text_of(client.get(f"/runs/{before.pk}/"))  # none before it
+
+
+def test_the_runs_list_follows_its_live_runs_and_stops_when_none_is_left(
+    client: Client, starter_kb: None, host: Host, reviewer: User
+) -> None:
+    live = a_run(host, status=ValidationRun.Status.RUNNING)
+    client.force_login(reviewer)
+
+    page = text_of(client.get("/runs/?status=live"))
+
+    polled = re.search(r'<section id="runs-section"([^>]*)>', page)
+    assert polled is not None
+    assert 'hx-get="/runs/?status=live"' in polled.group(1)
+    assert 'hx-select="#runs-section"' in polled.group(1) and "every 3s" in polled.group(1)
+    live.status = ValidationRun.Status.PASSED
+    live.save()
+    assert "hx-trigger" not in text_of(client.get("/runs/?status=live"))
+    client.logout()
+    poll = client.get("/runs/?status=live", HTTP_HX_REQUEST="true")
+    assert poll["HX-Redirect"] == "/accounts/login/?next=%2Fruns%2F%3Fstatus%3Dlive"

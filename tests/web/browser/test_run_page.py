@@ -89,3 +89,27 @@ def test_a_fix_queued_from_its_finding_runs_on_a_host_while_its_page_follows(
     expect(page.locator("#run-cmd")).to_contain_text("--kv-cache-dtype bf16")
     assert page.evaluate("window.notReloaded") is True
     screenshot(page, "validation-run-on-a-host")
+
+
+def test_the_runs_list_shows_a_run_ending_without_a_reload(
+    page: Page, live_server: Any, starter_kb: None, reviewer: User
+) -> None:
+    host = Host.objects.create(name="rtx-box-1", address="10.0.0.5", username="ci")
+    fix = decode_finding().fixes.order_by("position", "id").first()
+    run = ValidationRun.objects.create(fix=fix, host=host, status=ValidationRun.Status.RUNNING)
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/runs/")
+    row = page.locator("#runs-section tr").filter(
+        has=page.get_by_role("link", name=str(run.pk), exact=True)
+    )
+    expect(row.locator(".badge")).to_have_text("Running")
+    page.evaluate("window.notReloaded = true")
+
+    ValidationRun.objects.filter(pk=run.pk).update(
+        status=ValidationRun.Status.PASSED, metrics={"throughput_tok_s": 980.0}
+    )
+
+    expect(row.locator(".badge")).to_have_text("Passed", timeout=10_000)
+    expect(row).to_contain_text("980.0 tok/s")
+    assert page.evaluate("window.notReloaded") is True
+    assert page.locator("#runs-section[hx-trigger]").count() == 0
