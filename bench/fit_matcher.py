@@ -139,22 +139,14 @@ class Example:
 
 def collect(reports: list[shared_reports.Report]) -> list[Example]:
     known, queries = shared_reports.split(reports)
-    by_bug: dict[str, list[shared_reports.Report]] = defaultdict(list)
-    for report in reports:
-        if report.known:
-            by_bug[report.bug].append(report)
-    for group in by_bug.values():
-        group.sort(key=lambda r: r.id)
-    controls = [r for r in reports if not r.known]
     examples = _view("protocol", known, queries)
-    for turn in range(1, ROTATIONS):
-        # Each bug's next report as the finding (the last one where a bug has fewer).
-        finding = [by_bug[bug][min(turn, len(by_bug[bug]) - 1)] for bug in sorted(by_bug)]
-        rest = [r for bug in sorted(by_bug) for r in by_bug[bug] if r not in finding]
-        examples += _view("rotation", finding, rest + controls)
-    for bug in sorted(by_bug):
+    # Each bug's next report as the finding (the last one where a bug has fewer).
+    for finding, rest in shared_reports.rotations(reports, ROTATIONS):
+        examples += _view("rotation", finding, rest)
+    bugs = shared_reports.by_bug(reports)
+    for bug in sorted(bugs):
         others = [k for k in known if k.bug != bug]
-        examples += _view("unknown", others, by_bug[bug], known_query=False)
+        examples += _view("unknown", others, bugs[bug], known_query=False)
     return examples
 
 

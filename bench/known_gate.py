@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,19 +36,10 @@ ROTATIONS = 4  # the protocol and three rotations, as bench/fit_matcher.py
 
 def views(reports: list[shared_reports.Report]) -> list[tuple[str, list, list]]:
     known, queries = shared_reports.split(reports)
-    by_bug = defaultdict(list)
-    for report in reports:
-        if report.known:
-            by_bug[report.bug].append(report)
-    for bug in by_bug:
-        by_bug[bug].sort(key=lambda r: r.id)
-    controls = [r for r in reports if not r.known]
-    found = [("protocol", known, queries)]
-    for turn in range(1, ROTATIONS):
-        finding = [by_bug[bug][min(turn, len(by_bug[bug]) - 1)] for bug in sorted(by_bug)]
-        rest = [r for bug in sorted(by_bug) for r in by_bug[bug] if r not in finding]
-        found.append((f"rotation {turn}", finding, rest + controls))
-    return found
+    turns = shared_reports.rotations(reports, ROTATIONS)
+    return [("protocol", known, queries)] + [
+        (f"rotation {turn}", findings, rest) for turn, (findings, rest) in enumerate(turns, 1)
+    ]
 
 
 def main() -> int:

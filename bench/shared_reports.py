@@ -66,6 +66,31 @@ def _report(raw: dict[str, Any]) -> Report:
     )
 
 
+def by_bug(reports: Iterable[Report]) -> dict[str, list[Report]]:
+    """Each bug's reports (controls left out), in id order."""
+    found: dict[str, list[Report]] = defaultdict(list)
+    for report in reports:
+        if report.known:
+            found[report.bug].append(report)
+    for group in found.values():
+        group.sort(key=lambda r: r.id)
+    return found
+
+
+def rotations(reports: list[Report], views: int) -> list[tuple[list[Report], list[Report]]]:
+    """(findings, queries) for turns 1 .. views - 1: each bug's report of that turn is the
+    finding (the last one where a bug has fewer), its other reports and every control are
+    queries. Turn 0 is `split`, the protocol."""
+    bugs = by_bug(reports)
+    controls = [r for r in reports if not r.known]
+    found = []
+    for turn in range(1, views):
+        findings = [bugs[bug][min(turn, len(bugs[bug]) - 1)] for bug in sorted(bugs)]
+        rest = [r for bug in sorted(bugs) for r in bugs[bug] if r not in findings]
+        found.append((findings, rest + controls))
+    return found
+
+
 def split(reports: Iterable[Report]) -> tuple[list[Report], list[Report]]:
     """(known reports, one per bug; queries: the other reports and every control)."""
     by_bug: dict[str, list[Report]] = defaultdict(list)
