@@ -210,7 +210,11 @@ def finding_archs(finding: Finding) -> set[str]:
 def matching_hosts(fix: Fix) -> list[Host]:
     """Hosts whose GPUs have an architecture the fix's finding was seen on (all hosts
     with GPUs when the finding names none)."""
-    archs = finding_archs(fix.finding)
+    return hosts_of(finding_archs(fix.finding))
+
+
+def hosts_of(archs: set[str]) -> list[Host]:
+    """Hosts with GPUs of one of `archs` (every host with GPUs when `archs` is empty)."""
     found = [h for h in Host.objects.all() if (h.facts or {}).get("gpu_count")]
     return [h for h in found if not archs or h.facts.get("arch") in archs]
 

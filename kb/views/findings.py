@@ -29,6 +29,7 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
     fixes = list(finding.fixes.all())
     runs = ValidationRun.objects.filter(fix__finding=finding).select_related("host", "fix")
     may_validate = request.user.has_perm(VALIDATE_PERMISSION)
+    archs = validation.finding_archs(finding) if may_validate else set()
     framework, version = release_of(finding)
     reviewer = request.user.has_perm(REVIEW_PERMISSION)
     to_learn = feedback.pastes_to_learn(finding) if reviewer else []
@@ -49,8 +50,8 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "seen_with": conditions_in_words(finding, derived=True),
         "works": runbook.whole_works_command(finding),
         "hosts": list(Host.objects.order_by("name")) if may_validate else [],
-        "matching": validation.matching_hosts(fixes[0]) if may_validate and fixes else [],
-        "archs": sorted(validation.finding_archs(finding)),
+        "matching": validation.hosts_of(archs) if may_validate and fixes else [],
+        "archs": sorted(archs),
         "pastes_to_learn": to_learn,
         "lessons": {vote.pk: feedback.lesson_of(vote) for vote in to_learn},
     }

@@ -75,14 +75,14 @@ def run_list(request: HttpRequest) -> HttpResponse:
     runs = ValidationRun.objects.select_related("fix__finding", "host", "created_by")
     chosen = ValidationRunFilterSet(request.GET, queryset=runs)
     # A value the page does not offer (an old link, a typo) shows every run.
-    shown = chosen.qs if chosen.is_valid() else runs
-    listed = list(shown[:RUNS_SHOWN])
+    valid = chosen.is_valid()
+    listed = list((chosen.qs if valid else runs)[:RUNS_SHOWN])
     context = {
         "hosts": [(host, host.holder(now)) for host in hosts],
         "runs": listed,
         "live_listed": any(run.live for run in listed),
         "shown": RUNS_SHOWN,
-        "status": chosen.form.cleaned_data.get("status", "") if chosen.is_valid() else "",
+        "status": chosen.form.cleaned_data.get("status", "") if valid else "",
         "statuses": chosen.filters["status"].extra["choices"],
         "poll_seconds": POLL_SECONDS,
     }
