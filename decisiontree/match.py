@@ -569,8 +569,7 @@ class SignatureIndex:
         known += _own_messages(*self._own_lines.get(finding_id, ("", "")))
         pairs_known = [_word_pairs(message) for message in known]
         best = 0.0
-        for pairs, ordinary in zip(paste.pairs, paste.ordinary, strict=True):
-            unusual = [p for p in pairs if not (p[0] in ordinary and p[1] in ordinary)]
+        for unusual in paste.pairs:
             total = math.fsum(paste.weights(a) + paste.weights(b) for a, b in unusual)
             if not total:
                 continue
@@ -815,7 +814,8 @@ class _Paste:
     functions: set[str]
     ordinary: list[frozenset[str]]  # per message: its words the closest ordinary message has
     clauses: list[frozenset[str]]  # the messages' clauses (split at ". ", ": ", " - ", "|")
-    pairs: list[frozenset[tuple[str, str]]]  # per message: its adjacent word pairs
+    # Per message: its adjacent word pairs, less those both of whose words ordinary output has.
+    pairs: list[frozenset[tuple[str, str]]]
     clause_ordinary: list[frozenset[str]]  # per clause: its words an ordinary message has
     weights: _Memo  # idf, remembered for this lookup
     ordinary_terms: frozenset[str] | set[str] = frozenset()  # the closest background document's
@@ -845,6 +845,11 @@ class _Paste:
         # Free text: all of it, its words in the order written.
         read = read or [(frozenset(errors), frozenset(pairwise(errors)))]
         messages = [words for words, _ in read]
+        ordinary = [index.explained_by_ordinary(m) for m in messages]
+        unusual_pairs = [
+            frozenset(p for p in pairs if not (p[0] in words and p[1] in words))
+            for (_, pairs), words in zip(read, ordinary, strict=True)
+        ]
         known = index.retrieval.term_id
         ids = {t: i for t in all_terms if (i := known(t)) is not None}
         clauses = [
@@ -864,9 +869,9 @@ class _Paste:
             template_keys={q.template_key for q in queries if q.template_key},
             messages=messages,
             functions={f.rsplit(":", 1)[-1] for q in queries for f in q.key_frames},
-            ordinary=[index.explained_by_ordinary(m) for m in messages],
+            ordinary=ordinary,
             clauses=clauses,
-            pairs=[pairs for _, pairs in read],
+            pairs=unusual_pairs,
             clause_ordinary=[index.explained_by_ordinary(m) for m in clauses],
             weights=_Memo(index.weight),
             ids=ids,
