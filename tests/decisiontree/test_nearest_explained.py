@@ -290,3 +290,22 @@ def test_a_nearest_finding_whose_error_names_no_class_is_another_error_message()
     [near] = result.nearest
     assert near.why_not.startswith("another error message; shares only workspace")
     assert "ErrorLog" not in near.why_not
+
+
+def test_a_finding_that_shares_only_an_english_function_word_is_not_named_nearest() -> None:
+    # The finding's message says the peers are "not supported by" the topology; the paste
+    # says one size is "larger than" another and "without" something: plain English.
+    kv_too_small = (
+        "ValueError: the KV cache needed for the longest request is larger than the memory "
+        "left for it; start without so long a context"
+    )
+    with_than = dataclasses.replace(
+        ALLREDUCE_TOPOLOGY,
+        cause="peer access is slower than host copies without a switch on the board",
+    )
+
+    result = diagnose(kv_too_small, build_context(), build_graph([with_than]))
+
+    assert result.verdict == "none"
+    assert result.nearest == ()
+    assert not {"than", "without"} & set(result.search_words)
