@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # rest_framework.views imports this module through its settin
 
 from api.models import ApiToken, Scope, hash_token
 from kb.clients import client_address, count_in_window
+from kb.roles import REVIEW_PERMISSION, VALIDATE_PERMISSION
 
 # last_used_at is a hint for admins, not an audit log: write it at most this often.
 LAST_USED_RESOLUTION_S = 60
@@ -81,8 +82,8 @@ def scopes_of(request: Request, view: APIView | None = None) -> frozenset[str]:
 
 # A logged-in browser (the browsable API) gets the scopes its user's permissions give.
 PERMISSION_SCOPES = {
-    "kb.change_finding": (Scope.WRITE, Scope.PUBLISH),  # reviewers
-    "kb.add_validationrun": (Scope.VALIDATE,),
+    REVIEW_PERMISSION: (Scope.WRITE, Scope.PUBLISH),
+    VALIDATE_PERMISSION: (Scope.VALIDATE,),
 }
 
 

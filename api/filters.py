@@ -15,6 +15,7 @@ from api.auth import scopes_of
 from api.models import ApiToken, Scope
 from kb.filtersets import FindingFilterSet
 from kb.models import Finding
+from kb.roles import REVIEW_PERMISSION
 
 UNPUBLISHED_NEEDS_WRITE = "Findings that are not published need a token with the `write` scope."
 # Understood by every DRF view: `?format=json` picks the renderer.
@@ -25,7 +26,7 @@ def may_read_unpublished(request: Request) -> bool:
     """A token with `write` (the scope that edits findings), or a reviewer's session."""
     if isinstance(request.auth, ApiToken):
         return Scope.WRITE in scopes_of(request)
-    return bool(request.user and request.user.has_perm("kb.change_finding"))
+    return bool(request.user and request.user.has_perm(REVIEW_PERMISSION))
 
 
 class FindingFilterBackend(DjangoFilterBackend):

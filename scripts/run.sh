@@ -28,5 +28,6 @@ trap stop EXIT INT TERM
 
 echo
 echo "FixGraph is running at http://127.0.0.1:8000/  (Ctrl-C stops the web server and the worker)"
+echo "An account to sign in with: .venv/bin/python manage.py users add NAME --reviewer --validator"
 echo
 $PY manage.py runserver 127.0.0.1:8000 --noreload

@@ -24,6 +24,7 @@ from decisiontree.traceback import InputRejected
 from kb.clients import shared_slot, wait_before_next
 from kb.forms import DiagnoseForm, answers_from, paste_too_large_message
 from kb.models import StoredDiagnosis
+from kb.roles import REVIEW_PERMISSION
 from kb.services import occurrences, stored_diagnoses
 from kb.services.diagnosis import start_finding_from_paste
 
@@ -193,7 +194,7 @@ def start_finding(request: HttpRequest) -> HttpResponse:
         )
     except InputRejected as rejected:
         return page(request, form, error=str(rejected), status=400)
-    if request.user.has_perm("kb.change_finding"):
+    if request.user.has_perm(REVIEW_PERMISSION):
         return redirect("kb:review-finding", pk=finding.pk)
     messages.success(request, f"Draft #{finding.pk} waits in the review queue.")
     return redirect("kb:diagnose")

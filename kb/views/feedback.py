@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 
 from kb.forms import FeedbackForm, WorkedInsteadForm
 from kb.models import Finding, Fix, FixFeedback
+from kb.roles import REVIEW_PERMISSION
 from kb.services import feedback, stored_diagnoses
 
 
@@ -99,7 +100,7 @@ def feedback_worked_instead(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-@permission_required("kb.change_finding", raise_exception=True)
+@permission_required(REVIEW_PERMISSION, raise_exception=True)
 def learn_paste(request: HttpRequest, pk: int, vote_pk: int) -> HttpResponse:
     """A reviewer adds a paste that a fix fixed to the finding's samples, in one click."""
     finding = get_object_or_404(Finding, pk=pk)

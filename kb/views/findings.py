@@ -16,12 +16,11 @@ from django.views.decorators.http import require_POST
 
 from decisiontree.spelling import condition_in_words
 from kb.models import Finding, Fix, Host, ValidationRun
+from kb.roles import REVIEW_PERMISSION, VALIDATE_PERMISSION
 from kb.services import changes, feedback, occurrences, runbook, sources, validation
 from kb.services.history import finding_edits
 
 HISTORY_LIMIT = 50
-VALIDATE_PERMISSION = "kb.add_validationrun"
-REVIEW_PERMISSION = "kb.change_finding"
 
 
 def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
@@ -81,7 +80,7 @@ def visible_findings(request: HttpRequest) -> QuerySet[Finding]:
         Prefetch("fixes", queryset=Fix.objects.order_by("position", "id")),
     )
     # Drafts are unreviewed: only people who can review them see them.
-    if request.user.has_perm("kb.change_finding"):
+    if request.user.has_perm(REVIEW_PERMISSION):
         return findings
     return findings.exclude(status=Finding.Status.DRAFT)
 

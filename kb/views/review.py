@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST
 
 from kb.forms import FixOutcomeFormSet, MergeForm, RejectForm, ReviewFindingForm
 from kb.models import Finding
+from kb.roles import REVIEW_PERMISSION
 from kb.services import review
 
 LOGIN_URL = "/accounts/login/"
@@ -26,7 +27,7 @@ LOGIN_URL = "/accounts/login/"
 
 def reviewer_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     # Logged out: to the login page. Logged in without the permission: 403, not a login loop.
-    guarded = permission_required("kb.change_finding", raise_exception=True)(view)
+    guarded = permission_required(REVIEW_PERMISSION, raise_exception=True)(view)
     return login_required(guarded, login_url=LOGIN_URL)
 
 

@@ -20,8 +20,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from kb.filtersets import ValidationRunFilterSet
 from kb.models import Host, ValidationRun
+from kb.roles import VALIDATE_PERMISSION
 from kb.services import validation
-from kb.views.findings import VALIDATE_PERMISSION
 from kb.views.review import LOGIN_URL
 
 POLL_SECONDS = 3

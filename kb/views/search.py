@@ -18,6 +18,7 @@ from kb.models import (
     KnowledgeRevision,
     LanguageModel,
 )
+from kb.roles import REVIEW_PERMISSION
 from kb.search import RANKED_LIMIT, Reading, page_snippets
 
 PAGE_SIZE = 25
@@ -59,7 +60,7 @@ class ResultPage:
 def finding_list(request: HttpRequest) -> HttpResponse:
     """Known issues ranked by the search service; a plain GET form, so no JavaScript needed.
     Parameters are read by the same FilterSet as the API's findings list."""
-    reviewer = request.user.has_perm("kb.change_finding")  # as the review queue asks
+    reviewer = request.user.has_perm(REVIEW_PERMISSION)  # as the review queue asks
     filterset = FindingFilterSet(
         request.GET, Finding.objects.all(), request=request, unpublished_allowed=reviewer
     )

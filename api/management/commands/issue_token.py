@@ -26,7 +26,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         user = get_user_model().objects.filter(username=options["username"]).first()
         if user is None:
-            raise CommandError(f"No user {options['username']!r}: create it first.")
+            raise CommandError(
+                f"No user {options['username']!r}: add it with "
+                f"`manage.py users add {options['username']}` first."
+            )
         scopes = parse_scopes(options["scopes"])
         days = options["expires_in_days"]
         if days is not None and days < 1:
