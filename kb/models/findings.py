@@ -111,6 +111,14 @@ class Finding(models.Model):
     origin_key = models.CharField(
         max_length=300, blank=True, help_text="Identifies the entry within its origin document"
     )
+    started_from = models.ForeignKey(
+        "kb.StoredDiagnosis",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="drafts_started",
+        help_text="The diagnosis (paste, launch command, GPU) this draft was started from",
+    )
     # Measured figures: a working configuration's throughput, a slow one's before/after.
     works_command = models.TextField(blank=True)
     throughput_tok_s = models.FloatField(null=True, blank=True)

@@ -41,6 +41,7 @@ from kb.models import (
     Fix,
     KnowledgeRevision,
     SignatureDecision,
+    StoredDiagnosis,
     ValidationRun,
 )
 from kb.services.feedback import votes_per_fix
@@ -199,16 +200,29 @@ def start_finding_from_paste(
     user: AbstractBaseUser | AnonymousUser | None,
     launch_command: str | None = None,
     gpu: str | None = None,
+    model: str | None = None,
+    framework: str | None = None,
+    framework_version: str | None = None,
+    started_from: StoredDiagnosis | None = None,
 ) -> Finding:
     """A draft finding with the paste as its sample, waiting in the review queue.
 
     Drafts are never anonymous: only a signed-in user starts one, and the
-    history records who. Raises InputRejected for a paste that cannot be read.
+    history records who. `started_from`: the stored diagnosis of the paste, which the
+    reviewer opens for what the user said beside it. Raises InputRejected for a paste
+    that cannot be read.
     """
     if user is None or not user.is_authenticated:
         raise PermissionDenied("Sign in to start a finding: drafts carry their author.")
     signatures = signatures_of(parse(text))
-    context = build_context(text, launch_command=launch_command, gpu=gpu)
+    context = build_context(
+        text,
+        launch_command=launch_command,
+        gpu=gpu,
+        model=model,
+        framework=framework,
+        framework_version=framework_version,
+    )
     # The error as the user wrote it (the signature's template reads `<num>` for 64).
     named = signatures[0].exception_type if signatures else None
     title = next(iter(pasted_error(text, named).lines), first_line(text))
@@ -219,6 +233,7 @@ def start_finding_from_paste(
             conditions=[conditions.as_dict(c) for c in paste_conditions(context)],
             body=f"Started from a pasted error by {user.get_username()}; no known match.",
             problems=["Started from a paste: write the cause and the fix that worked."],
+            started_from=started_from,
         )
         link_samples(finding, (text,), new=True)
     return finding

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Q
 
 from decisiontree.diagnose import Diagnosis
 from kb.models import Finding, StoredDiagnosis
@@ -144,6 +145,16 @@ def stored(slug: str) -> StoredDiagnosis | None:
     if not slug or len(slug) > 32:
         return None
     return StoredDiagnosis.objects.select_related("created_by").filter(slug=slug).first()
+
+
+def drafts_waiting(record: StoredDiagnosis) -> list[Finding]:
+    """Drafts in the review queue started from this paste, or from another of the same
+    error (its fingerprint): a second teammate meeting it need not start another."""
+    same = Q(started_from=record)
+    if record.fingerprint:
+        same |= Q(started_from__fingerprint=record.fingerprint)
+    found = Finding.objects.filter(same, status=Finding.Status.DRAFT)
+    return list(found.order_by("created_at"))
 
 
 def may_delete(record: StoredDiagnosis, user: AbstractBaseUser | AnonymousUser) -> bool:

@@ -153,6 +153,7 @@ def diagnosis_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "diagnosis": record.answer,
         "answers": record.answers,
         "may_delete": stored_diagnoses.may_delete(record, request.user),
+        "drafts": stored_diagnoses.drafts_waiting(record) if record.match == "none" else [],
         "seen": occurrences.of_fingerprint(record.fingerprint) if record.fingerprint else None,
         "pasted": stored_diagnoses.error_as_pasted(record),
         "feedback": occurrences.feedback_counts(stored_diagnoses.fix_ids(record)),
@@ -179,22 +180,26 @@ def diagnosis_delete(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required(login_url="/accounts/login/")
 @require_POST
 def start_finding(request: HttpRequest) -> HttpResponse:
-    """“Start a finding from this paste”: a draft in the review queue, by a signed-in user."""
-    form = DiagnoseForm(request.POST)
-    if not form.is_valid():
-        message = " ".join(str(e) for errors in form.errors.values() for e in errors)
-        return page(request, form, error=message, status=400)
-    data = form.cleaned_data
+    """“Start a finding from this paste”: a draft in the review queue, by a signed-in user,
+    from a stored diagnosis (its paste, launch command and GPU; the draft links it)."""
+    record = stored_diagnoses.stored(str(request.POST.get("diagnosis", "")))
+    if record is None:
+        raise Http404("No diagnosis has this link. It may have been deleted.")
     try:
         finding = start_finding_from_paste(
-            data["text"],
+            record.text,
             user=request.user,
-            launch_command=data["launch_command"] or None,
-            gpu=data["gpu"] or None,
+            launch_command=record.launch_command or None,
+            gpu=record.gpu or None,
+            model=record.model or None,
+            framework=record.framework or None,
+            framework_version=record.framework_version or None,
+            started_from=record,
         )
     except InputRejected as rejected:
-        return page(request, form, error=str(rejected), status=400)
+        messages.error(request, str(rejected))
+        return redirect(record.get_absolute_url())
     if request.user.has_perm(REVIEW_PERMISSION):
         return redirect("kb:review-finding", pk=finding.pk)
     messages.success(request, f"Draft #{finding.pk} waits in the review queue.")
-    return redirect("kb:diagnose")
+    return redirect(record.get_absolute_url())

@@ -10,7 +10,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.utils.html import escape
 
-from kb.models import ErrorSample, Finding
+from kb.models import ErrorSample, Finding, StoredDiagnosis
 from tests.questions_kb import (
     ADA_FIX,
     BLACKWELL_FIX,
@@ -73,9 +73,24 @@ def test_the_generic_nan_assert_on_an_h100_llama_is_not_a_known_issue(
     assert "Not for your setup" in page
 
 
+def asked(client: Client, text: str, **data: str) -> StoredDiagnosis:
+    """The paste diagnosed through the form; its stored diagnosis."""
+    page_of(client, text, **data)
+    return StoredDiagnosis.objects.latest("created_at")
+
+
+def reviewer(client: Client, name: str = "ana") -> User:
+    user = User.objects.create_user(name, password="pw")
+    user.user_permissions.add(Permission.objects.get(codename="change_finding"))
+    client.force_login(user)
+    return user
+
+
 def test_no_known_match_offers_the_nearest_findings_a_search_and_a_draft(
     client: Client, starter_kb: None
 ) -> None:
+    client.force_login(User.objects.create_user("bo", password="pw"))
+
     page = page_of(client, UNRELATED)
 
     assert "<h2>No known match</h2>" in page
@@ -84,8 +99,19 @@ def test_no_known_match_offers_the_nearest_findings_a_search_and_a_draft(
     assert "Start a finding from this paste" in page
 
 
+def test_signing_in_to_start_a_finding_comes_back_to_the_diagnosis(client: Client) -> None:
+    record = asked(client, UNRELATED)
+    page = client.get(record.get_absolute_url()).content.decode()
+
+    assert 'action="/diagnose/draft/"' not in page
+    login = f'href="/accounts/login/?next={record.get_absolute_url()}">Sign in</a>'
+    assert login in page
+
+
 def test_starting_a_finding_from_a_paste_needs_a_signed_in_user(client: Client) -> None:
-    response = client.post("/diagnose/draft/", {"text": UNRELATED})
+    record = asked(client, UNRELATED)
+
+    response = client.post("/diagnose/draft/", {"diagnosis": record.slug})
 
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
@@ -93,11 +119,10 @@ def test_starting_a_finding_from_a_paste_needs_a_signed_in_user(client: Client) 
 
 
 def test_a_signed_in_user_starts_a_draft_with_the_paste_as_its_sample(client: Client) -> None:
-    author = User.objects.create_user("ana", password="pw")
-    author.user_permissions.add(Permission.objects.get(codename="change_finding"))
-    client.force_login(author)
+    author = reviewer(client)
+    record = asked(client, UNRELATED, gpu="H100")
 
-    response = client.post("/diagnose/draft/", {"text": UNRELATED, "gpu": "H100"})
+    response = client.post("/diagnose/draft/", {"diagnosis": record.slug})
 
     draft = Finding.objects.get()
     assert response.status_code == 302
@@ -109,14 +134,60 @@ def test_a_signed_in_user_starts_a_draft_with_the_paste_as_its_sample(client: Cl
     assert draft.history.earliest().history_user == author
 
 
+def test_the_reviewer_sees_what_was_given_beside_the_paste(client: Client) -> None:
+    reviewer(client)
+    record = asked(client, UNRELATED, **LLAMA_ON_H100)
+
+    client.post("/diagnose/draft/", {"diagnosis": record.slug})
+    review_page = client.get(f"/review/{Finding.objects.get().pk}/").content.decode()
+
+    assert (
+        f'<a href="{record.get_absolute_url()}">the diagnosis it got</a> · GPU H100' in review_page
+    )
+    assert escape(LLAMA_ON_H100["launch_command"]) in review_page
+
+
+def test_a_draft_outlives_the_diagnosis_it_was_started_from(client: Client) -> None:
+    reviewer(client)
+    record = asked(client, UNRELATED)
+    client.post("/diagnose/draft/", {"diagnosis": record.slug})
+
+    client.post(f"{record.get_absolute_url()}delete/")
+
+    draft = Finding.objects.get()
+    assert not StoredDiagnosis.objects.filter(pk=record.pk).exists()
+    assert draft.started_from is None
+    assert ErrorSample.objects.get(finding=draft).text == UNRELATED
+    assert client.get(f"/review/{draft.pk}/").status_code == 200
+
+
+def test_a_draft_of_the_same_error_is_named_on_the_next_paste_of_it(client: Client) -> None:
+    """A second teammate meeting the error sees that a draft waits, not a blank page."""
+    reviewer(client)
+    first = asked(client, UNRELATED)
+    client.post("/diagnose/draft/", {"diagnosis": first.slug})
+    draft = Finding.objects.get()
+
+    again = client.get(asked(client, UNRELATED).get_absolute_url())
+    other = Client()
+    other.force_login(User.objects.create_user("bo", password="pw"))
+    seen_by_member = other.get(asked(other, UNRELATED).get_absolute_url()).content.decode()
+
+    assert (
+        f'<a href="/review/{draft.pk}/">Draft #{draft.pk}</a> of this error'
+        in again.content.decode()
+    )
+    assert "Start another finding from this paste" in again.content.decode()
+    assert "A draft of this error, started" in seen_by_member
+    assert f"/review/{draft.pk}/" not in seen_by_member
+
+
 def test_a_draft_from_a_paste_is_titled_and_reviewed_with_the_paste_as_written(
     client: Client,
 ) -> None:
     """The signature reads `<num>` where the user wrote 64; the draft's title is the error
     as pasted, and the reviewer sees the paste where a document's draft shows its source."""
-    reviewer = User.objects.create_user("ana", password="pw")
-    reviewer.user_permissions.add(Permission.objects.get(codename="change_finding"))
-    client.force_login(reviewer)
+    reviewer(client)
     paste = (
         "Traceback (most recent call last):\n"
         '  File "/opt/venv/lib/python3.12/site-packages/vllm/worker/loader.py", line 88, in load\n'
@@ -124,7 +195,7 @@ def test_a_draft_from_a_paste_is_titled_and_reviewed_with_the_paste_as_written(
         "ValueError: Unsupported FP8 block size 64 for the marlin MoE kernel on sm_86\n"
     )
 
-    client.post("/diagnose/draft/", {"text": paste})
+    client.post("/diagnose/draft/", {"diagnosis": asked(client, paste).slug})
     draft = Finding.objects.get()
     review_page = client.get(f"/review/{draft.pk}/").content.decode()
 
@@ -139,8 +210,19 @@ def test_a_draft_from_a_paste_is_titled_and_reviewed_with_the_paste_as_written(
 
 def test_a_user_who_cannot_review_is_told_the_draft_waits(client: Client) -> None:
     client.force_login(User.objects.create_user("bo", password="pw"))
+    record = asked(client, UNRELATED)
 
-    response = client.post("/diagnose/draft/", {"text": UNRELATED}, follow=True)
+    response = client.post("/diagnose/draft/", {"diagnosis": record.slug}, follow=True)
 
     draft = Finding.objects.get()
+    assert response.redirect_chain[-1][0] == record.get_absolute_url()
     assert f"Draft #{draft.pk} waits in the review queue." in response.content.decode()
+
+
+def test_a_draft_of_a_diagnosis_that_is_gone_is_a_404(client: Client) -> None:
+    client.force_login(User.objects.create_user("bo", password="pw"))
+
+    response = client.post("/diagnose/draft/", {"diagnosis": "no-such-link"})
+
+    assert response.status_code == 404
+    assert not Finding.objects.exists()
