@@ -163,6 +163,27 @@ class ChunkParts:
         return parts
 
 
+@dataclass(frozen=True)
+class Given:
+    """What the user typed beside the paste (form fields, API and Slack options)."""
+
+    launch_command: str | None = None
+    gpu: str | None = None
+    model: str | None = None
+    framework: str | None = None
+    framework_version: str | None = None
+
+    def context(self, text: str) -> Context:
+        return build_context(
+            text,
+            launch_command=self.launch_command,
+            gpu=self.gpu,
+            model=self.model,
+            framework=self.framework,
+            framework_version=self.framework_version,
+        )
+
+
 def diagnose(
     text: str,
     *,
@@ -178,14 +199,7 @@ def diagnose(
     Raises decisiontree's InputRejected on bad input, KeyError for an answer about a key
     no question asks.
     """
-    context = build_context(
-        text,
-        launch_command=launch_command,
-        gpu=gpu,
-        model=model,
-        framework=framework,
-        framework_version=framework_version,
-    )
+    context = Given(launch_command, gpu, model, framework, framework_version).context(text)
     for key, value in (answers or {}).items():
         context = context.with_answer(key, value)
     graph = knowledge_graph()
@@ -198,31 +212,20 @@ def start_finding_from_paste(
     text: str,
     *,
     user: AbstractBaseUser | AnonymousUser | None,
-    launch_command: str | None = None,
-    gpu: str | None = None,
-    model: str | None = None,
-    framework: str | None = None,
-    framework_version: str | None = None,
+    given: Given | None = None,
     started_from: StoredDiagnosis | None = None,
 ) -> Finding:
     """A draft finding with the paste as its sample, waiting in the review queue.
 
     Drafts are never anonymous: only a signed-in user starts one, and the
-    history records who. `started_from`: the stored diagnosis of the paste, which the
-    reviewer opens for what the user said beside it. Raises InputRejected for a paste
-    that cannot be read.
+    history records who. `given`: what the user typed beside the paste; `started_from`:
+    the stored diagnosis of the paste, which the reviewer opens. Raises InputRejected for
+    a paste that cannot be read.
     """
     if user is None or not user.is_authenticated:
         raise PermissionDenied("Sign in to start a finding: drafts carry their author.")
     signatures = signatures_of(parse(text))
-    context = build_context(
-        text,
-        launch_command=launch_command,
-        gpu=gpu,
-        model=model,
-        framework=framework,
-        framework_version=framework_version,
-    )
+    context = (given or Given()).context(text)
     # The error as the user wrote it (the signature's template reads `<num>` for 64).
     named = signatures[0].exception_type if signatures else None
     title = next(iter(pasted_error(text, named).lines), first_line(text))

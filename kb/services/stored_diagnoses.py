@@ -16,7 +16,7 @@ from django.db.models import Q
 from decisiontree.diagnose import Diagnosis
 from kb.models import Finding, StoredDiagnosis
 from kb.models.diagnoses import new_slug
-from kb.services.diagnosis import PastedError, diagnose, pasted_error
+from kb.services.diagnosis import Given, PastedError, diagnose, pasted_error
 
 
 def diagnose_and_store(
@@ -145,6 +145,17 @@ def stored(slug: str) -> StoredDiagnosis | None:
     if not slug or len(slug) > 32:
         return None
     return StoredDiagnosis.objects.select_related("created_by").filter(slug=slug).first()
+
+
+def given_with(record: StoredDiagnosis) -> Given:
+    """What the user typed beside the stored paste."""
+    return Given(
+        record.launch_command or None,
+        record.gpu or None,
+        record.model or None,
+        record.framework or None,
+        record.framework_version or None,
+    )
 
 
 def drafts_waiting(record: StoredDiagnosis) -> list[Finding]:

@@ -189,11 +189,7 @@ def start_finding(request: HttpRequest) -> HttpResponse:
         finding = start_finding_from_paste(
             record.text,
             user=request.user,
-            launch_command=record.launch_command or None,
-            gpu=record.gpu or None,
-            model=record.model or None,
-            framework=record.framework or None,
-            framework_version=record.framework_version or None,
+            given=stored_diagnoses.given_with(record),
             started_from=record,
         )
     except InputRejected as rejected:
