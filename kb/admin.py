@@ -122,6 +122,8 @@ class FindingAdmin(SimpleHistoryAdmin):
     search_fields = ["title", "summary", "cause", "body"]
     inlines = [FindingGpuInline, FlagSettingInline, FixInline, ErrorSampleInline]
     filter_horizontal = ["libraries", "signatures", "sources"]
+    # A select of every stored paste would be a page of thousands of options.
+    readonly_fields = ["started_from"]
     actions = ["publish"]
 
     @admin.action(description="Publish selected findings")
