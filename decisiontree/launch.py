@@ -270,7 +270,7 @@ def _bare_flags(found: list[Word], hint: str | None) -> _Server:
     texts = [w.text for w in found]
     args = next((i for i, t in enumerate(texts) if flags.is_option(t)), len(texts))
     stop = _control_after(found, args)
-    if hint is not None:
+    if hint in FRAMEWORKS:  # a hint naming no framework we know ("gpustack") hints nothing
         return _Server(hint, args, args, stop, *_read_args(texts, args, stop, hint))
     read = {fw: _read_args(texts, args, stop, fw) for fw in FRAMEWORKS}
     unknown = {fw: sum(not o.known for o in options) for fw, (options, _) in read.items()}

@@ -112,6 +112,14 @@ def parse_findings_md(
     return title, findings, tuple(problems)
 
 
+def body_samples(body: str) -> tuple[str, ...]:
+    """The samples an entry's body yields by itself: its blocks that hold an error and the
+    tracebacks pasted into its prose (what a writer need not add again)."""
+    lines = lines_of(f"## -\n\n{body}")
+    _, entries = _entries(lines, fences_in(lines))
+    return _samples(entries[0]) if entries else ()
+
+
 def _entries(lines: list[str], fences: list[Fence]) -> tuple[str, list[_Entry]]:
     prose = prose_mask(lines, fences)
     fence_at = {fence.open: fence for fence in fences}

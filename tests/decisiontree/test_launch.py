@@ -181,3 +181,10 @@ def test_a_command_handed_to_a_shell_inside_the_vllm_image_is_the_one_read() -> 
 def test_a_command_with_an_unclosed_quote_is_still_read_up_to_its_pipe() -> None:
     parsed = parse_launch_command('vllm serve Qwen/Qwen3-8B -tp 2 2>&1 | tee "server.log')
     assert (parsed.model, dict(parsed.flags)) == ("Qwen/Qwen3-8B", {"tensor-parallel-size": "2"})
+
+
+def test_flags_without_a_server_are_read_when_the_framework_named_is_none_we_know() -> None:
+    # A write-up's "Framework: gpustack" names a wrapper: its vLLM flags still count.
+    launched = parse_launch_command("--max-model-len 8000 --tensor-parallel-size 2", "gpustack")
+
+    assert launched.flags == {"max-model-len": "8000", "tensor-parallel-size": "2"}
