@@ -174,12 +174,12 @@ def as_dict(item: Condition) -> dict[str, Any]:
 
 def as_line(item: Condition | Mapping[str, Any]) -> str:
     """The line `parse_line` reads back, with its mark when the condition is derived."""
-    condition_ = _condition(item)
+    condition_ = from_stored(item)
     line = condition_.describe()
     return f"{line} {SEEN_MARK}" if condition_.derived else line
 
 
-def _condition(item: Condition | Mapping[str, Any]) -> Condition:
+def from_stored(item: Condition | Mapping[str, Any]) -> Condition:
     """A condition as stored (`as_dict`: key, value, negate and derived, each checked) or read."""
     if isinstance(item, Condition):
         return item
@@ -209,6 +209,7 @@ __all__ = [
     "checked",
     "condition",
     "framework_of",
+    "from_stored",
     "is_condition_line",
     "is_version_key",
     "parse_line",
@@ -243,7 +244,7 @@ def in_words(item: Condition | Mapping[str, Any], subject: str | None = None) ->
     """A condition as a reader says it: `flag.kv-cache-dtype != bf16` reads
     `--kv-cache-dtype is not bf16`; a version requirement keeps its operator.
     `subject` replaces the key's words (a flag in the user's framework spelling)."""
-    condition = _condition(item)
+    condition = from_stored(item)
     key, value, negate = condition.key, condition.value, condition.negate
     subject = subject or _subject_words(key)
     if is_version_key(key) and versions.is_specifier(value):

@@ -33,6 +33,7 @@ urlpatterns = [
     path("runs/<int:pk>/again/", views.run_again, name="run-again"),
     path("runbook/", views.runbook, name="runbook"),
     path("runbook.md", views.runbook_markdown, name="runbook-markdown"),
+    path("findings.md", views.findings_markdown, name="findings-markdown"),
     path("review/", views.review_queue, name="review-queue"),
     path("review/<int:pk>/", views.review_finding, name="review-finding"),
     path("review/<int:pk>/reject/", views.reject_finding, name="review-reject"),

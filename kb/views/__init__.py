@@ -7,7 +7,7 @@ from kb.views.feedback import (
     fix_feedback,
     learn_paste,
 )
-from kb.views.findings import finding_detail, validate_fix
+from kb.views.findings import finding_detail, findings_markdown, validate_fix
 from kb.views.review import merge_finding, reject_finding, review_finding, review_queue
 from kb.views.runbook import runbook, runbook_markdown
 from kb.views.runs import cancel_run, run_again, run_detail, run_list
@@ -21,6 +21,7 @@ __all__ = [
     "feedback_undo",
     "feedback_worked_instead",
     "finding_detail",
+    "findings_markdown",
     "finding_list",
     "fix_feedback",
     "learn_paste",

@@ -17,8 +17,9 @@ from django.views.decorators.http import require_POST
 from decisiontree.spelling import condition_in_words
 from kb.models import Finding, Fix, Host, ValidationRun
 from kb.roles import REVIEW_PERMISSION, VALIDATE_PERMISSION
-from kb.services import changes, feedback, occurrences, runbook, sources, validation
+from kb.services import changes, export, feedback, occurrences, runbook, sources, validation
 from kb.services.history import finding_edits
+from kb.views.review import LOGIN_URL
 
 HISTORY_LIMIT = 50
 
@@ -145,3 +146,14 @@ def validate_on_matching(request: HttpRequest, fix: Fix) -> HttpResponse:
     names = ", ".join(run.host.name for run in runs)
     messages.success(request, f"Queued {len(runs)} runs of fix {fix.pk}, on {names}.")
     return redirect(f"{reverse('kb:run-list')}?status=live#runs")
+
+
+@login_required(login_url=LOGIN_URL)
+@permission_required(REVIEW_PERMISSION, raise_exception=True)
+def findings_markdown(request: HttpRequest) -> HttpResponse:
+    """The published knowledge base as FINDINGS.md (`manage.py export_findings`): for the
+    team's repository, or to ingest into another FixGraph. Reviewers only: samples learned
+    from use are users' pastes."""
+    response = HttpResponse(export.export_findings(), content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="FINDINGS.md"'
+    return response

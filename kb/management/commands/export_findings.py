@@ -1,0 +1,38 @@
+"""`python manage.py export_findings [--status published|drafts|all] [--output FILE]`"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from kb.services.export import STATUSES, export_findings
+
+
+class Command(BaseCommand):
+    help = (
+        "Write the knowledge base as FINDINGS.md (docs/findings-format.md): what `ingest` "
+        "reads back, on this FixGraph or another."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--status", choices=sorted(STATUSES), default="published",
+                            help="Default: published, what diagnoses use")  # fmt: skip
+        parser.add_argument("--output", "-o", default="-", help="A file; - for stdout")
+        parser.add_argument("--title", default="Findings", help="The file's `# ` title")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        text = export_findings(options["status"], options["title"])
+        if options["output"] == "-":
+            self.stdout.write(text, ending="")
+            return
+        target = Path(options["output"])
+        if not target.parent.is_dir():
+            raise CommandError(f"no folder {str(target.parent)!r} to write {target.name} in")
+        # Written whole, then moved: a reader never sees half a file.
+        partial = target.with_name(f".{target.name}.partial")
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(target)
+        count = text.count("\n## ")
+        self.stderr.write(f"wrote {count} findings to {target}")

@@ -1,0 +1,120 @@
+"""The knowledge base as FINDINGS.md: what `manage.py ingest` reads, written back.
+
+Findings made or edited on the web (drafts from pastes, reviewers' causes and fixes,
+pastes learned from use) then live in the team's repository too, and move from one
+FixGraph to another through the ingest every instance already has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from django.db.models import Prefetch, QuerySet
+
+from decisiontree import conditions
+from decisiontree.documents import ExtractedFinding, default_vocabulary
+from decisiontree.documents.changes import changes_in
+from decisiontree.documents.findings_md_writer import findings_md
+from decisiontree.documents.model import ExtractedFix, GpuMention, Metrics
+from decisiontree.records import Change, ChangeAction, Outcome
+from kb.models import ErrorSample, Finding, FindingGpu, Fix
+from kb.services.diagnosis import change_of
+
+STATUSES = {
+    "published": (Finding.Status.PUBLISHED,),
+    "drafts": (Finding.Status.DRAFT,),
+    "all": tuple(Finding.Status),
+}
+
+
+def export_findings(status: str = "published", title: str = "Findings") -> str:
+    """Every finding of `status` ("published", "drafts" or "all"), oldest first."""
+    return findings_md(extracted(findings_to_export(status)), title)
+
+
+def findings_to_export(status: str) -> QuerySet[Finding]:
+    return (
+        Finding.objects.filter(status__in=STATUSES[status])
+        .order_by("created_at", "pk")
+        .select_related("model", "framework")
+        .prefetch_related(
+            Prefetch(
+                "findinggpu_set", FindingGpu.objects.select_related("hardware").order_by("id")
+            ),
+            Prefetch("fixes", Fix.objects.order_by("position", "pk")),
+            Prefetch("samples", ErrorSample.objects.order_by("pk")),
+            "libraries",
+            "flag_settings",
+        )
+    )
+
+
+def extracted(findings: Iterable[Finding]) -> Iterator[ExtractedFinding]:
+    for finding in findings:
+        yield as_extracted(finding)
+
+
+def as_extracted(finding: Finding) -> ExtractedFinding:
+    """The finding as the FINDINGS.md reader would have returned it."""
+    framework = finding.framework.name if finding.framework else None
+    before, _, after = finding.metric_note.partition(" → ")
+    if finding.after_value is not None and finding.before_value is None and not after:
+        before, after = "", before  # one figure, written after the change
+    return ExtractedFinding(
+        title=finding.title,
+        summary=finding.summary,
+        kind=finding.kind,
+        status=finding.resolution,
+        gpus=tuple(
+            GpuMention(row.hardware.name, row.hardware.arch or None, row.count)
+            for row in finding.findinggpu_set.all()
+        ),
+        model=finding.model.name if finding.model else None,
+        model_arch=(finding.model.arch or None) if finding.model else None,
+        quantization=(finding.model.quantization or None) if finding.model else None,
+        framework=framework,
+        framework_version=(finding.framework.version or None) if finding.framework else None,
+        versions={release.name: release.version for release in finding.libraries.all()},
+        flags=tuple(
+            (setting.name, setting.value or None)
+            for setting in sorted(finding.flag_settings.all(), key=lambda s: s.pk)
+        ),
+        samples=tuple(sample.text for sample in finding.samples.all()),
+        cause=finding.cause,
+        conditions=tuple(conditions.from_stored(c) for c in finding.conditions or ()),
+        fixes=tuple(as_fix(fix, framework) for fix in finding.fixes.all()),
+        metrics=Metrics(
+            throughput_tok_s=finding.throughput_tok_s,
+            ttft_ms=finding.ttft_ms,
+            itl_ms=finding.itl_ms,
+            before=before or None,
+            after=after or None,
+        ),
+        works_command=finding.works_command or None,
+        body=finding.body,
+        extra=dict(finding.extra or {}),
+    )
+
+
+def as_fix(fix: Fix, framework: str | None) -> ExtractedFix:
+    """The fix as a line: the words it was read from, while they still say its changes
+    (a reviewer may have edited them since); else its changes, else its summary."""
+    stored = tuple(change_of(raw) for raw in fix.changes or ())
+    outcome = Outcome(fix.outcome)
+    if fix.passage and _changes_of(fix.passage, framework) == stored:
+        return ExtractedFix(fix.passage, stored, outcome)
+    structured = [c for c in stored if c.action is not ChangeAction.OTHER]
+    text = " ".join(_written(c) for c in structured) if structured else fix.summary
+    return ExtractedFix(text, stored, outcome)
+
+
+def _changes_of(text: str, framework: str | None) -> tuple[Change, ...]:
+    found = changes_in(text, default_vocabulary(), framework)
+    return tuple(c for c in found if c.action is not ChangeAction.OTHER)
+
+
+def _written(change: Change) -> str:
+    """A change as docs/findings-format.md says to write it."""
+    if change.action is ChangeAction.PIN_VERSION:
+        return f"pin {change.describe()}"
+    return change.describe()
