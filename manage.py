@@ -18,8 +18,9 @@ def load_env_file() -> None:
     load_dotenv(os.environ.get("FIXGRAPH_ENV_FILE") or default, override=False)
 
 
-# What SQLite and PostgreSQL say when a table is missing: the database was never migrated.
-NO_TABLE = ("no such table", "does not exist")
+# What SQLite and PostgreSQL say when a table or column is missing: the database was never
+# migrated, or not since the code last changed.
+MISSING = ("no such table", "no such column", "does not exist")
 
 
 def main() -> None:
@@ -36,13 +37,36 @@ def main() -> None:
         sys.exit(f"FixGraph is not configured: {exc}")
     except (OperationalError, ProgrammingError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        if not any(words in first for words in NO_TABLE):
+        if not any(words in first for words in MISSING):
             raise
-        # A fresh checkout before `make run`: say what to run, not a traceback.
+        # A fresh checkout before `make run`, or a pull with a new migration: say what to
+        # run, not a traceback.
+        behind = pending_migrations()
+        if behind:
+            sys.exit(
+                f"FixGraph's database is behind this code ({first}; {len(behind)} migration(s) "
+                f"not applied, e.g. {behind[0]}). Run `.venv/bin/python manage.py migrate` "
+                "(`make run` does it), then this command again."
+            )
         sys.exit(
             f"FixGraph's database has no tables yet ({first}). Run `make run` once, or "
             "`.venv/bin/python manage.py migrate`, then this command again."
         )
+
+
+def pending_migrations() -> list[str]:
+    """Migrations the database lacks, when it has applied some (else: none known)."""
+    from django.db import DatabaseError, connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    try:
+        executor = MigrationExecutor(connection)
+        if not executor.loader.applied_migrations:
+            return []
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except DatabaseError:
+        return []
+    return [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
 
 
 if __name__ == "__main__":

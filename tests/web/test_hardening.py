@@ -205,3 +205,24 @@ def test_anonymous_diagnoses_wait_when_every_shared_place_is_taken(client: Clien
     assert member.post("/diagnose/", {"text": "AssertionError: boom"}).status_code == 303
     cache.delete("slot:web-diagnose:0")
     assert client.post("/diagnose/", {"text": "AssertionError: boom"}).status_code == 303
+
+
+def test_a_command_on_a_database_behind_the_code_says_to_migrate(tmp_path: Path) -> None:
+    """A `git pull` with a new migration, then a README command before `make run`."""
+    env = {
+        "DEBUG": "True",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'older.sqlite3'}",
+        "FIXGRAPH_VAR_DIR": str(tmp_path),
+    }
+    for step in (("migrate", "-v0"), ("migrate", "kb", "0016", "-v0")):  # kb one step back
+        migrated = manage(*step, **env)
+        assert migrated.returncode == 0, migrated.stderr
+
+    ran = manage("export_findings", **env)
+
+    assert ran.returncode == 1
+    [line] = ran.stderr.strip().splitlines()
+    assert line.startswith("FixGraph's database is behind this code (no such column: ")
+    assert "not applied, e.g. kb.0017_finding_started_from)" in line
+    assert line.endswith("Run `.venv/bin/python manage.py migrate` (`make run` does it), "
+                         "then this command again.")  # fmt: skip
