@@ -715,6 +715,14 @@ class DiagnosisContextSerializer(serializers.Serializer):
     env = text_map()
 
 
+class DraftWaitingSerializer(serializers.Serializer):
+    """A draft in the review queue, started from a paste of the same error."""
+
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
 class DiagnosisSerializer(serializers.Serializer):
     """The answer to POST /api/v1/diagnose/ and `manage.py diagnose --json`."""
 
@@ -756,6 +764,10 @@ class DiagnosisSerializer(serializers.Serializer):
         child=serializers.CharField(),
         help_text="With no known match: words of the paste the knowledge base holds",
     )
+    drafts_waiting = serializers.SerializerMethodField(
+        help_text="With no known match: drafts in the review queue started from a paste of "
+        "this error (a teammate met it already); oldest first"
+    )
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_id(self, diagnosis: Diagnosis) -> str | None:
@@ -769,6 +781,15 @@ class DiagnosisSerializer(serializers.Serializer):
 
     def get_summary(self, diagnosis: Diagnosis) -> str:
         return summary_line(diagnosis)
+
+    @extend_schema_field(DraftWaitingSerializer(many=True))
+    def get_drafts_waiting(self, diagnosis: Diagnosis) -> list[dict[str, Any]]:
+        if diagnosis.match != "none" or diagnosis.signature is None:
+            return []
+        from kb.services.stored_diagnoses import drafts_of_error
+
+        drafts = drafts_of_error(diagnosis.signature.fingerprint)
+        return [DraftWaitingSerializer(draft).data for draft in drafts]
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_corrected_command(self, diagnosis: Diagnosis) -> str | None:

@@ -108,7 +108,22 @@ def detail_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
     if not blocks:
         blocks.append(section("Nothing the team wrote down matches this error yet."))
         blocks += nearest_blocks(answer)
+        blocks += draft_blocks(answer.get("drafts_waiting", []))
     return blocks
+
+
+def draft_blocks(drafts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A teammate met this error already: their draft waits for a reviewer."""
+    if not drafts:
+        return []
+    first = drafts[0]
+    more = f" ({len(drafts)} drafts)" if len(drafts) > 1 else ""
+    return [
+        section(
+            f"A draft of this error waits in the review queue{more}: "
+            f"#{first['id']} {escape(first['title'])}"
+        )
+    ]
 
 
 def nearest_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:

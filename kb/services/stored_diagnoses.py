@@ -161,9 +161,14 @@ def given_with(record: StoredDiagnosis) -> Given:
 def drafts_waiting(record: StoredDiagnosis) -> list[Finding]:
     """Drafts in the review queue started from this paste, or from another of the same
     error (its fingerprint): a second teammate meeting it need not start another."""
-    same = Q(started_from=record)
-    if record.fingerprint:
-        same |= Q(started_from__fingerprint=record.fingerprint)
+    return drafts_of_error(record.fingerprint, also=Q(started_from=record))
+
+
+def drafts_of_error(fingerprint: str, also: Q | None = None) -> list[Finding]:
+    """Drafts in the review queue started from a paste of this error (fingerprint)."""
+    same = Q(started_from__fingerprint=fingerprint) if fingerprint else Q(pk__in=[])
+    if also is not None:
+        same |= also
     found = Finding.objects.filter(same, status=Finding.Status.DRAFT)
     return list(found.order_by("created_at"))
 

@@ -17,6 +17,8 @@ from rest_framework.test import APIClient
 
 from api.slack import HELPED, NOT_HELPED, VALIDATE
 from kb.models import Finding
+from kb.services import stored_diagnoses
+from kb.services.diagnosis import start_finding_from_paste
 from tests.api.conftest import DSA_ASSERT, assert_error
 
 pytestmark = pytest.mark.django_db
@@ -244,3 +246,15 @@ def test_a_vllm_users_corrected_command_takes_values_vllm_accepts(
     assert body["corrected_command"] == (
         "vllm serve meta-llama/Llama-3.1-8B-Instruct --kv-cache-dtype bfloat16"
     )
+
+
+def test_with_no_known_match_it_names_the_draft_a_teammate_started(reader: APIClient, user) -> None:
+    unknown = "ValueError: rope scaling factor 0 is not supported by the yarn kernel\n"
+    first = stored_diagnoses.diagnose_and_store(unknown, user=user)
+    assert diagnose(reader, {"traceback": unknown}).json()["drafts_waiting"] == []
+
+    draft = start_finding_from_paste(unknown, user=user, started_from=first)
+    again = diagnose(reader, {"traceback": unknown}).json()
+
+    assert again["match"] == "none"
+    assert [(d["id"], d["title"]) for d in again["drafts_waiting"]] == [(draft.pk, draft.title)]

@@ -23,6 +23,8 @@ from django.test import Client
 from api.slack import allowed_response_url, diagnosis_blocks, escape
 from config.celery import app as celery_app
 from kb.models import Finding, Fix, FixFeedback, StoredDiagnosis
+from kb.services import stored_diagnoses
+from kb.services.diagnosis import start_finding_from_paste
 from kb.services.feedback import pastes_to_learn, votes_per_fix
 from tests.api.conftest import DSA_ASSERT, assert_error
 from tests.questions_kb import ADA_FIX, BLACKWELL_FIX, MOE_OUT_OF_RESOURCES_ELSEWHERE, gpu_split_kb
@@ -436,3 +438,15 @@ def test_a_json_body_is_a_415(slack: str) -> None:
 def test_slack_is_off_without_a_signing_secret(settings) -> None:
     settings.SLACK_SIGNING_SECRET = None
     assert "not configured" in assert_error(signed_post(COMMANDS, {"text": "x"}), 401)["message"]
+
+
+def test_with_no_known_match_it_says_a_teammates_draft_waits(slack: str, user) -> None:
+    unknown = "ValueError: rope scaling factor 0 is not supported by the yarn kernel"
+    first = stored_diagnoses.diagnose_and_store(unknown, user=user)
+    draft = start_finding_from_paste(unknown, user=user, started_from=first)
+
+    signed_post(COMMANDS, {"text": unknown, "response_url": f"{slack}/d", "user_id": "U5"})
+
+    [answer] = FakeSlack.posts_to("/d")
+    blocks = json.dumps(answer["blocks"])
+    assert f"A draft of this error waits in the review queue: #{draft.pk} " in blocks
