@@ -17,6 +17,7 @@ from decisiontree.documents.changes import changes_in
 from decisiontree.documents.findings_md_writer import findings_md
 from decisiontree.documents.model import ExtractedFix, GpuMention, Metrics
 from decisiontree.records import Change, ChangeAction, Outcome
+from decisiontree.server_env import runnable_changes
 from kb.models import ErrorSample, Finding, FindingGpu, Fix
 from kb.services.diagnosis import change_of
 
@@ -101,16 +102,20 @@ def as_fix(fix: Fix, framework: str | None) -> ExtractedFix:
     (a reviewer may have edited them since); else its changes, else its summary."""
     stored = tuple(change_of(raw) for raw in fix.changes or ())
     outcome = Outcome(fix.outcome)
-    if fix.passage and _changes_of(fix.passage, framework) == stored:
+    structured = _structured(stored)
+    if fix.passage and _structured(_read_from(fix.passage, framework)) == structured:
         return ExtractedFix(fix.passage, stored, outcome)
-    structured = [c for c in stored if c.action is not ChangeAction.OTHER]
     text = " ".join(_written(c) for c in structured) if structured else fix.summary
     return ExtractedFix(text, stored, outcome)
 
 
-def _changes_of(text: str, framework: str | None) -> tuple[Change, ...]:
-    found = changes_in(text, default_vocabulary(), framework)
-    return tuple(c for c in found if c.action is not ChangeAction.OTHER)
+def _read_from(text: str, framework: str | None) -> tuple[Change, ...]:
+    """The changes ingest stores for a fix written as `text`."""
+    return runnable_changes(changes_in(text, default_vocabulary(), framework))
+
+
+def _structured(changes: tuple[Change, ...]) -> tuple[Change, ...]:
+    return tuple(c for c in changes if c.action is not ChangeAction.OTHER)
 
 
 def _written(change: Change) -> str:

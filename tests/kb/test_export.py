@@ -131,3 +131,26 @@ def test_reviewers_download_it_from_the_known_issues_page(starter_kb: None) -> N
     assert "Export as FINDINGS.md" not in as_member.get("/").text
     assert as_member.get("/findings.md").status_code == 403
     assert anonymous.get("/findings.md")["Location"].startswith("/accounts/login/")
+
+
+def test_a_fix_keeps_its_words_through_the_move_and_a_refused_setting_stays_words(
+    vocabulary: None, tmp_path: Path
+) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "FINDINGS.md").write_text(
+        "# Notes\n\n## Decode dies after the driver update\n- Framework: sglang 0.5.9\n"
+        "- Fix: LD_PRELOAD=/opt/fix/libcuda_shim.so --kv-cache-dtype bf16, then restart the pod\n"
+        "\n```\nRuntimeError: CUDA error: unspecified launch failure\n```\n"
+    )
+    call_command("ingest", str(tmp_path / "in"), "--publish", verbosity=0)
+    before = list(Fix.objects.values_list("passage", "changes", "outcome"))
+    # LD_PRELOAD is no vetted knob: ingest kept it as words, never as something to run.
+    assert any(c["action"] == "other" and "LD_PRELOAD" in c["value"] for c in before[0][1])
+
+    exported = export_findings()
+    move_to_a_fresh_instance(exported, tmp_path)
+
+    assert "- Fix: LD_PRELOAD=/opt/fix/libcuda_shim.so --kv-cache-dtype bf16, then restart" in (
+        exported
+    )
+    assert list(Fix.objects.values_list("passage", "changes", "outcome")) == before
