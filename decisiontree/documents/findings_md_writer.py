@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from decisiontree.documents.findings_md import body_samples
 from decisiontree.documents.model import ExtractedFinding, ExtractedFix, GpuMention, Metrics
@@ -30,9 +30,14 @@ _KIND_WORDS = {"wrong_output": "wrong output"}
 
 def findings_md(findings: Iterable[ExtractedFinding], title: str = "Findings") -> str:
     """A FINDINGS.md document of `findings`, in the order given."""
-    parts = [f"# {_one_line(title)}\n"]
-    parts.extend(entry(finding) for finding in findings)
-    return "\n".join(parts)
+    return "".join(findings_md_parts(findings, title))
+
+
+def findings_md_parts(findings: Iterable[ExtractedFinding], title: str) -> Iterator[str]:
+    """The same document a part at a time (a large knowledge base is never held whole)."""
+    yield f"# {_one_line(title)}\n"
+    for finding in findings:
+        yield "\n" + entry(finding)
 
 
 def entry(finding: ExtractedFinding) -> str:

@@ -14,7 +14,7 @@ from django.db.models import Prefetch, QuerySet
 from decisiontree import conditions
 from decisiontree.documents import ExtractedFinding, default_vocabulary
 from decisiontree.documents.changes import changes_in
-from decisiontree.documents.findings_md_writer import findings_md
+from decisiontree.documents.findings_md_writer import findings_md_parts
 from decisiontree.documents.model import ExtractedFix, GpuMention, Metrics
 from decisiontree.records import Change, ChangeAction, Outcome
 from decisiontree.server_env import runnable_changes
@@ -28,9 +28,19 @@ STATUSES = {
 }
 
 
+# Findings read per query: their rows and links at a time, never the whole knowledge base.
+CHUNK = 200
+
+
 def export_findings(status: str = "published", title: str = "Findings") -> str:
     """Every finding of `status` ("published", "drafts" or "all"), oldest first."""
-    return findings_md(extracted(findings_to_export(status)), title)
+    return "".join(export_parts(status, title))
+
+
+def export_parts(status: str = "published", title: str = "Findings") -> Iterator[str]:
+    """The same text a finding at a time, for a file or a streamed download."""
+    findings = findings_to_export(status).iterator(chunk_size=CHUNK)
+    return findings_md_parts(extracted(findings), title)
 
 
 def findings_to_export(status: str) -> QuerySet[Finding]:

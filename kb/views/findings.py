@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.db.models import Prefetch, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -154,6 +154,7 @@ def findings_markdown(request: HttpRequest) -> HttpResponse:
     """The published knowledge base as FINDINGS.md (`manage.py export_findings`): for the
     team's repository, or to ingest into another FixGraph. Reviewers only: samples learned
     from use are users' pastes."""
-    response = HttpResponse(export.export_findings(), content_type="text/markdown; charset=utf-8")
+    parts = export.export_parts()
+    response = StreamingHttpResponse(parts, content_type="text/markdown; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="FINDINGS.md"'
     return response

@@ -127,7 +127,7 @@ def test_reviewers_download_it_from_the_known_issues_page(starter_kb: None) -> N
     assert 'href="/findings.md" download>Export as FINDINGS.md' in as_reviewer.get("/").text
     assert download.status_code == 200
     assert download["Content-Disposition"] == 'attachment; filename="FINDINGS.md"'
-    assert download.content.decode() == export_findings()
+    assert b"".join(download.streaming_content).decode() == export_findings()
     assert "Export as FINDINGS.md" not in as_member.get("/").text
     assert as_member.get("/findings.md").status_code == 403
     assert anonymous.get("/findings.md")["Location"].startswith("/accounts/login/")

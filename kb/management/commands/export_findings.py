@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from kb.services.export import STATUSES, export_findings
+from kb.services.export import STATUSES, export_parts
 
 
 class Command(BaseCommand):
@@ -23,16 +23,24 @@ class Command(BaseCommand):
         parser.add_argument("--title", default="Findings", help="The file's `# ` title")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        text = export_findings(options["status"], options["title"])
+        parts = export_parts(options["status"], options["title"])
         if options["output"] == "-":
-            self.stdout.write(text, ending="")
+            for part in parts:
+                self.stdout.write(part, ending="")
             return
         target = Path(options["output"])
         if not target.parent.is_dir():
             raise CommandError(f"no folder {str(target.parent)!r} to write {target.name} in")
         # Written whole, then moved: a reader never sees half a file.
         partial = target.with_name(f".{target.name}.partial")
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(target)
-        count = text.count("\n## ")
-        self.stderr.write(f"wrote {count} findings to {target}")
+        written = 0
+        try:
+            with partial.open("w", encoding="utf-8") as out:
+                for part in parts:
+                    out.write(part)
+                    written += 1
+            partial.replace(target)
+        finally:
+            partial.unlink(missing_ok=True)
+        # The first part is the file's title; each other is one finding.
+        self.stderr.write(f"wrote {written - 1} findings to {target}")
