@@ -8,7 +8,7 @@ fields are kept, never an error; what looks wrong becomes a reviewer note.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from decisiontree import conditions, launch
@@ -110,6 +110,13 @@ def parse_findings_md(
     if not findings:
         problems.append("no `## ` entries found")
     return title, findings, tuple(problems)
+
+
+def notes_of_entry(problems: Iterable[str], title: str) -> tuple[str, ...]:
+    """The reviewer notes about the entry titled `title`, and those about the whole file:
+    the notes of this module name their entry first (`entry 'TITLE': ...`)."""
+    own = f"entry '{title}'"
+    return tuple(n for n in problems if n.startswith(own) or not n.startswith("entry '"))
 
 
 def body_samples(body: str) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from simple_history.utils import bulk_create_with_history
 
 from decisiontree import conditions
 from decisiontree.documents import ExtractedFinding, ExtractedFix, GpuMention
+from decisiontree.documents.findings_md import notes_of_entry
 from decisiontree.fingerprint import Signature
 from decisiontree.match import Candidate, MatchLevel, Query, SignatureIndex
 from decisiontree.samples import from_stored, signatures_of_sample, stored_form
@@ -102,7 +103,8 @@ def finding_values(extracted: ExtractedFinding, problems: tuple[str, ...]) -> di
         "metric_unit": metrics.unit or "",
         "metric_note": note,
         "extra": dict(extracted.extra),
-        "problems": list(problems),
+        # Its own notes: a FINDINGS.md of 100k entries would store every note on each.
+        "problems": list(notes_of_entry(problems, extracted.title)),
     }
 
 

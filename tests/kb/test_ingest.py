@@ -226,3 +226,22 @@ def test_it_keeps_an_unvetted_environment_variable_of_a_fix_as_text_only(
     preload = [c for c in changes if c["name"] == "LD_PRELOAD"]
     assert [c["action"] for c in preload] == ["other"]
     assert "not a vetted serving knob" in preload[0]["value"]
+
+
+def test_each_entry_keeps_its_own_notes_for_the_reviewer(vocabulary: None, tmp_path: Path) -> None:
+    """A note names its entry; the other entries' review pages do not show it (a file of
+    many entries once stored every note on every finding)."""
+    (tmp_path / "FINDINGS.md").write_text(
+        "# Log\n\n## Odd one\n- Kind: spontaneous combustion\n- Fix: --enforce-eager\n\n"
+        "```\nRuntimeError: CUDA error: misaligned address\n```\n\n"
+        "## Plain one\n- Kind: crash\n- Fix: --enforce-eager\n\n"
+        "```\nRuntimeError: CUDA error: an illegal instruction was encountered\n```\n"
+    )
+
+    call_command("ingest", str(tmp_path), stdout=StringIO())
+
+    odd, plain = (Finding.objects.get(title=t) for t in ("Odd one", "Plain one"))
+    assert odd.problems == [
+        "entry 'Odd one': unknown kind 'spontaneous combustion', inferred instead"
+    ]
+    assert plain.problems == []
