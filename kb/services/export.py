@@ -39,21 +39,42 @@ def export_findings(status: str = "published", title: str = "Findings") -> str:
 
 def export_parts(status: str = "published", title: str = "Findings") -> Iterator[str]:
     """The same text a finding at a time, for a file or a streamed download."""
-    findings = findings_to_export(status).iterator(chunk_size=CHUNK)
-    return findings_md_parts(extracted(findings), title)
+    return findings_md_parts(extracted(findings_in_chunks(status)), title)
 
 
-def findings_to_export(status: str) -> QuerySet[Finding]:
-    return (
+def findings_in_chunks(status: str) -> Iterator[Finding]:
+    """The findings of `status`, oldest first, CHUNK at a time with their links: only their
+    ids are read whole (SQLite hands an iterator() all its rows at once)."""
+    ids = list(
         Finding.objects.filter(status__in=STATUSES[status])
         .order_by("created_at", "pk")
+        .values_list("pk", flat=True)
+    )
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        found = {finding.pk: finding for finding in with_links(chunk)}
+        for pk in chunk:
+            finding = found.pop(pk, None)
+            if finding is not None:  # deleted meanwhile: left out
+                yield finding
+                # Prefetched rows point back at their finding: a cycle only a full garbage
+                # collection frees, and the export grew with it (bench/export_speed.py).
+                finding._prefetched_objects_cache.clear()
+
+
+def with_links(ids: list[int]) -> QuerySet[Finding]:
+    return (
+        Finding.objects.filter(pk__in=ids)
         .select_related("model", "framework")
         .prefetch_related(
             Prefetch(
                 "findinggpu_set", FindingGpu.objects.select_related("hardware").order_by("id")
             ),
             Prefetch("fixes", Fix.objects.order_by("position", "pk")),
-            Prefetch("samples", ErrorSample.objects.order_by("pk")),
+            # Only the text: a sample's stored parse is many times its size.
+            Prefetch(
+                "samples", ErrorSample.objects.only("pk", "finding_id", "text").order_by("pk")
+            ),
             "libraries",
             "flag_settings",
         )
