@@ -47,6 +47,7 @@ from kb.services.export import export_parts  # noqa: E402
 GPUS = ("8x NVIDIA H100 80GB HBM3", "4x NVIDIA L40S", "8x NVIDIA RTX PRO 6000 Blackwell")
 MODELS = ("Qwen/Qwen3-32B (qwen3)", "meta-llama/Llama-3.1-70B (llama)", "GLM-5-NVFP4 (glm)")
 FRAMEWORKS = ("sglang 0.5.9; flashinfer-python 0.7.2", "vllm 0.11.0; torch 2.9.0")
+ENTRIES_A_FILE = 5000
 FLAGS = ("--kv-cache-dtype fp8_e4m3", "--mem-fraction-static 0.88", "--enable-prefix-caching")
 
 
@@ -72,29 +73,41 @@ def measure(size: int) -> tuple[float, float, int, float, bool]:
     Finding.objects.all().delete()
     SourceDocument.objects.all().delete()
     rng = random.Random(size)
-    source = Path(SCRATCH) / f"in-{size}" / "FINDINGS.md"
-    source.parent.mkdir()
-    source.write_text("# Bench\n\n" + "\n".join(entry(i, rng) for i in range(size)))
+    source = Path(SCRATCH) / f"in-{size}"
+    source.mkdir()
+    entries = [entry(i, rng) for i in range(size)]
+    # Ingest reads documents of 5 MB at most: the generated log goes in as smaller files.
+    for start in range(0, size, ENTRIES_A_FILE):
+        text = "# Bench\n\n" + "\n".join(entries[start : start + ENTRIES_A_FILE])
+        (source / f"part-{start // ENTRIES_A_FILE:04d}.md").write_text(text)
     started = time.perf_counter()
     call_command("ingest", str(source), "--publish", verbosity=0, stdout=io.StringIO())
     ingested = time.perf_counter() - started
 
-    target = Path(SCRATCH) / f"out-{size}.md"
+    target = Path(SCRATCH) / f"out-{size}"
+    target.mkdir()
     vocabulary = default_vocabulary()
     # What one process loads once (vocabularies, compiled patterns) is not the export's peak.
     list(itertools.islice(export_parts(), 3))
     tracemalloc.start()
     started = time.perf_counter()
-    with target.open("w") as out:
-        for part in export_parts():
-            out.write(part)
+    # As `export_findings -o DIR` writes it: in parts that `ingest` reads.
+    call_command("export_findings", "--output", str(target), stderr=io.StringIO())
     exported = time.perf_counter() - started
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
 
-    _, before, _ = parse_findings_md(source.read_text(), vocabulary)
-    _, after, _ = parse_findings_md(target.read_text(), vocabulary)
-    return ingested, exported, target.stat().st_size, peak, before == after
+    before, after = read_all(source, vocabulary), read_all(target, vocabulary)
+    size_bytes = sum(part.stat().st_size for part in target.iterdir())
+    return ingested, exported, size_bytes, peak, before == after
+
+
+def read_all(folder: Path, vocabulary: object) -> tuple[object, ...]:
+    return tuple(
+        finding
+        for part in sorted(folder.iterdir())
+        for finding in parse_findings_md(part.read_text(), vocabulary)[1]  # type: ignore[arg-type]
+    )
 
 
 def main() -> None:

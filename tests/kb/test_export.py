@@ -43,10 +43,14 @@ def answers() -> list[tuple[str, str | None]]:
 
 def move_to_a_fresh_instance(text: str, folder: Path) -> None:
     """What a team does: the export file, ingested where nothing is stored yet."""
+    (folder / "FINDINGS.md").write_text(text)
+    move_to_a_fresh_instance_from(folder / "FINDINGS.md")
+
+
+def move_to_a_fresh_instance_from(path: Path) -> None:
     Finding.objects.all().delete()
     SourceDocument.objects.all().delete()
-    (folder / "FINDINGS.md").write_text(text)
-    call_command("ingest", str(folder / "FINDINGS.md"), "--publish", verbosity=0)
+    call_command("ingest", str(path), "--publish", verbosity=0, stdout=io.StringIO())
 
 
 def test_the_starter_knowledge_moves_and_answers_the_same(starter_kb: None, tmp_path: Path) -> None:
@@ -154,3 +158,31 @@ def test_a_fix_keeps_its_words_through_the_move_and_a_refused_setting_stays_word
         exported
     )
     assert list(Fix.objects.values_list("passage", "changes", "outcome")) == before
+
+
+def test_an_export_past_what_ingest_reads_in_one_file_goes_to_a_folder_in_parts(
+    vocabulary: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for number in range(5):
+        finding = Finding.objects.create(title=f"Crash {number}", status="published")
+        ErrorSample.objects.create(finding=finding, text=f"RuntimeError: crash {number}\n" * 40)
+    # A limit of a few entries: the same rule as 5 MB, met with a small knowledge base.
+    monkeypatch.setattr("kb.management.commands.export_findings.MAX_DOCUMENT_BYTES", 3000)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "findings-0009.md").write_text("# an older, longer export\n")
+
+    with pytest.raises(CommandError, match="give a folder"):
+        call_command("export_findings", "--output", str(tmp_path / "one.md"))
+    err = io.StringIO()
+    call_command("export_findings", "--output", str(tmp_path / "out"), stderr=err)
+
+    parts = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert not (tmp_path / "one.md").exists()
+    assert parts == [f"findings-{n:04d}.md" for n in range(1, len(parts) + 1)]
+    assert len(parts) > 1
+    assert all((tmp_path / "out" / p).stat().st_size <= 3000 for p in parts)
+    assert err.getvalue().strip() == f"wrote 5 findings to {tmp_path / 'out'} ({len(parts)} files)"
+    move_to_a_fresh_instance_from(tmp_path / "out")
+    assert sorted(Finding.objects.values_list("title", flat=True)) == [
+        f"Crash {n}" for n in range(5)
+    ]
