@@ -11,11 +11,13 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from kb.models import Fix
-from kb.services.diagnosis import decide_signature, diagnose
+from kb.services import stored_diagnoses
+from kb.services.diagnosis import decide_signature, diagnose, start_finding_from_paste
 from kb.services.feedback import Voter, vote
 
 pytestmark = pytest.mark.django_db
@@ -262,3 +264,20 @@ def test_it_does_not_prompt_when_the_paste_comes_from_a_pipe(
 
     assert err.getvalue() == ""
     assert "--kv-cache-dtype bf16" in out.getvalue()
+
+
+def test_with_no_known_match_it_names_a_draft_a_teammate_started(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    unknown = "ValueError: rope scaling factor 0 is not supported by the yarn kernel\n"
+    paste = tmp_path / "paste.txt"
+    paste.write_text(unknown)
+    assert "Once you solve it, start a finding from this paste" in run(str(paste))
+
+    author = get_user_model().objects.create_user("oncall")
+    first = stored_diagnoses.diagnose_and_store(unknown, user=author)
+    draft = start_finding_from_paste(unknown, user=author, started_from=first)
+
+    out = run(str(paste))
+    assert f"A draft of this error waits in the review queue: #{draft.pk} {draft.title}" in out
+    assert "Once you solve it" not in out
