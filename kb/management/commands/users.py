@@ -59,17 +59,19 @@ class Command(BaseCommand):
             for role_name, role in ROLES.items():
                 if options[role_name]:
                     grant(user, role)
-        self.stdout.write(f"added {name}: {self._describe(name)}")
+        self.stdout.write(f"added {name}: {describe(self._user(name))}")
 
     def do_grant(self, options: dict[str, Any]) -> None:
-        grant(self._user(options["username"]), ROLES[options["role"]])
-        self.stdout.write(f"{options['username']}: {self._describe(options['username'])}")
+        name = options["username"]
+        grant(self._user(name), ROLES[options["role"]])
+        self.stdout.write(f"{name}: {describe(self._user(name))}")
 
     def do_revoke(self, options: dict[str, Any]) -> None:
         name = options["username"]
         revoke(self._user(name), ROLES[options["role"]])
-        self.stdout.write(f"{name}: {self._describe(name)}")
-        if options["role"] in roles_of(self._user(name)):
+        user = self._user(name)  # read afresh: permissions are cached on a user object
+        self.stdout.write(f"{name}: {describe(user)}")
+        if options["role"] in roles_of(user):
             self.stderr.write(
                 f"{name} still holds the {options['role']} permissions "
                 "(as an admin, or granted one by one in the admin pages)"
@@ -84,18 +86,14 @@ class Command(BaseCommand):
         for user in found:
             last = f"{user.last_login:%Y-%m-%d %H:%M}" if user.last_login else "never"
             active = "yes" if user.is_active else "no"
-            self.stdout.write(f"{user.username}\t{self._describe(user.username)}\t{active}\t{last}")
+            self.stdout.write(f"{user.username}\t{describe(user)}\t{active}\t{last}")
 
     def _user(self, name: str) -> Any:
+        """The account, read afresh (a user object caches its permissions)."""
         user = get_user_model().objects.filter(username=name).first()
         if user is None:
             raise CommandError(f"no user named {name!r}: add it with `manage.py users add {name}`")
         return user
-
-    def _describe(self, name: str) -> str:
-        user = self._user(name)  # read afresh: permissions are cached on a user object
-        roles = ["admin"] if user.is_superuser else roles_of(user)
-        return ", ".join(roles) or "member (search, diagnose, vote, start drafts)"
 
     def _password(self, from_stdin: bool) -> str:
         if from_stdin:
@@ -109,3 +107,8 @@ class Command(BaseCommand):
         if not password:
             raise CommandError("an empty password; nothing was added")
         return password
+
+
+def describe(user: Any) -> str:
+    roles = ["admin"] if user.is_superuser else roles_of(user)
+    return ", ".join(roles) or "member (search, diagnose, vote, start drafts)"
