@@ -114,16 +114,7 @@ def detail_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
 
 def draft_blocks(drafts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A teammate met this error already: their draft waits for a reviewer."""
-    if not drafts:
-        return []
-    first = drafts[0]
-    more = f" ({len(drafts)} drafts)" if len(drafts) > 1 else ""
-    return [
-        section(
-            f"A draft of this error waits in the review queue{more}: "
-            f"#{first['id']} {escape(first['title'])}"
-        )
-    ]
+    return [section(escape(stored_diagnoses.drafts_line(drafts)))] if drafts else []
 
 
 def nearest_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:

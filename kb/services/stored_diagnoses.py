@@ -8,6 +8,7 @@ and the same `html_url`, and a link keeps showing the answer as it was given.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -162,6 +163,13 @@ def drafts_waiting(record: StoredDiagnosis) -> list[Finding]:
     """Drafts in the review queue started from this paste, or from another of the same
     error (its fingerprint): a second teammate meeting it need not start another."""
     return drafts_of_error(record.fingerprint, also=Q(started_from=record))
+
+
+def drafts_line(drafts: Sequence[Mapping[str, Any]]) -> str:
+    """What a text answer says of the drafts (`id`, `title`) waiting for this error."""
+    more = f" ({len(drafts)} drafts)" if len(drafts) > 1 else ""
+    first = drafts[0]
+    return f"A draft of this error waits in the review queue{more}: #{first['id']} {first['title']}"
 
 
 def drafts_of_error(fingerprint: str, also: Q | None = None) -> list[Finding]:

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from decisiontree.answer import Diagnosis, NotHelpful, RankedFix, Verdict
 from decisiontree.traceback import InputRejected
 from kb.services.diagnosis import diagnose
-from kb.services.stored_diagnoses import drafts_of_error
+from kb.services.stored_diagnoses import drafts_line, drafts_of_error
 
 PASTE_PROMPT = (
     "Paste the error (the traceback or log lines), then press Ctrl-D on a line of its own "
@@ -165,9 +165,7 @@ def render_next_step(diagnosis: Diagnosis) -> list[str]:
     fingerprint = diagnosis.signature.fingerprint if diagnosis.signature else ""
     drafts = drafts_of_error(fingerprint) if fingerprint else []
     if drafts:
-        more = f" ({len(drafts)} drafts)" if len(drafts) > 1 else ""
-        lines += ["", f"A draft of this error waits in the review queue{more}: "
-                      f"#{drafts[0].pk} {drafts[0].title}"]  # fmt: skip
+        lines += ["", drafts_line([{"id": d.pk, "title": d.title} for d in drafts])]
     else:
         lines += ["", "Once you solve it, start a finding from this paste on the web page."]
     return lines
