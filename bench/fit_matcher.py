@@ -30,7 +30,7 @@ import datetime
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,16 +137,23 @@ class Example:
         return self.query_known and self.candidate_bug == self.query_bug
 
 
-def collect(reports: list[shared_reports.Report]) -> list[Example]:
+# A measure tried beside the product's (bench/semantic_layer.py): the pasted report and the
+# finding's report in, a number out.
+ExtraMeasure = tuple[str, Callable[[shared_reports.Report, shared_reports.Report], float]]
+
+
+def collect(
+    reports: list[shared_reports.Report], extra: Sequence[ExtraMeasure] = ()
+) -> list[Example]:
     known, queries = shared_reports.split(reports)
-    examples = _view("protocol", known, queries)
+    examples = _view("protocol", known, queries, extra=extra)
     # Each bug's next report as the finding (the last one where a bug has fewer).
     for finding, rest in shared_reports.rotations(reports, ROTATIONS):
-        examples += _view("rotation", finding, rest)
+        examples += _view("rotation", finding, rest, extra=extra)
     bugs = shared_reports.by_bug(reports)
     for bug in sorted(bugs):
         others = [k for k in known if k.bug != bug]
-        examples += _view("unknown", others, bugs[bug], known_query=False)
+        examples += _view("unknown", others, bugs[bug], known_query=False, extra=extra)
     return examples
 
 
@@ -155,10 +162,11 @@ def _view(
     known: Sequence[shared_reports.Report],
     queries: Sequence[shared_reports.Report],
     known_query: bool = True,
+    extra: Sequence[ExtraMeasure] = (),
 ) -> list[Example]:
     records = shared_reports.finding_records(list(known))
     graph = build_graph(records)
-    bug_of = {record.id: report.bug for record, report in zip(records, known, strict=True)}
+    report_of = {record.id: report for record, report in zip(records, known, strict=True)}
     found = []
     for query in queries:
         try:
@@ -172,8 +180,9 @@ def _view(
                     query.id,
                     query.bug,
                     query.known and known_query,
-                    bug_of[finding_id],
-                    features.vector(ALL_MEASURES if ALL else FEATURES),
+                    report_of[finding_id].bug,
+                    features.vector(ALL_MEASURES if ALL else FEATURES)
+                    + tuple(measure(query, report_of[finding_id]) for _, measure in extra),
                 )
             )
     return found
@@ -263,18 +272,22 @@ def first_right_share(found: Sequence[Answer], known: float) -> tuple[float, int
     return (right / len(confident) if confident else 1.0), len(confident)
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None, extra: Sequence[ExtraMeasure] = ()) -> int:
+    """Fit, print the curves and the chosen cut-offs; `extra` measures are weighed beside
+    the product's (an experiment: such a fit is never written)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write the fitted numbers")
     parser.add_argument(
         "--misses", action="store_true", help="list each query the CV answer gets wrong"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.write and extra:
+        parser.error("a fit with measures the product lacks is not written")
     if not shared_reports.available():
         print(shared_reports.absent_note())
         return 1
     reports = shared_reports.load()
-    examples = collect(reports)
+    examples = collect(reports, extra)
     protocol = [e for e in examples if e.view == "protocol"]
     n_known = sum(1 for r in shared_reports.split(reports)[1] if r.known)
     n_controls = sum(1 for r in reports if not r.known)
@@ -359,7 +372,7 @@ def main() -> int:
     )
     if args.misses:
         print_misses(cv, similar, runner_up, reports)
-    names = ["bias", *FEATURES]
+    names = ["bias", *FEATURES, *(name for name, _ in extra)]
     print("weights: " + ", ".join(f"{n} {v:+.2f}" for n, v in zip(names, w_all, strict=True)))
     if args.write:
         data = json.loads(TUNING_FILE.read_text())
