@@ -41,8 +41,8 @@ def main() -> None:
             raise
         # A fresh checkout before `make run`, or a pull with a new migration: say what to
         # run, not a traceback.
-        behind = pending_migrations()
-        if behind:
+        applied, behind = migration_state()
+        if applied and behind:
             sys.exit(
                 f"FixGraph's database is behind this code ({first}; {len(behind)} migration(s) "
                 f"not applied, e.g. {behind[0]}). Run `.venv/bin/python manage.py migrate` "
@@ -54,19 +54,16 @@ def main() -> None:
         )
 
 
-def pending_migrations() -> list[str]:
-    """Migrations the database lacks, when it has applied some (else: none known)."""
-    from django.db import DatabaseError, connection
-    from django.db.migrations.executor import MigrationExecutor
+def migration_state() -> tuple[int, list[str]]:
+    """What /healthz reads too: (applied, pending); nothing known when it cannot be read."""
+    from django.db import DatabaseError
+
+    from kb.services.health import migration_state as read
 
     try:
-        executor = MigrationExecutor(connection)
-        if not executor.loader.applied_migrations:
-            return []
-        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        return read()
     except DatabaseError:
-        return []
-    return [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
+        return 0, []
 
 
 if __name__ == "__main__":

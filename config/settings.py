@@ -95,6 +95,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: a load balancer probes each server by its address, over plain HTTP; /healthz
+    # answers before the host check and the HTTPS redirect (it builds no URL).
+    "kb.middleware.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -269,10 +272,9 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "False")
 # Scale-out (docs/validation.md): a validation run goes to the queue of its host's first
-# label, consumed by the workers that can reach that host. Off: one queue for everything.
+# label, consumed by the workers that can reach that host (kb.services.validation.queue_for).
+# Off: one queue for everything, the one a worker started without -Q reads.
 FIXGRAPH_QUEUE_PER_LABEL = envbool("FIXGRAPH_QUEUE_PER_LABEL", "False")
-if FIXGRAPH_QUEUE_PER_LABEL:
-    CELERY_TASK_ROUTES = ("kb.tasks.route_validation",)
 CELERY_BEAT_SCHEDULE = {
     "sweep-validation-runs": {"task": "kb.sweep_validation_runs", "schedule": 60.0},
     # Writers ask for it after each commit; this catches what a broker outage dropped.

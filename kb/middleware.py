@@ -1,5 +1,6 @@
 """A database that cannot be reached is a 503 with Retry-After, not a 500 "bug" page:
-the request was fine and the same request will work once the database is back."""
+the request was fine and the same request will work once the database is back. And
+/healthz, answered before anything else looks at the request."""
 
 from __future__ import annotations
 
@@ -38,3 +39,22 @@ class DatabaseUnavailableMiddleware:
         if isinstance(exception, OperationalError | InterfaceError):
             return database_unavailable(request)
         return None
+
+
+HEALTH_PATH = "/healthz"
+
+
+class HealthCheckMiddleware:
+    """Answers /healthz itself, first in the chain. A probe sends the server's own address
+    as its Host (not in ALLOWED_HOSTS) over plain HTTP (redirected under HTTPS): either
+    would fail a healthy server. The answer carries no URL, so the host is not needed."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path == HEALTH_PATH:
+            from kb.views.health import healthz
+
+            return healthz(request)
+        return self.get_response(request)

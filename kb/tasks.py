@@ -1,11 +1,14 @@
-"""Celery tasks: small wrappers that load by id and call the validation service."""
+"""Celery tasks: small wrappers that load by id and call the validation service; and the
+worker's heartbeat, started and stopped with the worker."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from celery import Task, shared_task
+from celery.signals import worker_ready, worker_shutdown
 
+from kb import heartbeat
 from kb.search.refresh import refresh_queued
 from kb.services import validation
 
@@ -43,14 +46,13 @@ def revalidate_fixes(older_than_days: float = 30) -> list[int]:
     return [run.pk for run in validation.revalidate(older_than_days=older_than_days)]
 
 
-def route_validation(
-    name: str, args: Any, kwargs: Any, options: Any, task: Any = None, **extra: Any
-) -> dict[str, str] | None:
-    """`CELERY_TASK_ROUTES` router: a run goes to the queue of its host's first label,
-    so it lands on a worker that can reach that host."""
-    if name != "kb.run_validation" or not args:
-        return None
-    from kb.models import ValidationRun
+@worker_ready.connect
+def start_heartbeat(sender: Any, **_: Any) -> None:
+    """`sender` is the worker's consumer: its node name and the queues it was told to read."""
+    queues = sorted(sender.app.amqp.queues.consume_from or sender.app.amqp.queues)
+    heartbeat.start(sender.hostname, queues)
 
-    run = ValidationRun.objects.select_related("host").filter(pk=args[0]).first()
-    return {"queue": validation.queue_for(run.host)} if run else None
+
+@worker_shutdown.connect
+def stop_heartbeat(sender: Any, **_: Any) -> None:
+    heartbeat.stop(sender.hostname)

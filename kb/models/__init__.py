@@ -12,6 +12,7 @@ from kb.models.findings import (
     SignatureDecision,
     SourceDocument,
 )
+from kb.models.health import WorkerHeartbeat
 from kb.models.revision import KnowledgeRevision
 from kb.models.search import FindingSearchDocument, SearchRefresh, SearchWord
 from kb.models.validation import Host, ValidationRun
@@ -38,4 +39,5 @@ __all__ = [
     "SourceDocument",
     "StoredDiagnosis",
     "ValidationRun",
+    "WorkerHeartbeat",
 ]

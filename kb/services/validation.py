@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -165,13 +166,18 @@ def planned_command(fix: Fix, host: Host, recipe: dict[str, Any] | None = None) 
 
 
 def queue_for(host: Host) -> str:
-    """The Celery queue of the workers that can reach `host`: its first label.
+    """The Celery queue of the workers that can reach `host`.
 
-    A worker machine consumes the queues of the labels it can reach
-    (`celery worker -Q hosts.lab-a,...`); an unlabelled host goes to the default queue.
+    With FIXGRAPH_QUEUE_PER_LABEL, its first label's: a worker machine consumes the queues
+    of the labels it can reach (`celery worker -Q hosts.lab-a,...`), and an unlabelled
+    host goes to the default queue. Without it, every run goes to the default queue, the
+    one a worker started without -Q reads (`make run`'s): a label alone must not strand a
+    run where no worker listens.
     """
     labels = [str(label) for label in host.labels or [] if str(label).strip()]
-    return f"hosts.{labels[0]}" if labels else DEFAULT_QUEUE
+    if not (settings.FIXGRAPH_QUEUE_PER_LABEL and labels):
+        return DEFAULT_QUEUE
+    return f"hosts.{labels[0]}"
 
 
 def start(

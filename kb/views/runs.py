@@ -21,7 +21,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from kb.filtersets import ValidationRunFilterSet
 from kb.models import Host, ValidationRun
 from kb.roles import VALIDATE_PERMISSION
-from kb.services import validation
+from kb.services import health, validation
 from kb.views.review import LOGIN_URL
 
 POLL_SECONDS = 3
@@ -77,7 +77,10 @@ def run_list(request: HttpRequest) -> HttpResponse:
     # A value the page does not offer (an old link, a typo) shows every run.
     valid = chosen.is_valid()
     listed = list((chosen.qs if valid else runs)[:RUNS_SHOWN])
+    workers = health.live_workers()
     context = {
+        "workers": workers,
+        "workers_silent": "" if workers else health.silent_workers(),
         "hosts": [(host, host.holder(now)) for host in hosts],
         "runs": listed,
         "live_listed": any(run.live for run in listed),
@@ -98,9 +101,14 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     metrics = run.metrics or {}
     ended = run.finished_at or timezone.now()
     took = (ended - run.started_at).total_seconds() if run.started_at else None
+    queue = validation.queue_for(run.host)
     context = {
         "run": run,
         "live": run.live,
+        # A queued run nobody will take: say so, and which worker to start.
+        "unheard_queue": queue
+        if run.status == ValidationRun.Status.QUEUED and not health.queue_listened(queue)
+        else "",
         "took": took,
         "framework": validation.framework_of(run.fix, run.recipe or {}),
         "poll_seconds": POLL_SECONDS,

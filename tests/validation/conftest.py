@@ -229,6 +229,7 @@ def celery_worker(tmp_path: Path) -> Iterator[Callable[[str], int]]:
                 "config",
                 "worker",
                 "--pool=solo",
+                f"--hostname={queue}@%h",  # each worker its own node, as two on one machine need
                 "--detach",
                 f"--pidfile={pidfile}",
                 f"--logfile={logfile}",

@@ -15,7 +15,6 @@ from django.core.management import CommandError, call_command
 from kb import remote
 from kb.models import Fix, Host, ValidationRun
 from kb.services import hosts, validation
-from kb.tasks import route_validation
 
 from .conftest import fake_env, queue_run
 
@@ -175,14 +174,16 @@ def test_it_sweeps_only_runs_whose_lease_ran_out(
     assert Host.objects.get(pk=dead.pk).locked_by_id is None
 
 
-def test_it_routes_a_run_to_the_queue_of_its_hosts_first_label(
-    make_host: Callable[..., Host], make_fix: Callable[..., Fix]
+def test_it_routes_a_run_to_the_queue_of_its_hosts_first_label_when_asked(
+    make_host: Callable[..., Host], settings
 ) -> None:
-    labelled = queue_run(make_fix(), make_host(labels=("rack-7", "h200")))
-    plain = queue_run(make_fix(), make_host())
-    assert route_validation("kb.run_validation", [labelled.pk], {}, {}) == {"queue": "hosts.rack-7"}
-    assert route_validation("kb.run_validation", [plain.pk], {}, {}) == {"queue": "celery"}
-    assert route_validation("kb.other", [plain.pk], {}, {}) is None
+    labelled, plain = make_host(labels=("rack-7", "h200")), make_host()
+    # By default one queue, the one a worker started without -Q reads (make run's): a
+    # label alone sends nothing where no worker listens.
+    assert validation.queue_for(labelled) == validation.queue_for(plain) == "celery"
+    settings.FIXGRAPH_QUEUE_PER_LABEL = True
+    assert validation.queue_for(labelled) == "hosts.rack-7"
+    assert validation.queue_for(plain) == "celery"
 
 
 def test_it_queues_a_fix_on_every_host_of_the_architecture_it_was_seen_on(

@@ -28,7 +28,9 @@ def test_it_validates_a_fix_through_a_worker_on_its_hosts_queue(
     make_host: Callable[..., Host],
     make_fix: Callable[..., Fix],
     celery_worker: Callable[[str], int],
+    settings,
 ) -> None:
+    settings.FIXGRAPH_QUEUE_PER_LABEL = True
     label = f"lab-{uuid.uuid4().hex[:6]}"
     host, fix = make_host(labels=(label,)), make_fix()
     celery_worker(f"hosts.{label}")
@@ -61,7 +63,9 @@ def test_it_leaves_no_server_and_a_marked_run_when_the_worker_is_killed(
     make_fix: Callable[..., Fix],
     celery_worker: Callable[[str], int],
     ssh_target: remote.Target,
+    settings,
 ) -> None:
+    settings.FIXGRAPH_QUEUE_PER_LABEL = True
     label = f"lab-{uuid.uuid4().hex[:6]}"
     host = make_host(labels=(label,))
     worker_pid = celery_worker(f"hosts.{label}")
