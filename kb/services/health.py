@@ -174,7 +174,7 @@ def silent_workers() -> str:
     """Why queued work waits, when no worker reports."""
     last = WorkerHeartbeat.objects.order_by("-seen_at").first()
     if last is None:
-        return "no worker has reported: validation runs wait until one starts"
+        return "no worker is running: validation runs wait until one starts"
     return (
         f"no worker has reported for {timesince(last.seen_at)}: validation runs wait "
         "until one starts"

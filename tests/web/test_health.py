@@ -50,7 +50,7 @@ def test_a_probe_by_address_over_plain_http_gets_the_checks() -> None:
     assert checks["workers"] == {
         "ok": False,
         "required": False,
-        "detail": "no worker has reported: validation runs wait until one starts",
+        "detail": "no worker is running: validation runs wait until one starts",
     }
     assert page_status == 400  # every other page still checks the host
 
