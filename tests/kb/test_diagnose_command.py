@@ -130,11 +130,20 @@ def test_it_refuses_binary_garbage_with_a_clear_message(starter_kb: None, tmp_pa
     assert "binary" in str(error.value).lower() or "not text" in str(error.value).lower()
 
 
-def test_it_refuses_a_50_mb_paste(starter_kb: None, tmp_path: Path) -> None:
-    paste = tmp_path / "huge.log"
-    paste.write_bytes(b"INFO all good\n" * (50 * 1024 * 1024 // 14))
-    with pytest.raises(CommandError, match="larger than"):
-        run(str(paste))
+def test_a_50_mb_server_log_is_read_at_its_start_and_end(starter_kb: None, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    request_line = b"[2026-03-02 11:00:00 TP0] Decode batch. #running-req: 3, #token: 1841\n"
+    with log.open("wb") as out:
+        out.write(request_line * (50_000_000 // len(request_line)))
+        out.write(DECODE_CRASH.encode())  # hours of requests, then the crash
+    err = StringIO()
+    printed = StringIO()
+
+    call_command("diagnose", str(log), "--json", stdout=printed, stderr=err)
+
+    result = json.loads(printed.getvalue())  # the note stays out of the JSON
+    assert result["match"] in ("known", "similar") and result["fixes"]
+    assert err.getvalue().startswith(f"{log} is 50.0 MB: read its first 250 KB (the launch) ")
 
 
 def test_feedback_that_a_fix_did_not_help_moves_it_down(starter_kb: None) -> None:

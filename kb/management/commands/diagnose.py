@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+from collections.abc import Iterator
+from typing import Any, BinaryIO, TextIO
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from decisiontree.answer import Diagnosis, NotHelpful, RankedFix, Verdict
+from decisiontree.logfile import excerpt
 from decisiontree.traceback import InputRejected
 from kb.services.diagnosis import diagnose
 from kb.services.stored_diagnoses import drafts_line, drafts_of_error
 
+CHUNK_BYTES = 1 << 20
 PASTE_PROMPT = (
     "Paste the error (the traceback or log lines), then press Ctrl-D on a line of its own "
     "to diagnose it.\n"
@@ -28,7 +31,12 @@ class Command(BaseCommand):
     help = "Diagnose a traceback (from FILE or standard input): the ordered fixes, and why."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("file", nargs="?", help="Traceback file; standard input if omitted")
+        parser.add_argument(
+            "file",
+            nargs="?",
+            help="Traceback or whole server log (a large one is read at its start and end); "
+            "standard input if omitted",
+        )
         parser.add_argument("--gpu", help='GPU name, e.g. "RTX PRO 6000" or "H200"')
         parser.add_argument("--launch-cmd", dest="launch_command", help="The launch command")
         parser.add_argument("--model", help="Model repository id or name")
@@ -45,7 +53,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         answers = parse_answers(options["answer"])
-        text = read_input(options["file"], prompt=self.stderr)
+        text, read = read_input(options["file"], prompt=self.stderr)
+        if read:
+            self.stderr.write(read)  # beside, not in, the --json object
         framework, version = split_framework(options["framework"], options["framework_version"])
         try:
             result = diagnose(
@@ -81,24 +91,32 @@ def parse_answers(raw: list[str]) -> dict[str, str]:
     return answers
 
 
-def read_input(path: str | None, *, prompt: TextIO | Any = None) -> str:
+def read_input(path: str | None, *, prompt: TextIO | Any = None) -> tuple[str, str]:
+    """The paste, and what was read of a log too large to read whole ("" when it was read
+    whole): its start and its end, streamed (decisiontree.logfile)."""
     limit = settings.FIXGRAPH_MAX_PASTE_BYTES
     try:
         if path:
             with open(path, "rb") as handle:
-                data = handle.read(limit + 1)
+                found = excerpt(chunks_of(handle), limit)
         else:
             if sys.stdin.isatty() and prompt is not None:
                 prompt.write(PASTE_PROMPT)
-            data = sys.stdin.buffer.read(limit + 1)
+            found = excerpt(chunks_of(sys.stdin.buffer), limit)
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if len(data) > limit:
-        raise CommandError(
-            f"the traceback is larger than {limit:,} bytes: paste the error and the lines "
-            "around it, not the whole log"
-        )
-    return data.decode("utf-8", errors="replace")
+    return found.text, found.describe(path or "standard input")
+
+
+def chunks_of(handle: BinaryIO) -> Iterator[bytes]:
+    """A buffered read returns less than asked only at the end of input. Stop there: a
+    terminal's Ctrl-D ends the input once, and a read after it would wait for more."""
+    while True:
+        chunk = handle.read(CHUNK_BYTES)
+        if chunk:
+            yield chunk
+        if len(chunk) < CHUNK_BYTES:
+            return
 
 
 def split_framework(framework: str | None, version: str | None) -> tuple[str | None, str | None]:
