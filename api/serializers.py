@@ -33,6 +33,7 @@ from kb.models import (
     ValidationRun,
 )
 from kb.services import records, stored_diagnoses
+from kb.services.uploads import LogTooLarge, read_log
 
 MAX_ANSWERS = 20
 MAX_FEEDBACK_CONTEXT_BYTES = 10_000
@@ -53,7 +54,16 @@ def optional_text(max_length: int = 200) -> serializers.CharField:
 
 
 class DiagnoseRequestSerializer(serializers.Serializer):
-    traceback = serializers.CharField(trim_whitespace=False, help_text="The pasted error or log")
+    traceback = serializers.CharField(
+        trim_whitespace=False,
+        required=False,
+        help_text="The pasted error or log lines; or send `log` instead",
+    )
+    log = serializers.FileField(
+        required=False,
+        help_text="Instead of `traceback` (multipart/form-data, with a token): a whole server "
+        "log, read at its start and its end; up to FIXGRAPH_MAX_LOG_BYTES (100 MB)",
+    )
     launch_command = optional_text(20_000)
     gpu = optional_text()
     model = optional_text()
@@ -67,6 +77,21 @@ class DiagnoseRequestSerializer(serializers.Serializer):
 
     def validate_traceback(self, value: str) -> str:
         return within_paste_limit(value, "traceback")
+
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The text to diagnose from `traceback` or `log` (exactly one), and what was read
+        of a log (`read_from`)."""
+        log, pasted = data.pop("log", None), data.get("traceback")
+        if log is not None and pasted:
+            raise serializers.ValidationError("Send `traceback` or `log`, not both.")
+        if log is not None:
+            try:
+                data["traceback"], data["read_from"] = read_log(log)
+            except LogTooLarge as too_large:
+                raise PayloadTooLarge(str(too_large)) from None
+        elif not pasted:
+            raise serializers.ValidationError({"traceback": ["This field is required."]})
+        return data
 
     def validate_answers(self, value: dict[str, str]) -> dict[str, str]:
         if len(value) > MAX_ANSWERS:
@@ -733,6 +758,9 @@ class DiagnosisSerializer(serializers.Serializer):
         help_text="The shareable page of this diagnosis; null if not stored"
     )
     summary = serializers.SerializerMethodField(help_text="One line a bot can post as is")
+    read_from = serializers.SerializerMethodField(
+        help_text='Of an attached log: its name and what was read of it; "" for a paste'
+    )
     match = serializers.ChoiceField(choices=MATCH_LEVELS)
     verdict = serializers.ChoiceField(
         choices=enum_choices(Verdict),
@@ -778,6 +806,10 @@ class DiagnosisSerializer(serializers.Serializer):
     def get_html_url(self, diagnosis: Diagnosis) -> str | None:
         stored = self.context.get("stored")
         return page_url(stored.get_absolute_url()) if stored is not None else None
+
+    def get_read_from(self, diagnosis: Diagnosis) -> str:
+        stored = self.context.get("stored")
+        return str(stored.read_from) if stored is not None else ""
 
     def get_summary(self, diagnosis: Diagnosis) -> str:
         return summary_line(diagnosis)

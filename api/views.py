@@ -6,6 +6,7 @@ import hashlib
 import json
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from drf_spectacular.utils import (
@@ -23,7 +24,7 @@ from rest_framework.views import APIView
 
 from api import serializers as s
 from api.auth import may_publish
-from api.errors import Conflict, InputRefused
+from api.errors import Conflict, InputRefused, PayloadTooLarge
 from api.examples import diagnose_example
 from api.filters import FindingFilterBackend, may_read_unpublished
 from api.models import ApiToken, IdempotentReply, Scope
@@ -46,6 +47,9 @@ from kb.models import (
 from kb.search import SearchResult, page_snippets
 from kb.services import feedback, stored_diagnoses
 from kb.services.records import add_new_samples
+from kb.services.uploads import log_too_large_message
+
+UPLOAD_SLACK_BYTES = 100_000  # the form fields beside an attached log
 
 
 class SlackBlocksRenderer(renderers.JSONRenderer):
@@ -68,6 +72,7 @@ def run_diagnosis(request: Request, data: dict[str, Any]) -> StoredDiagnosis:
             channel=StoredDiagnosis.Channel.API,
             user=request.user,
             requester=requester_of(request),
+            read_from=data.get("read_from") or "",
         )
     except InputRejected as rejected:
         raise InputRefused(str(rejected)) from rejected
@@ -76,6 +81,20 @@ def run_diagnosis(request: Request, data: dict[str, Any]) -> StoredDiagnosis:
             raise
         # An answer to a question FixGraph never asks.
         raise ValidationError({"answers": [str(unknown.args[0])]}) from None
+
+
+def refuse_large_upload(request: Request) -> None:
+    """A whole log is a large upload: callers with a token only, up to the log limit."""
+    if not request.content_type.startswith("multipart/form-data"):
+        return
+    if not isinstance(request.auth, ApiToken):
+        raise PermissionDenied("Attaching a log needs an API token; paste `traceback` instead.")
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > settings.FIXGRAPH_MAX_LOG_BYTES + UPLOAD_SLACK_BYTES:
+        raise PayloadTooLarge(log_too_large_message())
 
 
 def requester_of(request: Request) -> str:
@@ -127,6 +146,7 @@ class DiagnoseView(generics.GenericAPIView):  # type: ignore[type-arg]
     )
     def post(self, request: Request) -> Response:
         """Ranked fixes for a pasted error: `match`, `fixes`, `not_helpful`, `questions`."""
+        refuse_large_upload(request)  # before the body is read
         serializer = s.DiagnoseRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -231,6 +231,9 @@ FIXGRAPH_MAIL_CONFIGURED = bool(EMAIL_HOST)
 
 # Pasted text larger than this (in UTF-8 bytes) is refused before parsing.
 FIXGRAPH_MAX_PASTE_BYTES = envint("FIXGRAPH_MAX_PASTE_BYTES", 2_000_000)
+# A whole server log attached instead (signed-in users and API tokens) may be this large;
+# its start and end are read, within the paste limit (decisiontree/logfile.py).
+FIXGRAPH_MAX_LOG_BYTES = envint("FIXGRAPH_MAX_LOG_BYTES", 100_000_000)
 # A form sends the paste URL-encoded: up to 3 bytes on the wire for each byte pasted.
 DATA_UPLOAD_MAX_MEMORY_SIZE = FIXGRAPH_MAX_PASTE_BYTES * 3 + 1_000_000
 # Diagnoses through the web form, per client (logged-in user, else address) and period.

@@ -9,19 +9,24 @@ from django.conf import settings
 
 from decisiontree import conditions, vocabulary
 from decisiontree.documents.changes import changes_from_lines, summarize
+from decisiontree.logfile import size
 from decisiontree.records import Change, ChangeAction
 from decisiontree.server_env import change_problem
 from kb.models import Finding, Fix
+from kb.services.uploads import LogTooLarge, read_log
 
 
 class DiagnoseForm(forms.Form):
-    """The pasted error and what the user knows about where it happened."""
+    """The pasted error, or the whole log attached (signed-in users: an upload is large),
+    and what the user knows about where it happened."""
 
     text = forms.CharField(
         label="Traceback or error line",
+        required=False,
         widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false", "autofocus": True}),
         strip=False,
     )
+    log = forms.FileField(label="Or attach the whole server log", required=False)
     launch_command = forms.CharField(
         label="Launch command (optional)",
         required=False,
@@ -30,10 +35,17 @@ class DiagnoseForm(forms.Form):
     )
     gpu = forms.CharField(label="GPU (optional)", required=False, max_length=120)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, allow_log: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Django's own "Null characters are not allowed" says nothing useful about a paste.
         self.fields["text"].validators = []
+        if not allow_log:
+            del self.fields["log"]
+        else:
+            self.fields["log"].help_text = (
+                "Its start (the launch) and its end (the crash) are read; up to "
+                f"{size(settings.FIXGRAPH_MAX_LOG_BYTES)}."
+            )
 
     def clean_text(self) -> str:
         text: str = self.cleaned_data["text"]
@@ -44,9 +56,27 @@ class DiagnoseForm(forms.Form):
             )
         if len(text.encode("utf-8", "replace")) > settings.FIXGRAPH_MAX_PASTE_BYTES:
             raise forms.ValidationError(paste_too_large_message())
-        if not text.strip():
-            raise forms.ValidationError("Paste the traceback or the error line.")
         return text
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        pasted, log = data.get("text") or "", data.get("log")
+        data["read_from"] = ""
+        if self.errors:
+            return data
+        if log and pasted.strip():
+            raise forms.ValidationError("Paste the error or attach the log, not both.")
+        if log:
+            try:
+                data["text"], data["read_from"] = read_log(log)
+            except LogTooLarge as too_large:
+                raise forms.ValidationError(str(too_large)) from None
+        elif not pasted.strip():
+            raise forms.ValidationError(
+                "Paste the traceback or the error line"
+                + (", or attach the log." if "log" in self.fields else ".")
+            )
+        return data
 
 
 def paste_too_large_message() -> str:

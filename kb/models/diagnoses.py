@@ -35,7 +35,10 @@ class StoredDiagnosis(models.Model):
 
     slug = models.CharField(max_length=32, unique=True, default=new_slug, editable=False)
     # What was asked
-    text = models.TextField(help_text="The paste, verbatim")
+    text = models.TextField(help_text="The paste, verbatim (of a whole log: its start and end)")
+    read_from = models.CharField(
+        max_length=400, blank=True, help_text="Of an attached log: its name and what was read"
+    )
     launch_command = models.TextField(blank=True)
     gpu = models.CharField(max_length=200, blank=True, help_text="As the user typed it")
     model = models.CharField(max_length=200, blank=True, help_text="As the user typed it")

@@ -33,8 +33,10 @@ def diagnose_and_store(
     channel: str = StoredDiagnosis.Channel.WEB,
     user: AbstractBaseUser | AnonymousUser | None = None,
     requester: str = "",
+    read_from: str = "",
 ) -> StoredDiagnosis:
-    """Diagnose `text` and store it with who asked; returns the stored record.
+    """Diagnose `text` and store it with who asked (and, for an attached log, what was
+    read of it); returns the stored record.
 
     Raises what `kb.services.diagnosis.diagnose` raises (decisiontree `InputRejected` for
     a paste that is not text, `KeyError` for an answer to a question never asked); then
@@ -52,6 +54,7 @@ def diagnose_and_store(
     record = StoredDiagnosis(
         slug=new_slug(),
         text=text,
+        read_from=read_from[:400],
         launch_command=launch_command,
         gpu=gpu[:200],
         model=model[:200],
@@ -98,6 +101,7 @@ def refine(
         refines=record,
         channel=channel,
         requester=requester,
+        read_from=record.read_from,
     )
 
 

@@ -27,6 +27,7 @@ from kb.models import StoredDiagnosis
 from kb.roles import REVIEW_PERMISSION
 from kb.services import occurrences, stored_diagnoses
 from kb.services.diagnosis import start_finding_from_paste
+from kb.services.uploads import log_too_large_message
 
 BODY_SLACK_BYTES = 100_000  # room for the launch command and form fields beside the paste
 ANSWER_ANCHOR = "#diagnosis"
@@ -42,14 +43,15 @@ BUSY_MESSAGE = (
 @require_http_methods(["GET", "POST"])
 def diagnose_page(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
-        return page(request, DiagnoseForm())
+        return page(request, blank_form(request))
     wait = wait_before_next(request, "web-diagnose", settings.FIXGRAPH_WEB_DIAGNOSE_RATE)
     if wait is not None:  # before the body is read: an abuser's 2 MB costs nothing
-        response = page(request, DiagnoseForm(), error=too_many_message(wait), status=429)
+        response = page(request, blank_form(request), error=too_many_message(wait), status=429)
         response["Retry-After"] = str(max(1, round(wait)))
         return response
-    if body_too_large(request):
-        return page(request, DiagnoseForm(), error=paste_too_large_message(), status=413)
+    too_large = body_too_large(request)
+    if too_large:
+        return page(request, blank_form(request), error=too_large, status=413)
     if request.user.is_authenticated:
         return diagnose_checked(request)
     # Anonymous diagnoses share a few places site-wide, taken before the body is read: a
@@ -58,7 +60,7 @@ def diagnose_page(request: HttpRequest) -> HttpResponse:
     with shared_slot("web-diagnose", settings.FIXGRAPH_WEB_DIAGNOSE_CONCURRENCY) as got:
         if got:
             return diagnose_checked(request)
-    response = page(request, DiagnoseForm(), error=BUSY_MESSAGE, status=503)
+    response = page(request, blank_form(request), error=BUSY_MESSAGE, status=503)
     response["Retry-After"] = "5"
     return response
 
@@ -66,14 +68,24 @@ def diagnose_page(request: HttpRequest) -> HttpResponse:
 @csrf_protect
 def diagnose_checked(request: HttpRequest) -> HttpResponse:
     try:
-        form = DiagnoseForm(request.POST)
+        form = DiagnoseForm(request.POST, request.FILES, allow_log=may_attach_log(request))
     except RequestDataTooBig:
-        return page(request, DiagnoseForm(), error=paste_too_large_message(), status=413)
+        return page(request, blank_form(request), error=paste_too_large_message(), status=413)
     if not form.is_valid():
         message = " ".join(str(e) for errors in form.errors.values() for e in errors)
-        status = 413 if paste_too_large_message() in message else 400
+        too_large = (paste_too_large_message(), log_too_large_message())
+        status = 413 if any(said in message for said in too_large) else 400
         return page(request, form, error=message, status=status)
     return diagnosed(request, form)
+
+
+def may_attach_log(request: HttpRequest) -> bool:
+    """A whole log is a large upload: signed-in users only (bots: the API, with a token)."""
+    return bool(request.user.is_authenticated)
+
+
+def blank_form(request: HttpRequest) -> DiagnoseForm:
+    return DiagnoseForm(allow_log=may_attach_log(request))
 
 
 def too_many_message(wait: float) -> str:
@@ -83,27 +95,39 @@ def too_many_message(wait: float) -> str:
     )
 
 
-def body_too_large(request: HttpRequest) -> bool:
-    """Larger than any paste within the limit could make it. A form sends the paste
-    URL-encoded, up to 3 bytes for each byte pasted; the form then counts real bytes."""
+def body_too_large(request: HttpRequest) -> str:
+    """Why the body is refused unread ("" when it is not): larger than any paste within the
+    limit could make it (a form sends a paste URL-encoded, up to 3 bytes for each byte
+    pasted; the form then counts real bytes), or than a log a signed-in user may attach."""
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
-        return False
-    return length > settings.FIXGRAPH_MAX_PASTE_BYTES * 3 + BODY_SLACK_BYTES
+        return ""
+    if may_attach_log(request) and request.content_type == "multipart/form-data":
+        if length > settings.FIXGRAPH_MAX_LOG_BYTES + BODY_SLACK_BYTES:
+            return log_too_large_message()
+        return ""
+    if length > settings.FIXGRAPH_MAX_PASTE_BYTES * 3 + BODY_SLACK_BYTES:
+        return paste_too_large_message()
+    return ""
 
 
 def diagnosed(request: HttpRequest, form: DiagnoseForm) -> HttpResponse:
     data = form.cleaned_data
+    refines = stored_diagnoses.stored(str(request.POST.get("refines", "")))
+    read_from = data["read_from"]
+    if not read_from and refines is not None and refines.text == data["text"]:
+        read_from = refines.read_from  # a question answered about an attached log
     try:
         record = stored_diagnoses.diagnose_and_store(
             data["text"],
             launch_command=data["launch_command"],
             gpu=data["gpu"],
             answers=answers_from(request.POST),
-            refines=stored_diagnoses.stored(str(request.POST.get("refines", ""))),
+            refines=refines,
             channel=StoredDiagnosis.Channel.WEB,
             user=request.user,
+            read_from=read_from,
         )
     except InputRejected as rejected:
         return page(request, form, error=str(rejected), status=400)
@@ -143,7 +167,8 @@ def diagnosis_detail(request: HttpRequest, slug: str) -> HttpResponse:
     if record is None:
         raise Http404("No diagnosis has this link. It may have been deleted.")
     form = DiagnoseForm(
-        {"text": record.text, "launch_command": record.launch_command, "gpu": record.gpu}
+        {"text": record.text, "launch_command": record.launch_command, "gpu": record.gpu},
+        allow_log=may_attach_log(request),
     )
     form.is_valid()  # for cleaned_data: the follow-up question forms re-post it
     form.fields["text"].widget.attrs.pop("autofocus", None)  # the answer is what to read

@@ -1,0 +1,56 @@
+"""POST /api/v1/diagnose/ with a whole log (multipart `log`) instead of `traceback`: with a
+token, within the limit, one or the other; the answer says what was read."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.test import APIClient
+
+from tests.api.conftest import TokenFactory, client_with
+from tests.web.test_log_upload import server_log
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_token_sends_a_log_and_the_answer_says_what_was_read(
+    starter_kb: None, make_token: TokenFactory
+) -> None:
+    log = SimpleUploadedFile("vllm.log", server_log(3))
+    answer = client_with(make_token("read")).post(
+        "/api/v1/diagnose/", {"log": log, "gpu": "RTX PRO 6000"}, format="multipart"
+    )
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["read_from"].startswith("vllm.log is 3.0 MB: read its first 250 KB (the launch)")
+    assert body["fixes"]
+
+
+def test_a_paste_says_nothing_was_read_from_a_log(starter_kb: None, reader: APIClient) -> None:
+    answer = reader.post("/api/v1/diagnose/", {"traceback": "RuntimeError: boom"}, format="json")
+    assert answer.status_code == 200 and answer.json()["read_from"] == ""
+
+
+def test_without_a_token_a_log_is_refused(starter_kb: None, settings) -> None:
+    settings.FIXGRAPH_ALLOW_ANONYMOUS_API = True
+    log = SimpleUploadedFile("vllm.log", server_log(0.1))
+    refused = APIClient().post("/api/v1/diagnose/", {"log": log}, format="multipart")
+    assert refused.status_code == 403
+    assert "needs an API token" in refused.json()["error"]["message"]
+
+
+def test_a_log_and_a_traceback_together_are_refused(starter_kb: None, reader: APIClient) -> None:
+    log = SimpleUploadedFile("vllm.log", server_log(0.1))
+    refused = reader.post(
+        "/api/v1/diagnose/", {"log": log, "traceback": "RuntimeError: boom"}, format="multipart"
+    )
+    assert refused.status_code == 400
+    assert "not both" in refused.content.decode()
+
+
+def test_a_log_over_the_limit_is_413(starter_kb: None, reader: APIClient, settings) -> None:
+    settings.FIXGRAPH_MAX_LOG_BYTES = 50_000
+    log = SimpleUploadedFile("vllm.log", server_log(0.2))
+    refused = reader.post("/api/v1/diagnose/", {"log": log}, format="multipart")
+    assert refused.status_code == 413
+    assert "larger than 50 KB" in refused.json()["error"]["message"]
