@@ -183,3 +183,25 @@ def test_it_is_usable_on_a_phone_sized_screen(
     screenshot(page, "diagnose-mobile")
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 400, f"the page scrolls sideways: {width}px wide"
+
+
+def test_it_diagnoses_a_whole_server_log_attached_as_a_file(
+    page: Page, live_server: Any, starter_kb: None, reviewer: User, tmp_path: Path
+) -> None:
+    log = tmp_path / "sglang-server.log"
+    request_line = b"[2026-03-02 11:00:00 TP0] Decode batch. #running-req: 3, #token: 1841\n"
+    with log.open("wb") as out:  # 12 MB of requests: far past what a paste holds
+        out.write(request_line * (12_000_000 // len(request_line)))
+        out.write(fixture_text("decode_crash_rtx6000.txt").encode())
+    log_in(page, live_server, then="/diagnose/")
+
+    page.get_by_label("Or attach the whole server log").set_input_files(str(log))
+    page.get_by_label("GPU (optional)").fill("RTX PRO 6000")
+    page.locator("main form button[type=submit]").click()
+
+    expect(page.locator(".read-from")).to_contain_text(
+        "From an attached log: sglang-server.log is 12.0 MB: read its first 250 KB (the launch)"
+    )
+    first = page.locator("ol.fixes > li.fix").first
+    expect(first.locator(".flag-change").first).to_have_text("--kv-cache-dtype bf16")
+    screenshot(page, "diagnose-log")
