@@ -761,6 +761,10 @@ class DiagnosisSerializer(serializers.Serializer):
     read_from = serializers.SerializerMethodField(
         help_text='Of an attached log: its name and what was read of it; "" for a paste'
     )
+    scrubbed = serializers.SerializerMethodField(
+        help_text="What looked like a secret in the paste or launch command and was replaced "
+        "by [redacted] before anything was stored, e.g. 'a Hugging Face token'"
+    )
     match = serializers.ChoiceField(choices=MATCH_LEVELS)
     verdict = serializers.ChoiceField(
         choices=enum_choices(Verdict),
@@ -810,6 +814,11 @@ class DiagnosisSerializer(serializers.Serializer):
     def get_read_from(self, diagnosis: Diagnosis) -> str:
         stored = self.context.get("stored")
         return str(stored.read_from) if stored is not None else ""
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_scrubbed(self, diagnosis: Diagnosis) -> list[str]:
+        stored = self.context.get("stored")
+        return [str(kind) for kind in stored.scrubbed] if stored is not None else []
 
     def get_summary(self, diagnosis: Diagnosis) -> str:
         return summary_line(diagnosis)

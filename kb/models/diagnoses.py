@@ -39,6 +39,9 @@ class StoredDiagnosis(models.Model):
     read_from = models.CharField(
         max_length=400, blank=True, help_text="Of an attached log: its name and what was read"
     )
+    scrubbed = models.JSONField(
+        default=list, blank=True, help_text="What looked like a secret, removed before storing"
+    )
     launch_command = models.TextField(blank=True)
     gpu = models.CharField(max_length=200, blank=True, help_text="As the user typed it")
     model = models.CharField(max_length=200, blank=True, help_text="As the user typed it")

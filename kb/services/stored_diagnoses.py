@@ -15,6 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q
 
 from decisiontree.diagnose import Diagnosis
+from decisiontree.scrub import scrub
 from kb.models import Finding, StoredDiagnosis
 from kb.models.diagnoses import new_slug
 from kb.services.diagnosis import Given, PastedError, diagnose, pasted_error
@@ -36,12 +37,17 @@ def diagnose_and_store(
     read_from: str = "",
 ) -> StoredDiagnosis:
     """Diagnose `text` and store it with who asked (and, for an attached log, what was
-    read of it); returns the stored record.
+    read of it); returns the stored record. What looks like a secret in the paste or the
+    launch command is replaced first (decisiontree.scrub): the stored paste, its answer
+    and any sample made from it never hold it.
 
     Raises what `kb.services.diagnosis.diagnose` raises (decisiontree `InputRejected` for
     a paste that is not text, `KeyError` for an answer to a question never asked); then
     nothing is stored.
     """
+    pasted, launched = scrub(text), scrub(launch_command)
+    text, launch_command = pasted.text, launched.text
+    removed = [*(refines.scrubbed if refines is not None else []), *pasted.kinds, *launched.kinds]
     result = diagnose(
         text,
         launch_command=launch_command or None,
@@ -55,6 +61,7 @@ def diagnose_and_store(
         slug=new_slug(),
         text=text,
         read_from=read_from[:400],
+        scrubbed=list(dict.fromkeys(removed)),
         launch_command=launch_command,
         gpu=gpu[:200],
         model=model[:200],
