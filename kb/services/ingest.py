@@ -32,6 +32,7 @@ from decisiontree.documents import (
     decode_document,
     extract_document,
 )
+from decisiontree.scrub import scrub
 from kb.models import Finding, SourceDocument
 from kb.search import refresh_afterwards
 from kb.services.bulk import create_findings
@@ -57,6 +58,7 @@ class DocumentOutcome:
     findings_removed: int = 0
     findings_joined: int = 0  # episodes that joined the finding of the same symptom
     reason: str = ""
+    scrubbed: tuple[str, ...] = ()  # secrets replaced by [redacted] before storing
 
 
 @dataclass
@@ -131,7 +133,11 @@ def ingest_bytes(data: bytes, path: str, *, publish: bool = False) -> DocumentOu
     if already_stored(content_hash):
         return DocumentOutcome(path, "skipped", reason="unchanged")
     try:
-        text = decode_document(data, path)
+        # A write-up quotes what the server printed, tokens and keys included: they are
+        # replaced before anything is read or stored (the hash is of the file as written,
+        # so an unchanged file is still skipped).
+        scrubbed = scrub(decode_document(data, path))
+        text = scrubbed.text
         extracted = extract_document(text, path)
     except DocumentRejected as exc:
         return DocumentOutcome(path, "failed", reason=str(exc))
@@ -141,9 +147,11 @@ def ingest_bytes(data: bytes, path: str, *, publish: bool = False) -> DocumentOu
         reason = "holds no incident: no error, no flag, no GPU, no model"
         return DocumentOutcome(path, "skipped", reason=reason)
     try:
-        return store_document(extracted, text, path, content_hash, publish=publish)
+        outcome = store_document(extracted, text, path, content_hash, publish=publish)
     except DatabaseError as exc:  # the document's transaction rolled back; the run goes on
         return DocumentOutcome(path, "failed", reason=f"could not be stored: {exc}".strip())
+    outcome.scrubbed = scrubbed.kinds
+    return outcome
 
 
 def already_stored(content_hash: str) -> bool:

@@ -55,4 +55,6 @@ def describe(doc: Any) -> str:
         parts.append(f"{doc.findings_joined} joined the finding of the same symptom")
     if doc.findings_removed:
         parts.append(f"{doc.findings_removed} retired")
+    if doc.scrubbed:
+        parts.append(f"replaced by [redacted]: {', '.join(doc.scrubbed)}")
     return f"{doc.action:<8} {doc.path}: {', '.join(parts)}"
