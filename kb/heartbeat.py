@@ -22,9 +22,15 @@ logger = logging.getLogger(__name__)
 
 _stopped = threading.Event()
 _writing = threading.Lock()  # a last beat never lands after the row was deleted
+_thread: threading.Thread | None = None
 
 
 def start(name: str, queues: list[str]) -> None:
+    """Start beating; a second call (Celery says "ready" again after it reconnects to the
+    broker) leaves the running thread alone."""
+    global _thread
+    if _thread is not None and _thread.is_alive():
+        return
     started = timezone.now()
     _stopped.clear()
 
@@ -36,7 +42,8 @@ def start(name: str, queues: list[str]) -> None:
         finally:
             connection.close()  # this thread's own connection
 
-    threading.Thread(target=loop, name="fixgraph-heartbeat", daemon=True).start()
+    _thread = threading.Thread(target=loop, name="fixgraph-heartbeat", daemon=True)
+    _thread.start()
 
 
 def beat(name: str, queues: list[str], started: datetime) -> None:
