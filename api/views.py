@@ -6,7 +6,6 @@ import hashlib
 import json
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from drf_spectacular.utils import (
@@ -47,9 +46,7 @@ from kb.models import (
 from kb.search import SearchResult, page_snippets
 from kb.services import feedback, stored_diagnoses
 from kb.services.records import add_new_samples
-from kb.services.uploads import log_too_large_message
-
-UPLOAD_SLACK_BYTES = 100_000  # the form fields beside an attached log
+from kb.services.uploads import log_body_too_large, log_too_large_message
 
 
 class SlackBlocksRenderer(renderers.JSONRenderer):
@@ -89,11 +86,7 @@ def refuse_large_upload(request: Request) -> None:
         return
     if not isinstance(request.auth, ApiToken):
         raise PermissionDenied("Attaching a log needs an API token; paste `traceback` instead.")
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length > settings.FIXGRAPH_MAX_LOG_BYTES + UPLOAD_SLACK_BYTES:
+    if log_body_too_large(request.META):
         raise PayloadTooLarge(log_too_large_message())
 
 

@@ -146,7 +146,7 @@ def scrub(text: str) -> Scrubbed:
             continue
 
         def replace(match: re.Match[str], shape: Shape = shape) -> str:
-            if MARK in match.group(0) or _unset(match, shape):  # scrubbed already, or no secret
+            if MARK in match.group(0) or _no_secret(match, shape):  # scrubbed already, or no secret
                 return match.group(0)
             if shape.kind not in kinds:
                 kinds.append(shape.kind)
@@ -156,7 +156,7 @@ def scrub(text: str) -> Scrubbed:
     return Scrubbed(text, tuple(kinds))
 
 
-def _unset(match: re.Match[str], shape: Shape) -> bool:
+def _no_secret(match: re.Match[str], shape: Shape) -> bool:
     """Not a secret after all: a setting whose name is no secret's, a value that is unset,
     a placeholder or a count, or a "token" whose value is not random (a tokenizer's)."""
     names = match.groupdict()

@@ -48,6 +48,8 @@ def diagnose_and_store(
     pasted, launched = scrub(text), scrub(launch_command)
     text, launch_command = pasted.text, launched.text
     removed = [*(refines.scrubbed if refines is not None else []), *pasted.kinds, *launched.kinds]
+    if not read_from and refines is not None and refines.text == text:
+        read_from = refines.read_from  # a question answered about an attached log
     result = diagnose(
         text,
         launch_command=launch_command or None,
@@ -108,7 +110,6 @@ def refine(
         refines=record,
         channel=channel,
         requester=requester,
-        read_from=record.read_from,
     )
 
 

@@ -3,7 +3,9 @@ within the paste limit (decisiontree.logfile), never held whole in memory."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import PurePath
+from typing import Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -12,6 +14,7 @@ from decisiontree.logfile import excerpt, size
 
 CHUNK_BYTES = 1 << 20
 NAME_CHARS = 200
+BODY_SLACK_BYTES = 100_000  # the form fields beside a paste or an attached log
 
 
 class LogTooLarge(ValueError):
@@ -23,6 +26,20 @@ def log_too_large_message() -> str:
         f"The log is larger than {size(settings.FIXGRAPH_MAX_LOG_BYTES)}: attach the part "
         "from the last start of the server to the crash."
     )
+
+
+def declared_length(meta: Mapping[str, Any]) -> int:
+    """The body's length as the client declared it (0 when it did not, or wrote nonsense):
+    read before the body is, so an oversized one costs nothing."""
+    try:
+        return int(meta.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+
+
+def log_body_too_large(meta: Mapping[str, Any]) -> bool:
+    """Larger than any log within FIXGRAPH_MAX_LOG_BYTES could make the request."""
+    return declared_length(meta) > settings.FIXGRAPH_MAX_LOG_BYTES + BODY_SLACK_BYTES
 
 
 def read_log(uploaded: UploadedFile) -> tuple[str, str]:

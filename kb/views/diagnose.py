@@ -27,9 +27,13 @@ from kb.models import StoredDiagnosis
 from kb.roles import REVIEW_PERMISSION
 from kb.services import occurrences, stored_diagnoses
 from kb.services.diagnosis import start_finding_from_paste
-from kb.services.uploads import log_too_large_message
+from kb.services.uploads import (
+    BODY_SLACK_BYTES,
+    declared_length,
+    log_body_too_large,
+    log_too_large_message,
+)
 
-BODY_SLACK_BYTES = 100_000  # room for the launch command and form fields beside the paste
 ANSWER_ANCHOR = "#diagnosis"
 BUSY_MESSAGE = (
     "FixGraph is busy with other diagnoses; try again in a few seconds, or log in "
@@ -99,35 +103,24 @@ def body_too_large(request: HttpRequest) -> str:
     """Why the body is refused unread ("" when it is not): larger than any paste within the
     limit could make it (a form sends a paste URL-encoded, up to 3 bytes for each byte
     pasted; the form then counts real bytes), or than a log a signed-in user may attach."""
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        return ""
     if may_attach_log(request) and request.content_type == "multipart/form-data":
-        if length > settings.FIXGRAPH_MAX_LOG_BYTES + BODY_SLACK_BYTES:
-            return log_too_large_message()
-        return ""
-    if length > settings.FIXGRAPH_MAX_PASTE_BYTES * 3 + BODY_SLACK_BYTES:
-        return paste_too_large_message()
-    return ""
+        return log_too_large_message() if log_body_too_large(request.META) else ""
+    limit = settings.FIXGRAPH_MAX_PASTE_BYTES * 3 + BODY_SLACK_BYTES
+    return paste_too_large_message() if declared_length(request.META) > limit else ""
 
 
 def diagnosed(request: HttpRequest, form: DiagnoseForm) -> HttpResponse:
     data = form.cleaned_data
-    refines = stored_diagnoses.stored(str(request.POST.get("refines", "")))
-    read_from = data["read_from"]
-    if not read_from and refines is not None and refines.text == data["text"]:
-        read_from = refines.read_from  # a question answered about an attached log
     try:
         record = stored_diagnoses.diagnose_and_store(
             data["text"],
             launch_command=data["launch_command"],
             gpu=data["gpu"],
             answers=answers_from(request.POST),
-            refines=refines,
+            refines=stored_diagnoses.stored(str(request.POST.get("refines", ""))),
             channel=StoredDiagnosis.Channel.WEB,
             user=request.user,
-            read_from=read_from,
+            read_from=data["read_from"],
         )
     except InputRejected as rejected:
         return page(request, form, error=str(rejected), status=400)

@@ -21,6 +21,7 @@ from django.db import connection
 
 from kb.models import WorkerHeartbeat
 from tests.gunicorn import database_url, free_port, request, wait_until_up
+from tests.validation.conftest import wait_until
 from tests.web.test_hardening import PRODUCTION
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
@@ -74,15 +75,6 @@ def service(command: list[str], env: dict[str, str], log: Path) -> Iterator[subp
                 process.wait(timeout=10)
 
 
-def wait_for(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.3)
-    return predicate()
-
-
 def test_the_web_unit_serves_and_the_worker_unit_reports_its_queue(tmp_path: Path) -> None:
     env = environment(tmp_path)
     port = free_port()
@@ -94,7 +86,7 @@ def test_the_web_unit_serves_and_the_worker_unit_reports_its_queue(tmp_path: Pat
     with service(web, env, tmp_path / "web.log") as web_process:
         wait_until_up(web_process, port)
         with service(worker, env, tmp_path / "worker.log") as worker_process:
-            reported = wait_for(
+            reported = wait_until(
                 lambda: WorkerHeartbeat.objects.filter(queues=["celery"]).exists(), 60
             )
             assert reported, (tmp_path / "worker.log").read_text(errors="replace")[-3000:]
@@ -117,7 +109,7 @@ def test_the_schedule_unit_starts(tmp_path: Path) -> None:
     assert schedule.parent == tmp_path
 
     with service(beat, environment(tmp_path), tmp_path / "beat.log") as process:
-        started = wait_for(lambda: "beat: Starting" in (tmp_path / "beat.log").read_text(), 60)
+        started = wait_until(lambda: "beat: Starting" in (tmp_path / "beat.log").read_text(), 60)
         time.sleep(1)
         alive = process.poll() is None
 
