@@ -628,7 +628,8 @@ class RankedFixSerializer(serializers.Serializer):
     )
     fix = DiagnosisFixSerializer(source="*")
     corrected_command = serializers.SerializerMethodField(
-        help_text="The launch command with this fix applied; null without a launch command"
+        help_text="The launch command with this fix applied; null without a launch command "
+        "(given, or found in the paste: see context.found_command)"
     )
     finding = FindingRefSerializer()
     why = WhyStepSerializer(many=True)
@@ -721,6 +722,24 @@ def text_map() -> serializers.DictField:
     return serializers.DictField(child=serializers.CharField())
 
 
+class FoundCommandSerializer(serializers.Serializer):
+    """A launch command the paste holds, used for corrected commands when none was given."""
+
+    text = serializers.CharField()
+    source = serializers.ChoiceField(
+        choices=["paste", "ServerArgs", "non-default args"],
+        help_text='"paste": a command line in the text; else the server printout it was '
+        "rebuilt from (settings that differ from the defaults)",
+    )
+    server_chosen = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Flags written whose value SGLang may have chosen itself at start-up",
+    )
+    left_out = serializers.ListField(
+        child=serializers.CharField(), help_text="Printed settings no flag could be written for"
+    )
+
+
 class DiagnosisContextSerializer(serializers.Serializer):
     """What the diagnosis knew about where the error happened, and where each fact came from."""
 
@@ -738,6 +757,11 @@ class DiagnosisContextSerializer(serializers.Serializer):
     launched_flags = text_map()
     unknown_flags = serializers.ListField(child=serializers.CharField())
     env = text_map()
+    found_command = FoundCommandSerializer(
+        allow_null=True,
+        help_text="With no launch command given: one found in the paste or rebuilt from the "
+        "settings the server logged; corrected commands are written from it",
+    )
 
 
 class DraftWaitingSerializer(serializers.Serializer):
@@ -843,14 +867,17 @@ def first_fix_to_try(fixes: Sequence[RankedFix]) -> RankedFix | None:
 
 
 def corrected_command_for(ranked: RankedFix, diagnosis: Any, context: dict[str, Any]) -> str | None:
-    """The user's launch command (from the serializer context) with `ranked` applied."""
+    """The user's launch command (from the serializer context; else the one their paste
+    holds) with `ranked` applied."""
+    known = diagnosis.context if isinstance(diagnosis, Diagnosis) else None
     command = context.get("launch_command") or ""
+    if not command.strip() and known is not None and known.found_command is not None:
+        command = known.found_command.text
     if not command.strip():
         return None
     from kb.views.launch import corrected_command
 
-    known = diagnosis.context if isinstance(diagnosis, Diagnosis) else None
-    framework, version = (known.framework, known.framework_version) if known else (None, None)
+    framework, version = (known.framework, known.spelling_version) if known else (None, None)
     fix = {
         "changes": [
             {"action": str(c.action), "name": c.name, "value": c.value} for c in ranked.changes

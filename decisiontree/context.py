@@ -9,13 +9,14 @@ SGLang's `server_args=ServerArgs(...)`, vLLM's engine config lines).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from decisiontree.flags import canonical_flag, python_value
-from decisiontree.launch import ENTRY_IN_TEXT, LaunchCommand
+from decisiontree.launch import FoundCommand, LaunchCommand, command_in_text, release_written
 from decisiontree.logline import strip_ansi
+from decisiontree.server_settings import VLLM_FIELDS, rebuilt_command, settings_dumps
 from decisiontree.versions import VERSION_TEXT, package_key, version_text
 from decisiontree.vocabulary import Vocabulary, load
 
@@ -23,8 +24,6 @@ Facts = dict[str, str]  # condition-style key ("gpu.arch", "flag.tp-size", "vers
 
 _KEY_VALUE = re.compile(r"^[\s>|]*([A-Za-z\[][\w .()/\]-]*?)\s*:\s(.*)$")
 _GPU_LINE = re.compile(r"^[\s>|]*GPU ([\d,\s]+):\s*(.+?)(?:\s+\(UUID:.*)?\s*$")
-# Engine-config fields whose name differs from the flag that sets them.
-_VLLM_FIELDS = {"max_seq_len": "max-model-len", "model": "model"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +44,16 @@ class Context:
     launched_flags: Mapping[str, str] = field(default_factory=dict)  # only what was typed
     unknown_flags: tuple[str, ...] = ()  # launch flags the vocabulary does not know
     env: Mapping[str, str] = field(default_factory=dict)  # VAR=value of the launch
+    # With no launch command given: one the paste holds, for the corrected command.
+    found_command: FoundCommand | None = None
+    # The newest release the launch command's flag names allow (`--nsa-decode-backend`
+    # is 0.5.9 or older); flags are spelled for it when the release is not known.
+    written_release: str | None = None
+
+    @property
+    def spelling_version(self) -> str | None:
+        """The release the answer spells flags for."""
+        return self.framework_version or self.written_release
 
     def get(self, key: str) -> str | None:
         """The value of a condition key ("gpu.arch", "flag.kv-cache-dtype", ...), or None."""
@@ -131,7 +140,8 @@ def build_context(
     vocab = vocabulary or load()
     text = clean(text)
     typed = vocab.parse_launch_command(launch_command) if launch_command else None
-    found = _launch_in_text(text, vocab)
+    found_line = command_in_text(text)
+    found = vocab.parse_launch_command(found_line) if found_line else None
     layers: list[tuple[str, Facts]] = [
         ("text", _prose_facts(text, vocab)),
         ("log", _path_facts(text)),
@@ -147,7 +157,17 @@ def build_context(
     launched = {**(dict(found.flags) if found else {}), **(dict(typed.flags) if typed else {})}
     unknown = (found.unknown_flags if found else ()) + (typed.unknown_flags if typed else ())
     env = {**(dict(found.env) if found else {}), **(dict(typed.env) if typed else {})}
-    return _context_from(merged, sources, launched, tuple(dict.fromkeys(unknown)), env, vocab)
+    context = _context_from(merged, sources, launched, tuple(dict.fromkeys(unknown)), env, vocab)
+    if typed is not None:
+        return replace(context, written_release=release_written(launch_command or ""))
+    # With no command typed, the one the paste holds: as pasted, else rebuilt from the log.
+    found_command = (
+        FoundCommand(found_line, "paste")
+        if found_line
+        else rebuilt_command(text, context.framework_version)
+    )
+    written = release_written(found_command.text) if found_command else None
+    return replace(context, found_command=found_command, written_release=written)
 
 
 def clean(text: str) -> str:
@@ -265,17 +285,6 @@ def _command_facts(command: LaunchCommand | None) -> Facts:
     if command.model:
         facts["model.name"] = command.model
     return facts
-
-
-def _launch_in_text(text: str, vocab: Vocabulary) -> LaunchCommand | None:
-    """The last server launch command pasted inside the text, if any."""
-    joined = re.sub(r"\\\r?\n", " ", text)
-    lines = [ln for ln in joined.splitlines() if ENTRY_IN_TEXT.search(ln)]
-    for line in reversed(lines):
-        command = vocab.parse_launch_command(line)
-        if command.framework and (command.flags or command.model):
-            return command
-    return None
 
 
 # ---------------------------------------------------------------- prose and paths
@@ -505,10 +514,10 @@ def collect_env_facts(text: str, vocab: Vocabulary) -> Facts:
 def server_log_facts(text: str, vocab: Vocabulary) -> Facts:
     """Resolved settings printed by the servers at start-up."""
     facts: Facts = {}
-    for framework, kwargs in _config_dumps(text):
-        facts["framework"] = framework
-        for name, raw in kwargs:
-            _add_setting(facts, framework, name, raw, vocab)
+    for dump in settings_dumps(text):
+        facts["framework"] = dump.framework
+        for name, raw in dump.pairs:
+            _add_setting(facts, dump.framework, name, raw, vocab)
     engine = re.search(r"LLM engine \(v(\d+\.\d+[\w.+-]*)\)", text) or re.search(
         r"vLLM API server version (\d+\.\d+[\w.+-]*)", text
     )
@@ -517,75 +526,16 @@ def server_log_facts(text: str, vocab: Vocabulary) -> Facts:
     return facts
 
 
-def _config_dumps(text: str) -> Iterator[tuple[str, list[tuple[str, str]]]]:
-    for found in re.finditer(r"ServerArgs\(", text):
-        yield "sglang", python_kwargs(_balanced(text, found.end(), ")"))
-    for found in re.finditer(r"non-default args:\s*\{", text):
-        yield "vllm", python_kwargs(_balanced(text, found.end(), "}"))
-    for found in re.finditer(r"LLM engine.*?with config:\s*(.*)$", text, re.M):
-        yield "vllm", python_kwargs(found.group(1))
-
-
 def _add_setting(facts: Facts, framework: str, name: str, raw: str, vocab: Vocabulary) -> None:
     value = python_value(raw)
     if value is None:
         return  # None = left for the server to decide; nothing was resolved
     if name in ("model_path", "model"):
         facts["model.name"] = value
-    flag = _VLLM_FIELDS.get(name) if framework == "vllm" else None
+    flag = VLLM_FIELDS.get(name) if framework == "vllm" else None
     spec = vocab.flag(flag or name, framework)
     if spec is not None:
         facts[f"flag.{spec.name}"] = value
 
 
-def _balanced(text: str, start: int, closer: str) -> str:
-    """Text from `start` to the bracket that closes it (or the end, for a truncated paste)."""
-    depth, quote = 0, ""
-    for i in range(start, len(text)):
-        char = text[i]
-        if quote:
-            quote = "" if char == quote and text[i - 1] != "\\" else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            if depth == 0 and char == closer:
-                return text[start:i]
-            depth -= 1
-    return text[start:]
-
-
-def python_kwargs(segment: str) -> list[tuple[str, str]]:
-    """`a='x', b=[1, 2], 'c': 3` -> [("a", "'x'"), ("b", "[1, 2]"), ("c", "3")]."""
-    pairs = []
-    for part in _split_top_level(segment):
-        found = re.match(r"\s*['\"]?([A-Za-z_][\w.]*)['\"]?\s*(?:=|:)\s*(.*)$", part, re.S)
-        if found:
-            pairs.append((found.group(1), found.group(2).strip()))
-    return pairs
-
-
-def _split_top_level(segment: str) -> list[str]:
-    parts: list[str] = []
-    current: list[str] = []
-    depth, quote = 0, ""
-    for i, char in enumerate(segment):
-        if quote:
-            quote = "" if char == quote and segment[i - 1] != "\\" else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(char)
-    parts.append("".join(current))
-    return parts
-
-
-__all__ = ["Context", "build_context", "clean", "key_values", "python_kwargs"]
+__all__ = ["Context", "build_context", "clean", "key_values"]

@@ -128,7 +128,7 @@ def matched(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
 def launch_flags(context: Context) -> tuple[tuple[str, str], ...]:
     """The context's flags as the answer spells them (the user's release)."""
     return tuple(
-        (spell_flag(name, context.framework, context.framework_version), value)
+        (spell_flag(name, context.framework, context.spelling_version), value)
         for name, value in sorted(context.flags.items())
     )
 

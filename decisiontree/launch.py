@@ -21,8 +21,8 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from decisiontree import flags
-from decisiontree.flags import FRAMEWORKS, FlagHit
+from decisiontree import flags, versions
+from decisiontree.flags import FRAMEWORKS, FlagHit, FlagSpec
 from decisiontree.records import Change, ChangeAction
 
 
@@ -224,6 +224,51 @@ def names_server(cmd: str) -> bool:
     return _find_entry([w.text for w in found]) is not None or _nested(found) is not None
 
 
+@dataclass(frozen=True)
+class FoundCommand:
+    """A launch command the user did not type into the command field but the paste holds:
+    a command line inside it, or one rebuilt from the settings the server printed."""
+
+    text: str
+    source: str  # "paste" | "ServerArgs" | "non-default args" (the printout it was rebuilt from)
+    # Flags written that the server fills in itself when they are not given: the value
+    # may be the server's choice rather than the user's.
+    server_chosen: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()  # settings printed that no flag can be written for
+
+
+# Environment assignments just before a command ("CUDA_VISIBLE_DEVICES=0,1 python -m ...").
+_ENV_BEFORE = re.compile(r"(?:(?<=\s)|^)(?:[A-Z_][A-Z0-9_]*=\S*\s+)+$")
+
+
+def command_in_text(text: str) -> str | None:
+    """The last server launch command pasted inside a text (a log, an issue), from its
+    entry point (with the environment assignments before it) to the end of its line,
+    continuation lines included as written."""
+    for line in reversed(_logical_lines(text)):
+        entry = ENTRY_IN_TEXT.search(line)
+        if entry is None:
+            continue
+        before = _ENV_BEFORE.search(line[: entry.start()])
+        command = line[before.start() if before else entry.start() :].strip()
+        parsed = parse_launch_command(command)
+        if parsed.framework and (parsed.flags or parsed.model):
+            return command
+    return None
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Lines as a shell reads them: one ending in a backslash goes on in the next."""
+    lines: list[str] = []
+    pending = ""
+    for line in text.splitlines():
+        pending = f"{pending}\n{line}" if pending else line
+        if not line.endswith("\\"):
+            lines.append(pending)
+            pending = ""
+    return lines + [pending] if pending else lines
+
+
 def _nested(found: list[Word]) -> tuple[int, LaunchCommand] | None:
     """`ssh host '...'` and `bash -c "..."`: the server command is one quoted word."""
     texts = [w.text for w in found]
@@ -377,9 +422,26 @@ def apply_changes(
         word = found[nested[0]]
         inner = apply_changes(word.text, changes, framework=framework, version=version)
         return cmd[: word.start] + shlex.quote(inner) + cmd[word.end :]
+    # A command that writes a flag's old name runs a release that knows only that name:
+    # a flag the fix adds is spelled for it too, or the server would refuse it.
+    version = version or release_written(cmd, framework)
     for change in changes:
         cmd = _apply(cmd, change, framework, version)
     return cmd
+
+
+def release_written(cmd: str, framework: str | None = None) -> str | None:
+    """The newest release a command can be for, judged by its flags' names: the last
+    release of the oldest renamed spelling it uses; None when it uses none."""
+    found = words(cmd)
+    server = _server(found, framework)
+    lasts = []
+    for option in server.options:
+        written = flags.flag_key(found[option.first].text.partition("=")[0])
+        spec = flags.flag(written, server.framework or framework)
+        renamed = spec.renamed if spec else ()
+        lasts += [last for old, last in renamed if flags.flag_key(old) == written]
+    return min(lasts, key=versions.sort_key) if lasts else None
 
 
 def _apply(cmd: str, change: Change, framework: str | None, version: str | None) -> str:
@@ -406,9 +468,13 @@ def _setting(change: Change, key: str, framework: str | None, version: str | Non
     """The words that set the flag ("--kv-cache-dtype bf16"); "" when it is to go."""
     if change.action is ChangeAction.REMOVE_FLAG:
         return ""
-    spec = flags.flag(key, framework)
     spelled = flags.spell(key, framework, version) if framework else "--" + key
-    value = change.value
+    return flag_setting(flags.flag(key, framework), spelled, change.value)
+
+
+def flag_setting(spec: FlagSpec | None, spelled: str, value: str | None) -> str:
+    """`--x` for a switch turned on, its negation (or "") for one turned off, else
+    `--x value` with the value quoted for a shell."""
     if spec is not None and spec.type == "bool":
         if value is None or value.lower() in ("true", "1"):
             return spelled
@@ -443,10 +509,14 @@ def _set_env(cmd: str, found: list[Word], server: _Server, name: str, value: str
 
 __all__ = [
     "ENTRY_IN_TEXT",
+    "FoundCommand",
     "LaunchCommand",
     "Word",
     "apply_changes",
+    "command_in_text",
+    "flag_setting",
     "names_server",
     "parse_launch_command",
+    "release_written",
     "words",
 ]

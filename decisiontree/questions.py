@@ -188,7 +188,7 @@ def _pivot(answers: list[str]) -> str:
 
 def ask(key: str, context: Context) -> str:
     if key.startswith("flag."):
-        flag = spell_flag(key[5:], context.framework, context.framework_version)
+        flag = spell_flag(key[5:], context.framework, context.spelling_version)
         return f"What is {flag} set to (in the launch command or the server_args log line)?"
     return ASK.get(key, f"What is {key}?")
 
@@ -208,7 +208,7 @@ def _answer_label(key: str, answer: str, context: Context) -> str:
     """The answer as the question names it; a flag spelled as the user's release does,
     like the question before it."""
     if key.startswith("flag."):
-        flag = spell_flag(key.removeprefix("flag."), context.framework, context.framework_version)
+        flag = spell_flag(key.removeprefix("flag."), context.framework, context.spelling_version)
         return f"another value of {flag}" if answer == OTHER_ANSWER else f"{flag}={answer}"
     return f"another {NOUNS.get(key, key)}" if answer == OTHER_ANSWER else answer
 

@@ -136,7 +136,8 @@ def applicability(change: Change, context: Context, finding_framework: str | Non
     archs = spec.model_archs
     if archs and context.model_arch and context.model_arch not in archs:
         needs = ", ".join(archs)
-        flag = spell_flag(spec.name, framework, version)  # as the withheld change spells it
+        # as the withheld change spells it
+        flag = spell_flag(spec.name, framework, context.spelling_version)
         reason = f"{flag} only acts on {needs} models; yours is {context.model_arch}"
         return Applicability(translated, reason)
     valued = _value_as_chosen(translated, spec)
@@ -146,7 +147,7 @@ def applicability(change: Change, context: Context, finding_framework: str | Non
         # The finding's own framework took this value in its release; the table lists
         # the newest release's choices only, so it cannot say the value is wrong.
         return Applicability(translated)
-    flag = spell_flag(spec.name, framework, version)
+    flag = spell_flag(spec.name, framework, context.spelling_version)
     return Applicability(translated, f"{framework}'s {flag} has no value {translated.value}")
 
 

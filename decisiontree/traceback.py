@@ -626,7 +626,9 @@ class _Stream:
             self.sink.truncated = True
         elif exc := _exception_line(text, strict=False):
             self._open_exception(line, *exc)
-        elif self.awaiting_code:
+        elif self.awaiting_code and not kernel_assertion_of(text):
+            # (A kernel's assert lands anywhere in a log, also after a frame printed
+            # without its source line; it is never that line.)
             self._set_code(text.strip())
             return True
         elif self.after_code and not self.noise and _untyped_message(line):

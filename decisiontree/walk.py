@@ -308,7 +308,7 @@ def condition_detail(
     condition: Condition, state: State, context: Context, vocabulary: Vocabulary
 ) -> str:
     # A flag is named in the user's framework spelling (`--dsa-*` vs `--nsa-*`).
-    needs = condition_in_words(condition, context.framework, context.framework_version)
+    needs = condition_in_words(condition, context.framework, context.spelling_version)
     where = f"applies when {needs}"
     if condition.derived:
         where = f"seen where {needs} (not stated as needed)"
@@ -370,7 +370,7 @@ def ranked(
 def spelling_release(context: Context, finding: FindingRecord) -> tuple[str | None, str | None]:
     """The framework and release the answer spells flags for."""
     framework = context.framework or framework_of(finding.conditions)
-    return framework, context.framework_version if context.framework else None
+    return framework, context.spelling_version if context.framework else None
 
 
 def spelled_summary(fix: FixRecord, context: Context, finding: FindingRecord) -> str:

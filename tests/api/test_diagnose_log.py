@@ -8,6 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from tests.api.conftest import TokenFactory, client_with
+from tests.kb.test_diagnose_command import DECODE_CRASH
 from tests.web.test_log_upload import server_log
 
 pytestmark = pytest.mark.django_db
@@ -54,3 +55,29 @@ def test_a_log_over_the_limit_is_413(starter_kb: None, reader: APIClient, settin
     refused = reader.post("/api/v1/diagnose/", {"log": log}, format="multipart")
     assert refused.status_code == 413
     assert "larger than 50 KB" in refused.json()["error"]["message"]
+
+
+def test_a_launch_command_inside_the_paste_is_the_one_corrected(
+    starter_kb: None, reader: APIClient
+) -> None:
+    pasted = (
+        "$ python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --tp 8 "
+        "--kv-cache-dtype fp8_e4m3 --dsa-decode-backend flashmla_kv\n" + DECODE_CRASH
+    )
+    answer = reader.post(
+        "/api/v1/diagnose/", {"traceback": pasted, "gpu": "RTX PRO 6000"}, format="json"
+    ).json()
+
+    found = answer["context"]["found_command"]
+    assert found["source"] == "paste" and found["text"].startswith("python -m sglang")
+    assert answer["corrected_command"] == (
+        "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --tp 8 "
+        "--kv-cache-dtype bf16 --dsa-decode-backend trtllm --dsa-prefill-backend trtllm"
+    )
+    typed = reader.post(
+        "/api/v1/diagnose/",
+        {"traceback": pasted, "launch_command": "sglang serve --model-path m"},
+        format="json",
+    ).json()
+    assert typed["context"]["found_command"] is None
+    assert typed["corrected_command"].startswith("sglang serve --model-path m ")

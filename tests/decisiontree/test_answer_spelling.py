@@ -165,3 +165,17 @@ def test_on_another_framework_a_flag_it_lacks_has_one_name_in_the_whole_answer()
     said = " ".join(step.detail for step in fix.why)
     assert "--dsa-decode-backend is not trtllm" in said
     assert "nsa-" not in said + fix.summary
+
+
+def test_a_launch_command_that_writes_old_names_spells_the_whole_answer_for_its_release() -> None:
+    """The release is not given, but `--nsa-prefill-backend` in the command is 0.5.9 or
+    older: the first fix is written in that release's words, with no note on other ones."""
+    old_names = rtx_context(SGLANG_CMD + " --nsa-prefill-backend flashmla_sparse")
+
+    result = diagnose(sample("decode_assert_rtx_host_b.txt"), old_names, knowledge())
+
+    first = result.fixes[0]
+    assert first.fix.id == BF16_AND_TRTLLM.id
+    assert "--nsa-decode-backend trtllm" in first.command_changes
+    assert not any("dsa" in change for change in first.command_changes)
+    assert first.spellings == ()

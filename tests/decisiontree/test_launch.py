@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from decisiontree.launch import apply_changes, parse_launch_command, words
+from decisiontree.launch import (
+    apply_changes,
+    command_in_text,
+    parse_launch_command,
+    release_written,
+    words,
+)
 from decisiontree.records import Change, ChangeAction
 
 QWEN = "vllm serve --enforce-eager Qwen/Qwen3-8B -tp 2"
@@ -188,3 +194,34 @@ def test_flags_without_a_server_are_read_when_the_framework_named_is_none_we_kno
     launched = parse_launch_command("--max-model-len 8000 --tensor-parallel-size 2", "gpustack")
 
     assert launched.flags == {"max-model-len": "8000", "tensor-parallel-size": "2"}
+
+
+def test_a_flag_added_to_a_command_that_writes_old_names_is_spelled_for_that_release() -> None:
+    """Bug: with the release unknown, a fix added `--dsa-decode-backend` to a command that
+    wrote `--nsa-prefill-backend`: SGLang 0.5.9, which the old name shows, refuses it."""
+    command = "python -m sglang.launch_server --model-path m --nsa-prefill-backend flashmla_auto"
+
+    edited = apply_changes(command, [set_flag("dsa-decode-backend", "trtllm")])
+
+    assert edited == command + " --nsa-decode-backend trtllm"
+    assert release_written(command) == "0.5.9"
+    assert release_written("python -m sglang.launch_server --dsa-decode-backend x") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        (
+            "[2026-03-01 09:00:00] launching: CUDA_VISIBLE_DEVICES=0,1 python3 -m "
+            "sglang.launch_server --model-path m \\\n    --tp 2 2>&1 | tee server.log\n"
+            "Traceback (most recent call last):\n",
+            "CUDA_VISIBLE_DEVICES=0,1 python3 -m sglang.launch_server --model-path m \\\n"
+            "    --tp 2 2>&1 | tee server.log",
+        ),
+        ("I ran\n$ vllm serve Qwen/Qwen3-8B -tp 2\nand got", "vllm serve Qwen/Qwen3-8B -tp 2"),
+        ('  File "/x/sglang/launch_server.py", line 3, in <module>\n', None),
+        ("python -m sglang.launch_server is what we use", None),
+    ],
+)
+def test_a_launch_command_inside_a_paste_is_found_as_written(text: str, command: str) -> None:
+    assert command_in_text(text) == command

@@ -498,3 +498,25 @@ def test_a_warning_that_quotes_an_exception_is_no_exception() -> None:
 def test_an_error_log_line_alone_holds_an_error() -> None:
     assert holds_error("ERROR 12-01 10:00:00 engine.py:120] Engine core failed to start\n")
     assert not holds_error("python -m sglang.launch_server --model-path my-org/chat-8b --tp 8\n")
+
+
+def test_a_kernel_assertion_after_a_frame_printed_without_source_is_still_read() -> None:
+    """Bug: a frame with no source line took the CUDA assert after it for its code, and the
+    signature lost the assertion that tells one device-side assert from another."""
+    text = (
+        "[2026-03-02 10:09:05 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py", line 2500, '
+        "in process_batch_result_decode\n"
+        "/pytorch/aten/src/ATen/native/cuda/MultinomialKernel.cu:112: Assertion "
+        "'probability tensor contains either inf, nan or element < 0' failed.\n"
+        "torch.AcceleratorError: CUDA error: device-side assert triggered\n"
+    )
+
+    result = parse(text)
+
+    assert result.kernel_assertions == (
+        "Assertion `probability tensor contains either inf, nan or element < 0` failed.",
+    )
+    (exc,) = result.exceptions
+    assert exc.frames[-1].function == "process_batch_result_decode"
+    assert exc.frames[-1].code in ("", None)

@@ -17,9 +17,20 @@ pytestmark = pytest.mark.django_db
 REQUEST_LINE = b"[2026-03-02 11:00:00 TP0] Decode batch. #running-req: 3, #token: 1841\n"
 
 
-def server_log(megabytes: float) -> bytes:
+# SGLang 0.5.9 prints the settings it runs with (every field) once, at start-up.
+SERVER_ARGS = (
+    b"[2026-03-02 09:58:00] server_args=ServerArgs(model_path='zai-org/GLM-5-NVFP4', "
+    b"tokenizer_path='zai-org/GLM-5-NVFP4', trust_remote_code=True, host='0.0.0.0', "
+    b"port=30000, tp_size=8, mem_fraction_static=0.87, kv_cache_dtype='fp8_e4m3', "
+    b"quantization='modelopt_fp4', attention_backend='nsa', nsa_decode_backend='flashmla_kv', "
+    b"nsa_prefill_backend='flashmla_sparse', disable_cuda_graph=False, log_level='info')\n"
+)
+
+
+def server_log(megabytes: float, head: bytes = b"") -> bytes:
     """Hours of request lines, then the crash."""
-    return REQUEST_LINE * int(megabytes * 1_000_000 // len(REQUEST_LINE)) + DECODE_CRASH.encode()
+    lines = REQUEST_LINE * int(megabytes * 1_000_000 // len(REQUEST_LINE))
+    return head + lines + DECODE_CRASH.encode()
 
 
 @pytest.fixture
@@ -82,3 +93,22 @@ def test_a_binary_file_is_refused_as_not_text(starter_kb: None, member: Client) 
     assert refused.status_code == 400
     assert "binary" in refused.content.decode()
     assert not StoredDiagnosis.objects.exists()
+
+
+def test_a_log_that_printed_its_settings_gets_a_corrected_command_rebuilt_from_them(
+    starter_kb: None, member: Client
+) -> None:
+    """No launch command given: the one rebuilt from SGLang's ServerArgs line at the start
+    of the log carries the fix, in the flag names that release prints."""
+    log = SimpleUploadedFile("sglang-server.log", server_log(3, head=SERVER_ARGS))
+    answered = member.post("/diagnose/", {"log": log, "gpu": "RTX PRO 6000"}, follow=True)
+
+    answer = StoredDiagnosis.objects.get().answer
+    assert answer["context"]["found_command"]["source"] == "ServerArgs"
+    command = answer["corrected_command"]
+    assert command.startswith("python3 -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4")
+    assert "--tp-size 8" in command and "--kv-cache-dtype bf16" in command
+    assert "--nsa-decode-backend trtllm" in command and "dsa" not in command
+    page = answered.content.decode()
+    assert "rebuilt from the <code>ServerArgs</code> the server logged" in page
+    assert "the logged value may be its own choice: <code>--mem-fraction-static</code>" in page

@@ -1,0 +1,204 @@
+"""The settings a server prints when it starts, and the launch command they imply.
+
+SGLang logs `server_args=ServerArgs(model_path=..., tp_size=8, ...)` with every field;
+vLLM logs `non-default args: {...}` (what the user changed) and `LLM engine (v0.x)
+with config: ...` (the resolved engine config). `settings_dumps` reads them all;
+`context` takes facts from them, and `rebuilt_command` writes a launch command from
+the last SGLang or vLLM argument printout, so a whole log attached without the
+command that started it still gets a corrected command.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from decisiontree import flags
+from decisiontree.launch import FoundCommand, flag_setting
+from decisiontree.recipes import recipe_for
+
+# Engine-config fields whose name differs from the flag that sets them.
+VLLM_FIELDS = {"max_seq_len": "max-model-len", "model": "model"}
+# Fields that name the model being served; the command's head carries it.
+_MODEL_FIELDS = frozenset({"model_path", "model", "model_tag"})
+
+
+@dataclass(frozen=True)
+class SettingsDump:
+    framework: str  # "sglang" | "vllm"
+    kind: str  # "ServerArgs" | "non-default args" | "engine config"
+    pairs: tuple[tuple[str, str], ...]  # (field, value as printed: a Python literal)
+
+
+def settings_dumps(text: str) -> Iterator[SettingsDump]:
+    for found in re.finditer(r"ServerArgs\(", text):
+        yield SettingsDump("sglang", "ServerArgs", _pairs(balanced(text, found.end(), ")")))
+    for found in re.finditer(r"non-default args:\s*\{", text):
+        yield SettingsDump("vllm", "non-default args", _pairs(balanced(text, found.end(), "}")))
+    for found in re.finditer(r"LLM engine.*?with config:\s*(.*)$", text, re.M):
+        yield SettingsDump("vllm", "engine config", _pairs(found.group(1)))
+
+
+# ---------------------------------------------------------------- a command from them
+
+
+def rebuilt_command(text: str, version: str | None = None) -> FoundCommand | None:
+    """The launch command the last argument printout in `text` implies: the server's
+    entry point, the model, and every setting that differs from the flag's default
+    (vLLM prints only those; SGLang prints all, defaults included).
+
+    Tuning knobs SGLang decides at start-up when they are not given are written too
+    (the log shows what ran) and named in `server_chosen`: the value may be its own.
+    `version` picks flag spellings; a printout's own field names win, as they are
+    the spellings of the release that printed them.
+    """
+    dumps = [d for d in settings_dumps(text) if d.kind != "engine config"]
+    if not dumps:
+        return None
+    dump = dumps[-1]
+    recipe = recipe_for(dump.framework)
+    values = {name: _literal(raw) for name, raw in dump.pairs}
+    model = next((str(values[f]) for f in _MODEL_FIELDS if values.get(f)), None)
+    head = list(recipe.entry)
+    if model and recipe.model_flag:
+        head += [flags.spell(recipe.model_flag, dump.framework, version), model]
+    elif model:
+        head.append(model)
+    words, chosen, left_out = [], [], []
+    for name, value in values.items():
+        if name in _MODEL_FIELDS or value is None or value == "" or value == model:
+            continue  # unset; or the model again (SGLang's tokenizer_path defaults to it)
+        hit = _exact_flag(VLLM_FIELDS.get(name, name), dump.framework)
+        if hit is None or _is_default(value, hit.spec.default):
+            continue
+        if isinstance(value, (list, tuple, set)) and hit.spec.type != "json":
+            left_out.append(flags.flag_key(name))  # several values after one flag: rare, unsure
+            continue
+        spelled = "--" + flags.flag_key(VLLM_FIELDS.get(name, name))
+        setting = flag_setting(hit.spec, spelled, _as_flag_value(value))
+        if not setting:
+            left_out.append(flags.flag_key(name))
+            continue
+        words.append(setting)
+        if dump.kind == "ServerArgs" and _decided_at_start(hit.spec):
+            chosen.append(spelled.removeprefix("--"))
+    command = " ".join([*(shlex.quote(word) for word in head), *words])
+    return FoundCommand(command, dump.kind, tuple(chosen), tuple(left_out))
+
+
+def _decided_at_start(spec: flags.FlagSpec) -> bool:
+    """A tuning knob with no default (a number, or one of a few choices): SGLang sets it
+    from the GPU and the model when it is not given. A free-text setting (a path, a
+    key, a name) with no default stays unset instead."""
+    return spec.default is None and (spec.type in ("int", "float") or bool(spec.choices))
+
+
+def _exact_flag(field: str, framework: str) -> flags.FlagHit | None:
+    """The flag a printed field names: exactly one of its spellings, never a prefix
+    (argparse's abbreviations are for typing, and an internal field is no flag)."""
+    hit = flags.lookup(field, framework)
+    if hit is None or hit.negated:
+        return None
+    spellings = {hit.spec.name, *hit.spec.aliases, *(old for old, _ in hit.spec.renamed)}
+    return hit if flags.flag_key(field) in {flags.flag_key(s) for s in spellings} else None
+
+
+def _literal(raw: str) -> Any:
+    """A printed value as Python reads it; what is no literal (torch.bfloat16, an
+    object's repr) stays text."""
+    try:
+        return ast.literal_eval(raw.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return flags.python_value(raw)
+
+
+def _is_default(value: Any, default: str | None) -> bool:
+    if default is None:
+        return False
+    if isinstance(value, bool):
+        return default.lower() == str(value).lower()
+    if isinstance(value, (int, float)):
+        try:
+            return float(default) == float(value)
+        except ValueError:
+            return False
+    if isinstance(value, (list, tuple, set, dict)):
+        try:
+            loaded = json.loads(default)
+        except ValueError:
+            return False
+        return bool(loaded == (list(value) if not isinstance(value, dict) else value))
+    return str(value) == default
+
+
+def _as_flag_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value)
+    return str(value)
+
+
+# ---------------------------------------------------------------- reading printouts
+
+
+def balanced(text: str, start: int, closer: str) -> str:
+    """Text from `start` to the bracket that closes it (or the end, for a truncated paste)."""
+    depth, quote = 0, ""
+    for i in range(start, len(text)):
+        char = text[i]
+        if quote:
+            quote = "" if char == quote and text[i - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0 and char == closer:
+                return text[start:i]
+            depth -= 1
+    return text[start:]
+
+
+def _pairs(segment: str) -> tuple[tuple[str, str], ...]:
+    return tuple(python_kwargs(segment))
+
+
+def python_kwargs(segment: str) -> list[tuple[str, str]]:
+    """`a='x', b=[1, 2], 'c': 3` -> [("a", "'x'"), ("b", "[1, 2]"), ("c", "3")]."""
+    pairs = []
+    for part in _split_top_level(segment):
+        found = re.match(r"\s*['\"]?([A-Za-z_][\w.]*)['\"]?\s*(?:=|:)\s*(.*)$", part, re.S)
+        if found:
+            pairs.append((found.group(1), found.group(2).strip()))
+    return pairs
+
+
+def _split_top_level(segment: str) -> list[str]:
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quote = 0, ""
+    for i, char in enumerate(segment):
+        if quote:
+            quote = "" if char == quote and segment[i - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+__all__ = ["SettingsDump", "VLLM_FIELDS", "python_kwargs", "rebuilt_command", "settings_dumps"]
