@@ -757,6 +757,11 @@ class DiagnosisContextSerializer(serializers.Serializer):
     launched_flags = text_map()
     unknown_flags = serializers.ListField(child=serializers.CharField())
     env = text_map()
+    written_release = serializers.CharField(
+        allow_null=True,
+        help_text="With the release unknown: the newest one the launch command's flag names "
+        'allow ("0.5.9": it writes --nsa-decode-backend); flags are spelled for it',
+    )
     found_command = FoundCommandSerializer(
         allow_null=True,
         help_text="With no launch command given: one found in the paste or rebuilt from the "

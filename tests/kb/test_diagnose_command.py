@@ -146,6 +146,22 @@ def test_a_50_mb_server_log_is_read_at_its_start_and_end(starter_kb: None, tmp_p
     assert err.getvalue().startswith(f"{log} is 50.0 MB: read its first 250 KB (the launch) ")
 
 
+def test_a_terminal_user_gets_the_command_inside_the_paste_corrected(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "issue.txt"
+    paste.write_text(
+        f"Started the server with\n$ {LAUNCH}\nthen on the first request:\n{DECODE_CRASH}"
+    )
+
+    printed = run(str(paste), "--gpu", "RTX PRO 6000")
+
+    title, command = printed.split("Corrected launch command ")[1].splitlines()[:2]
+    assert title == "(the first fix applied to the command in the paste):"
+    assert command.strip().startswith("python -m sglang.launch_server --model-path zai-org/GLM-5")
+    assert "--kv-cache-dtype bf16" in command and "--dsa-decode-backend trtllm" in command
+
+
 def test_feedback_that_a_fix_did_not_help_moves_it_down(starter_kb: None) -> None:
     before = diagnose(DECODE_CRASH, gpu="RTX PRO 6000", launch_command=LAUNCH)
     assert len(before.fixes) >= 2

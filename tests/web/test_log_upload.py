@@ -111,4 +111,5 @@ def test_a_log_that_printed_its_settings_gets_a_corrected_command_rebuilt_from_t
     assert "--nsa-decode-backend trtllm" in command and "dsa" not in command
     page = answered.content.decode()
     assert "rebuilt from the <code>ServerArgs</code> the server logged" in page
-    assert "the logged value may be its own choice: <code>--mem-fraction-static</code>" in page
+    assert "the logged value may be its own choice:" in page and "mem-fraction-static" in page
+    assert "0.5.9 or older, by the flag names of its launch command" in page

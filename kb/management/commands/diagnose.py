@@ -78,7 +78,7 @@ class Command(BaseCommand):
             answer = DiagnosisSerializer(result, context=context).data
             self.stdout.write(json.dumps(answer, indent=2))
         else:
-            self.stdout.write(render_text(result))
+            self.stdout.write(render_text(result, corrected(result, options["launch_command"])))
 
 
 def parse_answers(raw: list[str]) -> dict[str, str]:
@@ -132,10 +132,36 @@ def split_framework(framework: str | None, version: str | None) -> tuple[str | N
 # --- plain text -------------------------------------------------------------------
 
 
-def render_text(diagnosis: Diagnosis) -> str:
+def corrected(diagnosis: Diagnosis, launch_command: str | None) -> str | None:
+    """The launch command (typed, else the one the paste holds) with the first fix applied."""
+    from api.serializers import corrected_command_for, first_fix_to_try  # the API's own
+
+    first = first_fix_to_try(diagnosis.fixes)
+    context = {"launch_command": launch_command or ""}
+    return corrected_command_for(first, diagnosis, context) if first else None
+
+
+def render_text(diagnosis: Diagnosis, command: str | None = None) -> str:
     lines = [headline(diagnosis)]
     if diagnosis.verdict is Verdict.NONE:
         lines += render_next_step(diagnosis)
+    if command:
+        found = diagnosis.context.found_command
+        source = (
+            {"paste": " in the paste"}.get(found.source, f" rebuilt from the logged {found.source}")
+            if found
+            else ""
+        )
+        lines += [
+            "",
+            f"Corrected launch command (the first fix applied to the command{source}):",
+            f"  {command}",
+        ]
+        if found and found.server_chosen:
+            chosen = " ".join(f"--{name}" for name in found.server_chosen)
+            lines.append(
+                f"  (SGLang sets these itself when not given; check they are yours: {chosen})"
+            )
     for fix in diagnosis.fixes:
         lines += render_fix(fix)
     if diagnosis.not_helpful:
