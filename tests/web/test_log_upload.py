@@ -11,6 +11,7 @@ from django.test import Client
 
 from kb.models import StoredDiagnosis
 from tests.kb.test_diagnose_command import DECODE_CRASH
+from tests.questions_kb import MOE_OUT_OF_RESOURCES_ELSEWHERE, gpu_split_kb
 
 pytestmark = pytest.mark.django_db
 
@@ -113,3 +114,27 @@ def test_a_log_that_printed_its_settings_gets_a_corrected_command_rebuilt_from_t
     assert "rebuilt from the <code>ServerArgs</code> the server logged" in page
     assert "the logged value may be its own choice:" in page and "mem-fraction-static" in page
     assert "0.5.9 or older, by the flag names of its launch command" in page
+
+
+def test_answering_a_question_about_an_attached_log_keeps_what_was_read_of_it(
+    member: Client,
+) -> None:
+    gpu_split_kb()
+    log = SimpleUploadedFile(
+        "server.log", REQUEST_LINE * 40_000 + MOE_OUT_OF_RESOURCES_ELSEWHERE.encode()
+    )
+    member.post("/diagnose/", {"log": log}, follow=True)
+    first = StoredDiagnosis.objects.get()
+    assert first.answer["questions"] and first.read_from.startswith("server.log is 2.8 MB")
+
+    # The question's form re-posts the excerpt that was diagnosed, not the file.
+    answered = member.post(
+        "/diagnose/",
+        {"text": first.text, "answer": "gpu.arch=sm_120", "refines": first.slug},
+        follow=True,
+    )
+
+    second = StoredDiagnosis.objects.exclude(pk=first.pk).get()
+    assert second.refines == first and second.answers == {"gpu.arch": "sm_120"}
+    assert second.read_from == first.read_from
+    assert "From an attached log: server.log is 2.8 MB" in answered.content.decode()
