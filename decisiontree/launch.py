@@ -155,15 +155,20 @@ _ENTRY_POINTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("vllm", re.compile(r"^vllm\.entrypoints\.(?:openai\.)?api_server$")),
     ("vllm", re.compile(r"vllm/entrypoints/(?:openai/)?api_server\.py$")),
 )
+# Images whose entry point is the server: `docker run ... vllm/vllm-openai --model m`.
+_SERVER_IMAGES = (("vllm", r"vllm/vllm-openai(?::\S+)?"),)
+_DOCKER_IMAGES = tuple((fw, re.compile(rf"^{image}$")) for fw, image in _SERVER_IMAGES)
 # Where a server launch starts in a line of text (a log, a write-up): the module forms
 # need the interpreter before them, so prose that only names a module is no command.
 ENTRY_IN_TEXT = re.compile(
     r"python[\d.]*\s+(?:-\w+\s+)*-m\s+"
     r"(?:sglang(?:_router)?\.launch_server|vllm\.entrypoints\.(?:openai\.)?api_server)\b"
     r"|(?<![\w.-])(?:sglang|vllm)\s+serve\b"
+    r"|(?<![\w.-])(?:docker|podman)\s+run\s(?=.*?\s(?:"
+    + "|".join(image for _, image in _SERVER_IMAGES)
+    + r")(?:\s|$))"
 )
 _SERVE_CLIS = {"sglang": "sglang", "vllm": "vllm"}
-_DOCKER_IMAGES = (("vllm", re.compile(r"^vllm/vllm-openai(?::\S+)?$")),)
 _ENV_ASSIGN = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$", re.S)
 _BOOL_WORDS = {"true": "true", "false": "false", "1": "true", "0": "false"}
 
@@ -189,7 +194,6 @@ class _Server:
     stop: int  # index after the last argument
     options: tuple[_Option, ...]
     positional: tuple[str, ...]
-    docker: bool = False
 
 
 def parse_launch_command(cmd: str, framework: str | None = None) -> LaunchCommand:
@@ -237,8 +241,10 @@ class FoundCommand:
     left_out: tuple[str, ...] = ()  # settings printed that no flag can be written for
 
 
-# Environment assignments just before a command ("CUDA_VISIBLE_DEVICES=0,1 python -m ...").
+# What runs the server, just before it: environment assignments
+# ("CUDA_VISIBLE_DEVICES=0,1 python -m ..."), or a container ("docker run ... image python").
 _ENV_BEFORE = re.compile(r"(?:(?<=\s)|^)(?:[A-Z_][A-Z0-9_]*=\S*\s+)+$")
+_CONTAINER_BEFORE = re.compile(r"(?<![\w.-])(?:docker|podman)\s+run\s")
 
 
 def command_in_text(text: str) -> str | None:
@@ -250,7 +256,9 @@ def command_in_text(text: str) -> str | None:
         if entry is None:
             continue
         before = _ENV_BEFORE.search(line[: entry.start()])
-        command = line[before.start() if before else entry.start() :].strip()
+        start = before.start() if before else entry.start()
+        containers = list(_CONTAINER_BEFORE.finditer(line[:start]))
+        command = line[containers[-1].start() if containers else start :].strip()
         parsed = parse_launch_command(command)
         if parsed.framework and (parsed.flags or parsed.model):
             return command
@@ -282,19 +290,19 @@ def _nested(found: list[Word]) -> tuple[int, LaunchCommand] | None:
     return None
 
 
-def _find_entry(texts: list[str]) -> tuple[str, int, bool] | None:
-    """(framework, index of the first argument, docker?) of the server entry point, if any."""
+def _find_entry(texts: list[str]) -> tuple[str, int] | None:
+    """(framework, index of the first argument) of the server entry point, if any."""
     for i, token in enumerate(texts):
         for framework, pattern in _ENTRY_POINTS:
             if pattern.search(token):
-                return framework, i + 1, False
+                return framework, i + 1
         following = texts[i + 1] if i + 1 < len(texts) else ""
         base = token.rsplit("/", 1)[-1]
         if base in _SERVE_CLIS and following == "serve":
-            return _SERVE_CLIS[base], i + 2, False
+            return _SERVE_CLIS[base], i + 2
         for framework, pattern in _DOCKER_IMAGES:
             if pattern.match(token):
-                return framework, i + 1, True
+                return framework, i + 1
     return None
 
 
@@ -303,11 +311,19 @@ def _server(found: list[Word], hint: str | None = None) -> _Server:
     entry = _find_entry(texts)
     if entry is None:
         return _bare_flags(found, hint)
-    framework, args, docker = entry
+    framework, args = entry
     stop = _control_after(found, args)
     options, positional = _read_args(texts, args, stop, framework)
     start = _command_start(found, args)
-    return _Server(framework, start, args, stop, options, positional, docker)
+    return _Server(framework, start, args, stop, options, positional)
+
+
+def _container_run(texts: list[str], start: int, stop: int) -> int | None:
+    """Index of `run` in `docker run` / `podman run` among texts[start:stop], if there."""
+    for i in range(start, stop - 1):
+        if texts[i].rsplit("/", 1)[-1] in ("docker", "podman") and texts[i + 1] == "run":
+            return i + 1
+    return None
 
 
 def _bare_flags(found: list[Word], hint: str | None) -> _Server:
@@ -500,9 +516,9 @@ def _set_env(cmd: str, found: list[Word], server: _Server, name: str, value: str
     for word in found[server.entry : server.args]:
         if word.text.startswith(f"{name}="):
             return cmd[: word.start] + assignment + cmd[word.end :]
-    if server.docker:  # the variable must reach the container
-        image = found[server.args - 1]
-        return cmd[: image.start] + f"-e {assignment} " + cmd[image.start :]
+    run = _container_run([w.text for w in found], server.entry, server.args)
+    if run is not None:  # the variable must reach the container: `docker run -e X=1 ...`
+        return cmd[: found[run].end] + f" -e {assignment}" + cmd[found[run].end :]
     at = found[server.entry].start if server.entry < len(found) else len(cmd)
     return cmd[:at] + assignment + " " + cmd[at:]
 

@@ -106,7 +106,7 @@ def test_an_environment_change_sets_the_variable_once() -> None:
     assert edited == "X='a b' NCCL_DEBUG=WARN vllm serve m"
     docker = "docker run --gpus all vllm/vllm-openai:v0.11.0 --model m"
     assert apply_changes(docker, [Change(ChangeAction.SET_ENV, "X", "1")]) == (
-        "docker run --gpus all -e X=1 vllm/vllm-openai:v0.11.0 --model m"
+        "docker run -e X=1 --gpus all vllm/vllm-openai:v0.11.0 --model m"
     )
 
 
@@ -225,3 +225,35 @@ def test_a_flag_added_to_a_command_that_writes_old_names_is_spelled_for_that_rel
 )
 def test_a_launch_command_inside_a_paste_is_found_as_written(text: str, command: str) -> None:
     assert command_in_text(text) == command
+
+
+def test_a_server_started_in_a_container_gets_its_environment_through_docker() -> None:
+    """`docker run ... lmsysorg/sglang python3 -m sglang.launch_server`: a variable set
+    before `docker` would never reach the server inside."""
+    pasted = (
+        "$ docker run --gpus all --shm-size 32g lmsysorg/sglang:latest "
+        "python3 -m sglang.launch_server --model-path m --tp 2\nTraceback ..."
+    )
+    command = command_in_text(pasted)
+    assert command is not None and command.startswith("docker run --gpus all")
+
+    edited = apply_changes(command, [Change(ChangeAction.SET_ENV, "NCCL_P2P_DISABLE", "1")])
+
+    assert edited.startswith("docker run -e NCCL_P2P_DISABLE=1 --gpus all --shm-size 32g ")
+    assert parse_launch_command(edited).env == {"NCCL_P2P_DISABLE": "1"}
+
+
+def test_a_vllm_image_run_inside_a_paste_is_the_command_found() -> None:
+    pasted = (
+        "Started it with:\n"
+        "sudo docker run --runtime nvidia --gpus all -p 8000:8000 --ipc=host "
+        "vllm/vllm-openai:latest --model Qwen/Qwen3-8B --max-model-len 32768\nthen:"
+    )
+
+    command = command_in_text(pasted)
+
+    assert command == (
+        "docker run --runtime nvidia --gpus all -p 8000:8000 --ipc=host "
+        "vllm/vllm-openai:latest --model Qwen/Qwen3-8B --max-model-len 32768"
+    )
+    assert command_in_text("docker run -it lmsysorg/sglang:latest bash") is None
