@@ -251,6 +251,8 @@ def command_in_text(text: str) -> str | None:
     """The last server launch command pasted inside a text (a log, an issue), from its
     entry point (with the environment assignments before it) to the end of its line,
     continuation lines included as written."""
+    if not ENTRY_IN_TEXT.search(text):
+        return None  # (most pastes: one pass over the text instead of one per line)
     for line in reversed(_logical_lines(text)):
         entry = ENTRY_IN_TEXT.search(line)
         if entry is None:

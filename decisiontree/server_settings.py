@@ -35,13 +35,17 @@ class SettingsDump:
     pairs: tuple[tuple[str, str], ...]  # (field, value as printed: a Python literal)
 
 
+# A printout is a few kilobytes (SGLang's ServerArgs about 10 KB); one that runs on is cut.
+MAX_DUMP_CHARS = 100_000
+
+
 def settings_dumps(text: str) -> Iterator[SettingsDump]:
     for found in re.finditer(r"ServerArgs\(", text):
-        yield SettingsDump("sglang", "ServerArgs", _pairs(balanced(text, found.end(), ")")))
+        yield SettingsDump("sglang", "ServerArgs", _pairs(text, found.end(), ")"))
     for found in re.finditer(r"non-default args:\s*\{", text):
-        yield SettingsDump("vllm", "non-default args", _pairs(balanced(text, found.end(), "}")))
+        yield SettingsDump("vllm", "non-default args", _pairs(text, found.end(), "}"))
     for found in re.finditer(r"LLM engine.*?with config:\s*(.*)$", text, re.M):
-        yield SettingsDump("vllm", "engine config", _pairs(found.group(1)))
+        yield SettingsDump("vllm", "engine config", tuple(python_kwargs(found.group(1))))
 
 
 # ---------------------------------------------------------------- a command from them
@@ -147,10 +151,12 @@ def _as_flag_value(value: Any) -> str:
 # ---------------------------------------------------------------- reading printouts
 
 
-def balanced(text: str, start: int, closer: str) -> str:
-    """Text from `start` to the bracket that closes it (or the end, for a truncated paste)."""
+def _balanced(text: str, start: int, closer: str) -> tuple[str, bool]:
+    """Text from `start` to the bracket that closes it, and whether one did (a paste or a
+    log excerpt may cut a printout short)."""
     depth, quote = 0, ""
-    for i in range(start, len(text)):
+    end = min(len(text), start + MAX_DUMP_CHARS)
+    for i in range(start, end):
         char = text[i]
         if quote:
             quote = "" if char == quote and text[i - 1] != "\\" else quote
@@ -160,13 +166,16 @@ def balanced(text: str, start: int, closer: str) -> str:
             depth += 1
         elif char in ")]}":
             if depth == 0 and char == closer:
-                return text[start:i]
+                return text[start:i], True
             depth -= 1
-    return text[start:]
+    return text[start:end], False
 
 
-def _pairs(segment: str) -> tuple[tuple[str, str], ...]:
-    return tuple(python_kwargs(segment))
+def _pairs(text: str, start: int, closer: str) -> tuple[tuple[str, str], ...]:
+    segment, closed = _balanced(text, start, closer)
+    pairs = python_kwargs(segment)
+    # Where the printout was cut, its last value may be cut too: it is not taken.
+    return tuple(pairs if closed else pairs[:-1])
 
 
 def python_kwargs(segment: str) -> list[tuple[str, str]]:

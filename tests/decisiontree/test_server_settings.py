@@ -111,3 +111,14 @@ def test_old_flag_names_in_the_log_set_the_release_flags_are_spelled_for() -> No
 
     assert context.framework_version is None  # a bound, never taken for the release itself
     assert context.spelling_version == "0.5.9"
+
+
+def test_a_printout_cut_short_loses_only_its_last_value() -> None:
+    """An excerpt or a paste can end inside the printout: the value it cut is not taken."""
+    cut = SGLANG_LOG.split(", nsa_prefill_backend=")[0] + ", nsa_prefill_backend='flash"
+
+    rebuilt = rebuilt_command(cut)
+
+    assert rebuilt is not None and "--nsa-decode-backend flashmla_kv" in rebuilt.text
+    assert "prefill-backend" not in rebuilt.text
+    assert build_context(cut).flags.get("dsa-prefill-backend") is None
