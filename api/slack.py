@@ -162,6 +162,11 @@ def fix_blocks(entry: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, 
     blocks = [section("\n".join(lines))]
     if entry.get("corrected_command"):
         command = escape(entry["corrected_command"]).replace("```", "'''")
+        found = (answer.get("context") or {}).get("found_command") or {}
+        commanded = [e for e in answer.get("fixes", []) if e.get("corrected_command")]
+        if found.get("source") not in (None, "paste") and commanded[:1] == [entry]:  # once
+            rebuilt = f"_Rebuilt from the `{escape(found['source'])}` the server logged:"
+            blocks.append(section(f"{rebuilt} check it against the command you ran._"))
         blocks.append(section(f"```{command}```"))
     blocks.append(fix_buttons(entry, answer))
     return blocks

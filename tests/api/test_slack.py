@@ -27,7 +27,9 @@ from kb.services import stored_diagnoses
 from kb.services.diagnosis import start_finding_from_paste
 from kb.services.feedback import pastes_to_learn, votes_per_fix
 from tests.api.conftest import DSA_ASSERT, assert_error
+from tests.kb.test_diagnose_command import DECODE_CRASH
 from tests.questions_kb import ADA_FIX, BLACKWELL_FIX, MOE_OUT_OF_RESOURCES_ELSEWHERE, gpu_split_kb
+from tests.web.test_log_upload import SERVER_ARGS
 
 pytestmark = pytest.mark.django_db
 
@@ -450,3 +452,16 @@ def test_with_no_known_match_it_says_a_teammates_draft_waits(slack: str, user) -
     [answer] = FakeSlack.posts_to("/d")
     blocks = json.dumps(answer["blocks"])
     assert f"A draft of this error waits in the review queue: #{draft.pk} " in blocks
+
+
+def test_a_command_rebuilt_from_the_log_says_so_above_it(reader, starter_kb: None) -> None:
+    log = SERVER_ARGS.decode() + DECODE_CRASH
+    response = reader.post(
+        "/api/v1/diagnose/?format=slack", {"traceback": log, "gpu": "RTX PRO 6000"}, format="json"
+    )
+    assert response.status_code == 200, response.content[:300]
+    texts = [b["text"]["text"] for b in response.json()["blocks"] if b.get("type") == "section"]
+    [note] = [
+        i for i, text in enumerate(texts) if text.startswith("_Rebuilt from the `ServerArgs`")
+    ]
+    assert texts[note + 1].startswith("```python3 -m sglang.launch_server --model-path zai-org/")
