@@ -45,7 +45,7 @@ def settings_dumps(text: str) -> Iterator[SettingsDump]:
     for found in re.finditer(r"non-default args:\s*\{", text):
         yield SettingsDump("vllm", "non-default args", _pairs(text, found.end(), "}"))
     for found in re.finditer(r"LLM engine.*?with config:\s*(.*)$", text, re.M):
-        yield SettingsDump("vllm", "engine config", tuple(python_kwargs(found.group(1))))
+        yield SettingsDump("vllm", "engine config", _pairs(found.group(1)))
 
 
 # ---------------------------------------------------------------- a command from them
@@ -151,10 +151,24 @@ def _as_flag_value(value: Any) -> str:
 # ---------------------------------------------------------------- reading printouts
 
 
-def _balanced(text: str, start: int, closer: str) -> tuple[str, bool]:
-    """Text from `start` to the bracket that closes it, and whether one did (a paste or a
-    log excerpt may cut a printout short)."""
-    depth, quote = 0, ""
+def _pairs(text: str, start: int = 0, closer: str | None = None) -> tuple[tuple[str, str], ...]:
+    """`a='x', b=[1, 2], 'c': 3` -> (("a", "'x'"), ("b", "[1, 2]"), ("c", "3")): the
+    printout from `start` to the bracket `closer` that closes it (the text's end when
+    None). Where a printout was cut short, its last value may be cut too: it is not taken."""
+    parts, closed = _top_level_parts(text, start, closer)
+    pairs = []
+    for part in parts if closed else parts[:-1]:
+        found = re.match(r"\s*['\"]?([A-Za-z_][\w.]*)['\"]?\s*(?:=|:)\s*(.*)$", part, re.S)
+        if found:
+            pairs.append((found.group(1), found.group(2).strip()))
+    return tuple(pairs)
+
+
+def _top_level_parts(text: str, start: int, closer: str | None) -> tuple[list[str], bool]:
+    """The comma-separated parts outside brackets and quotes, and whether `closer` ended
+    them (no closer: the text's end does)."""
+    parts: list[str] = []
+    depth, quote, part_start = 0, "", start
     end = min(len(text), start + MAX_DUMP_CHARS)
     for i in range(start, end):
         char = text[i]
@@ -166,48 +180,12 @@ def _balanced(text: str, start: int, closer: str) -> tuple[str, bool]:
             depth += 1
         elif char in ")]}":
             if depth == 0 and char == closer:
-                return text[start:i], True
-            depth -= 1
-    return text[start:end], False
-
-
-def _pairs(text: str, start: int, closer: str) -> tuple[tuple[str, str], ...]:
-    segment, closed = _balanced(text, start, closer)
-    pairs = python_kwargs(segment)
-    # Where the printout was cut, its last value may be cut too: it is not taken.
-    return tuple(pairs if closed else pairs[:-1])
-
-
-def python_kwargs(segment: str) -> list[tuple[str, str]]:
-    """`a='x', b=[1, 2], 'c': 3` -> [("a", "'x'"), ("b", "[1, 2]"), ("c", "3")]."""
-    pairs = []
-    for part in _split_top_level(segment):
-        found = re.match(r"\s*['\"]?([A-Za-z_][\w.]*)['\"]?\s*(?:=|:)\s*(.*)$", part, re.S)
-        if found:
-            pairs.append((found.group(1), found.group(2).strip()))
-    return pairs
-
-
-def _split_top_level(segment: str) -> list[str]:
-    parts: list[str] = []
-    current: list[str] = []
-    depth, quote = 0, ""
-    for i, char in enumerate(segment):
-        if quote:
-            quote = "" if char == quote and segment[i - 1] != "\\" else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
+                return [*parts, text[part_start:i]], True
             depth -= 1
         elif char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(char)
-    parts.append("".join(current))
-    return parts
+            parts.append(text[part_start:i])
+            part_start = i + 1
+    return [*parts, text[part_start:end]], closer is None
 
 
-__all__ = ["SettingsDump", "VLLM_FIELDS", "python_kwargs", "rebuilt_command", "settings_dumps"]
+__all__ = ["SettingsDump", "VLLM_FIELDS", "rebuilt_command", "settings_dumps"]
