@@ -164,9 +164,10 @@ ENTRY_IN_TEXT = re.compile(
     r"python[\d.]*\s+(?:-\w+\s+)*-m\s+"
     r"(?:sglang(?:_router)?\.launch_server|vllm\.entrypoints\.(?:openai\.)?api_server)\b"
     r"|(?<![\w.-])(?:sglang|vllm)\s+serve\b"
-    r"|(?<![\w.-])(?:docker|podman)\s+run\s(?=.*?\s(?:"
-    + "|".join(image for _, image in _SERVER_IMAGES)
-    + r")(?:\s|$))"
+)
+# A server image in a line of text; a launch only after `docker run` (see _launch_start).
+_IMAGE_IN_TEXT = re.compile(
+    r"(?<![\w/.:-])(?:" + "|".join(image for _, image in _SERVER_IMAGES) + r")(?=\s|$)"
 )
 _SERVE_CLIS = {"sglang": "sglang", "vllm": "vllm"}
 _ENV_ASSIGN = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$", re.S)
@@ -241,30 +242,46 @@ class FoundCommand:
     left_out: tuple[str, ...] = ()  # settings printed that no flag can be written for
 
 
-# What runs the server, just before it: environment assignments
-# ("CUDA_VISIBLE_DEVICES=0,1 python -m ..."), or a container ("docker run ... image python").
-_ENV_BEFORE = re.compile(r"(?:(?<=\s)|^)(?:[A-Z_][A-Z0-9_]*=\S*\s+)+$")
-_CONTAINER_BEFORE = re.compile(r"(?<![\w.-])(?:docker|podman)\s+run\s")
+_CONTAINER_RUN = re.compile(r"(?<![\w.-])(?:docker|podman)\s+run\s")
 
 
 def command_in_text(text: str) -> str | None:
     """The last server launch command pasted inside a text (a log, an issue), from its
     entry point (with the environment assignments before it) to the end of its line,
     continuation lines included as written."""
-    if not ENTRY_IN_TEXT.search(text):
+    if not (ENTRY_IN_TEXT.search(text) or _IMAGE_IN_TEXT.search(text)):
         return None  # (most pastes: one pass over the text instead of one per line)
     for line in reversed(_logical_lines(text)):
-        entry = ENTRY_IN_TEXT.search(line)
-        if entry is None:
+        start = _launch_start(line)
+        if start is None:
             continue
-        before = _ENV_BEFORE.search(line[: entry.start()])
-        start = before.start() if before else entry.start()
-        containers = list(_CONTAINER_BEFORE.finditer(line[:start]))
-        command = line[containers[-1].start() if containers else start :].strip()
+        command = line[start:].strip()
         parsed = parse_launch_command(command)
         if parsed.framework and (parsed.flags or parsed.model):
             return command
     return None
+
+
+def _launch_start(line: str) -> int | None:
+    """Where a launch in `line` starts: at the `docker run` / `podman run` that runs the
+    server, else at its entry point with the environment assignments right before it.
+    Linear in the line, whatever it holds (a paste can be megabytes of one line)."""
+    entry = ENTRY_IN_TEXT.search(line)
+    image = _IMAGE_IN_TEXT.search(line)
+    first = min((found.start() for found in (entry, image) if found), default=None)
+    if first is None:
+        return None
+    runs = list(_CONTAINER_RUN.finditer(line, 0, first))
+    if runs:
+        return runs[-1].start()
+    if entry is None:
+        return None  # an image named, not run
+    start = entry.start()
+    for word in reversed(list(re.finditer(r"\S+", line[:start]))):
+        if not _ENV_ASSIGN.match(word.group()):
+            break
+        start = word.start()
+    return start
 
 
 def _logical_lines(text: str) -> list[str]:

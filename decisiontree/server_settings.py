@@ -37,15 +37,22 @@ class SettingsDump:
 
 # A printout is a few kilobytes (SGLang's ServerArgs about 10 KB); one that runs on is cut.
 MAX_DUMP_CHARS = 100_000
+# A log holds one printout a start; of many restarts the last ones tell what ran. (The
+# bound keeps a paste of the marker repeated a million times from costing minutes.)
+MAX_DUMPS = 4
 
 
 def settings_dumps(text: str) -> Iterator[SettingsDump]:
-    for found in re.finditer(r"ServerArgs\(", text):
+    for found in _last(re.finditer(r"ServerArgs\(", text)):
         yield SettingsDump("sglang", "ServerArgs", _pairs(text, found.end(), ")"))
-    for found in re.finditer(r"non-default args:\s*\{", text):
+    for found in _last(re.finditer(r"non-default args:\s*\{", text)):
         yield SettingsDump("vllm", "non-default args", _pairs(text, found.end(), "}"))
-    for found in re.finditer(r"LLM engine.*?with config:\s*(.*)$", text, re.M):
+    for found in _last(re.finditer(r"LLM engine.{0,200}?with config:\s*(.*)$", text, re.M)):
         yield SettingsDump("vllm", "engine config", _pairs(found.group(1)))
+
+
+def _last(found: Iterator[re.Match[str]]) -> list[re.Match[str]]:
+    return list(found)[-MAX_DUMPS:]
 
 
 # ---------------------------------------------------------------- a command from them
@@ -68,10 +75,12 @@ def rebuilt_command(text: str, version: str | None = None) -> FoundCommand | Non
     recipe = recipe_for(dump.framework)
     values = {name: _literal(raw) for name, raw in dump.pairs}
     model = next((str(values[f]) for f in _MODEL_FIELDS if values.get(f)), None)
+    if model is None:
+        return None  # no command to run without one (a printout cut before its start)
     head = list(recipe.entry)
-    if model and recipe.model_flag:
+    if recipe.model_flag:
         head += [flags.spell(recipe.model_flag, dump.framework, version), model]
-    elif model:
+    else:
         head.append(model)
     words, chosen, left_out = [], [], []
     for name, value in values.items():

@@ -6,7 +6,7 @@ checks that the error at the end of a 2 MB paste is still the error diagnosed.
 
 import pytest
 
-from decisiontree.context import Context
+from decisiontree.context import Context, build_context
 from decisiontree.diagnose import diagnose
 from decisiontree.graph import build_graph
 from decisiontree.records import Change, ChangeAction, FindingRecord, FixRecord, Outcome
@@ -80,3 +80,25 @@ def test_a_paste_longer_than_the_budget_is_read_at_its_start_and_its_end() -> No
     assert messages[0] == "the first error, at the very top"
     assert messages[-1].startswith("chunk of 65536 tokens")
     assert parsed.truncated  # the omitted middle is said, not hidden
+
+
+# Megabytes of a launch's or a printout's first words: finding the command the paste holds
+# reads each once (these once took minutes: every marker scanned the rest of the line).
+COMMAND_BAIT = {
+    "docker run, never an image": "docker run " * 180_000,
+    "assignments, then a command": "A=1 " * 500_000 + "x python -m sglang.launch_server --tp 1",
+    "ServerArgs( over and over": "ServerArgs(" * 180_000,
+    "non-default args over and over": "non-default args: {" * 100_000,
+    "LLM engine, never its config": "LLM engine " * 180_000 + "\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMMAND_BAIT))
+def test_a_paste_baiting_the_command_finder_gets_no_command_or_the_real_one(name: str) -> None:
+    context = build_context(COMMAND_BAIT[name])
+
+    found = context.found_command
+    if name.startswith("assignments"):
+        assert found is not None and found.text == "python -m sglang.launch_server --tp 1"
+    else:
+        assert found is None
