@@ -242,13 +242,14 @@ class FoundCommand:
     left_out: tuple[str, ...] = ()  # settings printed that no flag can be written for
 
 
-_CONTAINER_RUN = re.compile(r"(?<![\w.-])(?:docker|podman)\s+run\s")
+_CONTAINER_TOOLS = ("docker", "podman")
+_CONTAINER_RUN = re.compile(rf"(?<![\w.-])(?:{'|'.join(_CONTAINER_TOOLS)})\s+run\s")
 
 
 def command_in_text(text: str) -> str | None:
-    """The last server launch command pasted inside a text (a log, an issue), from its
-    entry point (with the environment assignments before it) to the end of its line,
-    continuation lines included as written."""
+    """The last server launch command pasted inside a text (a log, an issue), from where
+    it starts (`docker run`, environment assignments, the entry point) to the end of its
+    line, continuation lines included as written."""
     if not (ENTRY_IN_TEXT.search(text) or _IMAGE_IN_TEXT.search(text)):
         return None  # (most pastes: one pass over the text instead of one per line)
     for line in reversed(_logical_lines(text)):
@@ -340,7 +341,7 @@ def _server(found: list[Word], hint: str | None = None) -> _Server:
 def _container_run(texts: list[str], start: int, stop: int) -> int | None:
     """Index of `run` in `docker run` / `podman run` among texts[start:stop], if there."""
     for i in range(start, stop - 1):
-        if texts[i].rsplit("/", 1)[-1] in ("docker", "podman") and texts[i + 1] == "run":
+        if texts[i].rsplit("/", 1)[-1] in _CONTAINER_TOOLS and texts[i + 1] == "run":
             return i + 1
     return None
 
@@ -469,6 +470,9 @@ def release_written(cmd: str, framework: str | None = None) -> str | None:
     """The newest release a command can be for, judged by its flags' names: the last
     release of the oldest renamed spelling it uses; None when it uses none."""
     found = words(cmd)
+    nested = _nested(found)
+    if nested is not None:  # `ssh host '...'`: the server's words are inside the quotes
+        return release_written(found[nested[0]].text, framework)
     server = _server(found, framework)
     lasts = []
     for option in server.options:

@@ -206,6 +206,7 @@ def test_a_flag_added_to_a_command_that_writes_old_names_is_spelled_for_that_rel
     assert edited == command + " --nsa-decode-backend trtllm"
     assert release_written(command) == "0.5.9"
     assert release_written("python -m sglang.launch_server --dsa-decode-backend x") is None
+    assert release_written(f"ssh gpu-1 '{command}'") == "0.5.9"
 
 
 @pytest.mark.parametrize(
