@@ -740,6 +740,12 @@ class FoundCommandSerializer(serializers.Serializer):
     )
 
 
+class NotAsLaunchedSerializer(serializers.Serializer):
+    flag = serializers.CharField(help_text='As the answer spells it, e.g. "--kv-cache-dtype"')
+    launched = serializers.CharField(help_text="The value the launch command gave")
+    ran = serializers.CharField(help_text="The value the server's log shows it ran with")
+
+
 class DiagnosisContextSerializer(serializers.Serializer):
     """What the diagnosis knew about where the error happened, and where each fact came from."""
 
@@ -814,6 +820,11 @@ class DiagnosisSerializer(serializers.Serializer):
     context = DiagnosisContextSerializer()
     launch_flags = LaunchFlagSerializer(
         many=True, help_text="The context's flags, spelled as the answer spells them"
+    )
+    not_as_launched = NotAsLaunchedSerializer(
+        many=True,
+        help_text="Flags the server ran with another value than the launch command gave "
+        "(it overrode them, or resolved an auto), as its log shows",
     )
     matches = CandidateSerializer(
         many=True, source="candidates", help_text="Known findings the paste resembles"

@@ -122,6 +122,15 @@ def worth_trying(fix: FixRecord) -> bool:
 
 
 @dataclass(frozen=True)
+class NotAsLaunched:
+    """A flag the server ran with another value than the launch command gave it."""
+
+    flag: str  # as the answer spells it, "--kv-cache-dtype"
+    launched: str
+    ran: str
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     match: MatchLevel
     signature: Signature | None
@@ -134,6 +143,7 @@ class Diagnosis:
     nearest: tuple[NearMiss, ...] = ()  # for "none": the closest findings, never as fixes
     search_words: tuple[str, ...] = ()  # for "none": words of the paste the knowledge base has
     launch_flags: tuple[tuple[str, str], ...] = ()  # the context's flags, spelled as the answer
+    not_as_launched: tuple[NotAsLaunched, ...] = ()  # what the server ran otherwise
 
     @property
     def verdict(self) -> Verdict:
@@ -151,6 +161,7 @@ def first_fix(fixes: Sequence[RankedFix]) -> RankedFix | None:
 
 __all__ = [
     "Diagnosis",
+    "NotAsLaunched",
     "NearMiss",
     "NotHelpful",
     "PathStep",

@@ -158,15 +158,14 @@ def build_context(
     unknown = (found.unknown_flags if found else ()) + (typed.unknown_flags if typed else ())
     env = {**(dict(found.env) if found else {}), **(dict(typed.env) if typed else {})}
     context = _context_from(merged, sources, launched, tuple(dict.fromkeys(unknown)), env, vocab)
-    if typed is not None:
-        return replace(context, written_release=release_written(launch_command or ""))
+    rebuilt = rebuilt_command(text, context.framework_version)
     # With no command typed, the one the paste holds: as pasted, else rebuilt from the log.
-    found_command = (
-        FoundCommand(found_line, "paste")
-        if found_line
-        else rebuilt_command(text, context.framework_version)
-    )
-    written = release_written(found_command.text) if found_command else None
+    found_command = None
+    if typed is None:
+        found_command = FoundCommand(found_line, "paste") if found_line else rebuilt
+    command = launch_command if typed is not None else found_command and found_command.text
+    # The flag names of the command, else those the server printed, date the release.
+    written = release_written(command or "") or (release_written(rebuilt.text) if rebuilt else None)
     return replace(context, found_command=found_command, written_release=written)
 
 

@@ -24,6 +24,7 @@ from decisiontree.answer import (
     Diagnosis,
     FixToTry,
     NearMiss,
+    NotAsLaunched,
     NotHelpful,
     PathStep,
     Question,
@@ -109,6 +110,7 @@ def diagnose(
         tuple(c for c in candidates if c.finding_id in shown),
         different_setup=differences,
         launch_flags=flags,
+        not_as_launched=not_as_launched(context),
     )
 
 
@@ -131,6 +133,26 @@ def launch_flags(context: Context) -> tuple[tuple[str, str], ...]:
         (spell_flag(name, context.framework, context.spelling_version), value)
         for name, value in sorted(context.flags.items())
     )
+
+
+def not_as_launched(context: Context) -> tuple[NotAsLaunched, ...]:
+    """Flags the server ran with another value than its launch command gave, as its log
+    shows (a printout of its settings, a line saying what it chose): the framework
+    overrode the flag, or resolved an `auto`."""
+    found = []
+    for name, launched in sorted(context.launched_flags.items()):
+        ran = context.flags.get(name)
+        if context.sources.get(f"flag.{name}") != "log" or ran is None:
+            continue
+        if _value_words(launched) != _value_words(ran):
+            flag = spell_flag(name, context.framework, context.spelling_version)
+            found.append(NotAsLaunched(flag, launched, ran))
+    return tuple(found)
+
+
+def _value_words(value: str) -> list[str]:
+    """A value as words: `1 2 4` and `[1, 2, 4]`, `{"a":1}` and `{'a': 1}` are one value."""
+    return re.findall(r"[\w.:/+-]+", normal_value(value))
 
 
 # --- no known match: a next step -------------------------------------------------
@@ -184,6 +206,7 @@ def no_match(
         nearest=nearest,
         search_words=words,
         launch_flags=flags,
+        not_as_launched=not_as_launched(context),
     )
 
 

@@ -89,11 +89,13 @@ def rebuilt_command(text: str, version: str | None = None) -> FoundCommand | Non
         hit = _exact_flag(VLLM_FIELDS.get(name, name), dump.framework)
         if hit is None or _is_default(value, hit.spec.default):
             continue
-        if isinstance(value, (list, tuple, set)) and hit.spec.type != "json":
-            left_out.append(flags.flag_key(name))  # several values after one flag: rare, unsure
-            continue
         spelled = "--" + flags.flag_key(VLLM_FIELDS.get(name, name))
-        setting = flag_setting(hit.spec, spelled, _as_flag_value(value))
+        if isinstance(value, (list, tuple)) and hit.spec.type != "json":
+            # Several values after one flag (argparse's nargs), as the user types them.
+            scalars = all(isinstance(item, (int, float, str)) for item in value)
+            setting = " ".join([spelled, *map(shlex.quote, map(str, value))]) if scalars else ""
+        else:
+            setting = flag_setting(hit.spec, spelled, _as_flag_value(value))
         if not setting:
             left_out.append(flags.flag_key(name))
             continue

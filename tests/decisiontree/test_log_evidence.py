@@ -6,6 +6,7 @@ cache NaN decode crash on sm_120 and its fixes.
 
 from __future__ import annotations
 
+from decisiontree.context import build_context
 from decisiontree.diagnose import diagnose
 from tests.decisiontree.test_diagnose import knowledge, rtx_context, sample
 
@@ -66,3 +67,28 @@ def test_a_flag_a_log_line_names_in_launch_syntax_is_read_as_the_frameworks_own_
     assert "tensor-parallel-size" not in result.context.flags
     assert result.context.sources["flag.tp-size"] == "log"
     assert ("--tp-size", "4") in result.launch_flags
+
+
+def test_a_flag_the_server_ran_otherwise_than_launched_is_named_with_both_values() -> None:
+    """SGLang prints what it ran with: an `auto` it resolved and a backend it replaced
+    show beside the launch's values; what ran as launched is not named."""
+    launch = (
+        LAUNCH_WITHOUT_KV_DTYPE + " --kv-cache-dtype auto --attention-backend flashinfer "
+        "--cuda-graph-bs 1 2 4"
+    )
+    printout = (
+        "server_args=ServerArgs(model_path='nvidia/GLM-5-NVFP4', tp_size=8, "
+        "kv_cache_dtype='fp8_e4m3', attention_backend='nsa', cuda_graph_bs=[1, 2, 4])\n"
+    )
+
+    paste = printout + sample("decode_assert_rtx_host_b.txt")
+    context = build_context(paste, launch_command=launch, gpu="RTX PRO 6000")
+
+    result = diagnose(paste, context, knowledge())
+
+    assert [(n.flag, n.launched, n.ran) for n in result.not_as_launched] == [
+        ("--attention-backend", "flashinfer", "nsa"),
+        ("--kv-cache-dtype", "auto", "fp8_e4m3"),
+    ]
+    plain = diagnose(sample("decode_assert_rtx_host_b.txt"), rtx_context(launch), knowledge())
+    assert plain.not_as_launched == ()

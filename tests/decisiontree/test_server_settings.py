@@ -44,7 +44,8 @@ def test_sglang_settings_that_differ_from_the_defaults_become_the_command() -> N
         "--kv-cache-dtype fp8_e4m3 --quantization modelopt_fp4 --host 0.0.0.0 "
         "--mem-fraction-static 0.87 --chunked-prefill-size 8192 --tp-size 8 "
         "--random-seed 170553478 --api-key '[redacted]' --attention-backend nsa "
-        "--nsa-decode-backend flashmla_kv --nsa-prefill-backend flashmla_sparse"
+        "--nsa-decode-backend flashmla_kv --nsa-prefill-backend flashmla_sparse "
+        "--cuda-graph-bs 1 2 4 8"
     )
     # Defaults, unset fields and the model repeated (tokenizer, served name) are left out.
     command = parse_launch_command(rebuilt.text)
@@ -54,7 +55,7 @@ def test_sglang_settings_that_differ_from_the_defaults_become_the_command() -> N
     )
 
 
-def test_knobs_sglang_decides_at_start_up_are_named_and_a_list_is_left_out() -> None:
+def test_knobs_sglang_decides_at_start_up_are_named_and_a_list_is_written_as_typed() -> None:
     rebuilt = rebuilt_command(SGLANG_LOG)
 
     assert rebuilt is not None
@@ -63,7 +64,9 @@ def test_knobs_sglang_decides_at_start_up_are_named_and_a_list_is_left_out() -> 
     assert "nsa-decode-backend" in rebuilt.server_chosen  # as the command writes it
     # A key, a path or a name is the user's: nothing fills it in.
     assert "api-key" not in rebuilt.server_chosen and "tp-size" not in rebuilt.server_chosen
-    assert rebuilt.left_out == ("cuda-graph-bs",)
+    assert rebuilt.left_out == ()
+    assert "--cuda-graph-bs 1 2 4 8 " in rebuilt.text + " "
+    assert parse_launch_command(rebuilt.text).flags["cuda-graph-bs-decode"] == "1 2 4 8"
 
 
 def test_vllm_non_default_args_are_the_command_as_typed() -> None:

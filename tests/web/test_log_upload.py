@@ -138,3 +138,26 @@ def test_answering_a_question_about_an_attached_log_keeps_what_was_read_of_it(
     assert second.refines == first and second.answers == {"gpu.arch": "sm_120"}
     assert second.read_from == first.read_from
     assert "From an attached log: server.log is 2.8 MB" in answered.content.decode()
+
+
+def test_the_page_names_a_flag_the_server_ran_otherwise_than_launched(
+    starter_kb: None, member: Client
+) -> None:
+    """The launch said `--kv-cache-dtype auto --attention-backend flashinfer`; SGLang's
+    printout shows fp8_e4m3 and nsa: the seeds' silent overrides, said on the page."""
+    launch = (
+        "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --tp-size 8 "
+        "--kv-cache-dtype auto --attention-backend flashinfer"
+    )
+    log = SimpleUploadedFile("sglang-server.log", server_log(1, head=SERVER_ARGS))
+    answered = member.post(
+        "/diagnose/", {"log": log, "gpu": "RTX PRO 6000", "launch_command": launch}, follow=True
+    )
+
+    assert StoredDiagnosis.objects.get().answer["not_as_launched"] == [
+        {"flag": "--attention-backend", "launched": "flashinfer", "ran": "nsa"},
+        {"flag": "--kv-cache-dtype", "launched": "auto", "ran": "fp8_e4m3"},
+    ]
+    page = answered.content.decode()
+    assert "The server did not run what its launch command said." in page
+    assert "launched <code>auto</code>, ran <code>fp8_e4m3</code>" in page

@@ -143,18 +143,26 @@ def corrected(diagnosis: Diagnosis, launch_command: str | None) -> str | None:
 
 def render_text(diagnosis: Diagnosis, command: str | None = None) -> str:
     lines = [headline(diagnosis)]
+    if diagnosis.not_as_launched:
+        lines += ["", "The server did not run what its launch command said (from its log):"]
+        lines += [
+            f"  {item.flag}: launched {item.launched}, ran {item.ran}"
+            for item in diagnosis.not_as_launched
+        ]
     if diagnosis.verdict is Verdict.NONE:
         lines += render_next_step(diagnosis)
     if command:
         found = diagnosis.context.found_command
         source = (
-            {"paste": " in the paste"}.get(found.source, f" rebuilt from the logged {found.source}")
+            {"paste": "the command in the paste"}.get(
+                found.source, f"the command rebuilt from the logged {found.source}"
+            )
             if found
-            else ""
+            else "your launch command"
         )
         lines += [
             "",
-            f"Corrected launch command (the first fix applied to the command{source}):",
+            f"Corrected launch command (the first fix applied to {source}):",
             f"  {command}",
         ]
         if found and found.server_chosen:
