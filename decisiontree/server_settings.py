@@ -25,7 +25,7 @@ from decisiontree.recipes import recipe_for
 # Engine-config fields whose name differs from the flag that sets them.
 VLLM_FIELDS = {"max_seq_len": "max-model-len", "model": "model"}
 # Fields that name the model being served; the command's head carries it.
-_MODEL_FIELDS = frozenset({"model_path", "model", "model_tag"})
+_MODEL_FIELDS = ("model_path", "model", "model_tag")  # in the order they are read
 
 
 @dataclass(frozen=True)
