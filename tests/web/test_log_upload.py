@@ -113,7 +113,7 @@ def test_a_log_that_printed_its_settings_gets_a_corrected_command_rebuilt_from_t
     page = answered.content.decode()
     assert "rebuilt from the <code>ServerArgs</code> the server logged" in page
     assert "the logged value may be its own choice:" in page and "mem-fraction-static" in page
-    assert "0.5.9 or older, by the flag names of its launch command" in page
+    assert "0.5.9 or older, by the flag names its launch command or log uses" in page
 
 
 def test_answering_a_question_about_an_attached_log_keeps_what_was_read_of_it(
