@@ -165,7 +165,7 @@ ENTRY_IN_TEXT = re.compile(
     r"(?:sglang(?:_router)?\.launch_server|vllm\.entrypoints\.(?:openai\.)?api_server)\b"
     r"|(?<![\w.-])(?:sglang|vllm)\s+serve\b"
 )
-# A server image in a line of text; a launch only after `docker run` (see _launch_start).
+# A server image in a line of text; a launch only after `docker run` (see launch_start).
 _IMAGE_IN_TEXT = re.compile(
     r"(?<![\w/.:-])(?:" + "|".join(image for _, image in _SERVER_IMAGES) + r")(?=\s|$)"
 )
@@ -247,23 +247,58 @@ _CONTAINER_RUN = re.compile(rf"(?<![\w.-])(?:{'|'.join(_CONTAINER_TOOLS)})\s+run
 
 
 def command_in_text(text: str) -> str | None:
-    """The last server launch command pasted inside a text (a log, an issue), from where
-    it starts (`docker run`, environment assignments, the entry point) to the end of its
-    line, continuation lines included as written."""
+    """The last server launch command pasted inside a text (a log, an issue), as
+    `command_at` reads it, that names a server with a model or flags."""
     if not (ENTRY_IN_TEXT.search(text) or _IMAGE_IN_TEXT.search(text)):
         return None  # (most pastes: one pass over the text instead of one per line)
-    for line in reversed(_logical_lines(text)):
-        start = _launch_start(line)
-        if start is None:
-            continue
-        command = line[start:].strip()
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if launch_start(line[:_SCAN_CHARS]) is not None]
+    for i in reversed(starts):
+        command = command_at(lines, i)[1].strip()
         parsed = parse_launch_command(command)
         if parsed.framework and (parsed.flags or parsed.model):
             return command
     return None
 
 
-def _launch_start(line: str) -> int | None:
+# Where a command in a text starts with its line: a prompt, a wrapper, an assignment.
+_SHELL_START = re.compile(
+    r"^\s*(?:\$ |\[bash\]\s*|# |ssh\s|nohup\s|env\s|[A-Z_][A-Z0-9_]*=|python|vllm\s|sglang\s"
+    r"|sudo\s|docker\s)"
+)
+_PROMPT = re.compile(r"^\s*(?:\$\s+|\[bash\]\s*|#\s+)")
+_SCAN_CHARS = 4000  # a launch starts near the start of its line
+_MAX_COMMAND_LINES = 60
+_MAX_COMMAND_CHARS = 8000
+
+
+def command_at(lines: list[str], i: int) -> tuple[int, str, bool]:
+    """The launch command that starts on line `i` (where `launch_start` finds one):
+    (end line, command text, quoted inline in a sentence?). It takes the whole line
+    when the line starts as a shell command (`$ `, `ssh`, `sudo`, an assignment), and
+    goes on after a trailing backslash or while a quote (ssh host '...') is open."""
+    first = lines[i]
+    column = launch_start(first[:_SCAN_CHARS]) or 0
+    tick = first.rfind("`", 0, column)
+    if tick >= 0 and first.count("`", 0, column) % 2 == 1:
+        close = first.find("`", column)
+        return i + 1, first[tick + 1 : close if close > 0 else None], True
+    start = 0 if _SHELL_START.match(first) else column
+    parts = [_PROMPT.sub("", first[start:], count=1)[:_MAX_COMMAND_CHARS]]
+    end = i + 1
+    while end < len(lines) and end - i < _MAX_COMMAND_LINES and _continues(parts):
+        parts.append(lines[end][:_MAX_COMMAND_CHARS])
+        end += 1
+    return end, "\n".join(parts), False
+
+
+def _continues(parts: list[str]) -> bool:
+    """After a trailing backslash, or while a quote (ssh host '...') is open."""
+    joined = "\n".join(parts)
+    return joined.rstrip().endswith("\\") or joined.count("'") % 2 == 1
+
+
+def launch_start(line: str) -> int | None:
     """Where a launch in `line` starts: at the `docker run` / `podman run` that runs the
     server, else at its entry point with the environment assignments right before it.
     Linear in the line, whatever it holds (a paste can be megabytes of one line)."""
@@ -283,18 +318,6 @@ def _launch_start(line: str) -> int | None:
             break
         start = word.start()
     return start
-
-
-def _logical_lines(text: str) -> list[str]:
-    """Lines as a shell reads them: one ending in a backslash goes on in the next."""
-    lines: list[str] = []
-    pending = ""
-    for line in text.splitlines():
-        pending = f"{pending}\n{line}" if pending else line
-        if not line.endswith("\\"):
-            lines.append(pending)
-            pending = ""
-    return lines + [pending] if pending else lines
 
 
 def _nested(found: list[Word]) -> tuple[int, LaunchCommand] | None:
@@ -552,8 +575,10 @@ __all__ = [
     "LaunchCommand",
     "Word",
     "apply_changes",
+    "command_at",
     "command_in_text",
     "flag_setting",
+    "launch_start",
     "names_server",
     "parse_launch_command",
     "release_written",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from decisiontree.documents._vocab import VocabularyLike
 from decisiontree.documents.model import GpuMention, Metrics
-from decisiontree.launch import ENTRY_IN_TEXT
+from decisiontree.launch import command_at, launch_start
 from decisiontree.versions import VERSION_TEXT, package_key
 
 # -- GPUs ---------------------------------------------------------------------------------
@@ -248,13 +248,6 @@ def _most_common(items: list[str]) -> str | None:
 
 # -- Launch commands ----------------------------------------------------------------------
 
-_SHELL_START = re.compile(
-    r"^\s*(?:\$ |\[bash\]\s*|# |ssh\s|nohup\s|env\s|[A-Z_][A-Z0-9_]*=|python|vllm\s|sglang\s"
-    r"|sudo\s|docker\s)"
-)
-_PROMPT = re.compile(r"^\s*(?:\$\s+|\[bash\]\s*|#\s+)")
-_MAX_COMMAND_LINES = 60
-_MAX_COMMAND_CHARS = 8000
 # `> log 2>&1 &`: shell plumbing, not arguments (the vocabulary mis-reads the value before it).
 _REDIRECTION = re.compile(r"\s(?:\d?>>?|&>)\s*(?:&\d|[^\s'\"]+)|\s&(?=\s*['\"]?\s*$)", re.MULTILINE)
 
@@ -274,7 +267,7 @@ class Launch:
 def launches_in(lines: list[str], vocabulary: VocabularyLike) -> list[Launch]:
     """Every server launch command, with its backslash/quote continuation lines."""
     found: list[Launch] = []
-    starts = [i for i, line in enumerate(lines) if ENTRY_IN_TEXT.search(line[:4000])]
+    starts = [i for i, line in enumerate(lines) if launch_start(line[:4000]) is not None]
     if len(starts) > _MAX_LAUNCHES:  # a pasted shell history: the first and last tell the story
         starts = starts[: _MAX_LAUNCHES // 2] + starts[-_MAX_LAUNCHES // 2 :]
     i = 0
@@ -282,9 +275,7 @@ def launches_in(lines: list[str], vocabulary: VocabularyLike) -> list[Launch]:
         if start < i:
             continue
         i = start
-        match = ENTRY_IN_TEXT.search(lines[i][:4000])
-        assert match is not None
-        end, command, inline = _command_at(lines, i, match.start())
+        end, command, inline = command_at(lines, i)
         parsed = vocabulary.parse_launch_command(_REDIRECTION.sub(" ", command))
         env = dict(getattr(parsed, "env", {}))
         found.append(
@@ -295,28 +286,6 @@ def launches_in(lines: list[str], vocabulary: VocabularyLike) -> list[Launch]:
 
 
 _MAX_LAUNCHES = 40
-
-
-def _command_at(lines: list[str], i: int, column: int) -> tuple[int, str, bool]:
-    """(end line, command text, quoted inline in a sentence?)"""
-    first = lines[i]
-    tick = first.rfind("`", 0, column)
-    if tick >= 0 and first.count("`", 0, column) % 2 == 1:
-        close = first.find("`", column)
-        return i + 1, first[tick + 1 : close if close > 0 else None], True
-    start = 0 if _SHELL_START.match(first) else column
-    parts = [_PROMPT.sub("", first[start:], count=1)[:_MAX_COMMAND_CHARS]]
-    end = i + 1
-    while end < len(lines) and end - i < _MAX_COMMAND_LINES and _continues(parts):
-        parts.append(lines[end][:_MAX_COMMAND_CHARS])
-        end += 1
-    return end, "\n".join(parts), False
-
-
-def _continues(parts: list[str]) -> bool:
-    """A command goes on after a trailing backslash or while a quote (ssh host '...') is open."""
-    joined = "\n".join(parts)
-    return joined.rstrip().endswith("\\") or joined.count("'") % 2 == 1
 
 
 # -- Metrics ------------------------------------------------------------------------------

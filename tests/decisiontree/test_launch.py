@@ -254,7 +254,25 @@ def test_a_vllm_image_run_inside_a_paste_is_the_command_found() -> None:
     command = command_in_text(pasted)
 
     assert command == (
-        "docker run --runtime nvidia --gpus all -p 8000:8000 --ipc=host "
+        "sudo docker run --runtime nvidia --gpus all -p 8000:8000 --ipc=host "
         "vllm/vllm-openai:latest --model Qwen/Qwen3-8B --max-model-len 32768"
     )
     assert command_in_text("docker run -it lmsysorg/sglang:latest bash") is None
+
+
+def test_a_command_run_through_ssh_is_found_whole() -> None:
+    """Bug: the finder started at the entry point inside the quotes, so the command lost
+    `ssh gpu-1 '` and kept the closing quote; it reads a launch as write-ups are read."""
+    pasted = (
+        "$ ssh gpu-1 'python -m sglang.launch_server --model-path m \\\n"
+        "    --nsa-decode-backend flashmla_kv'\nTraceback (most recent call last):\n"
+    )
+
+    command = command_in_text(pasted)
+
+    assert command == (
+        "ssh gpu-1 'python -m sglang.launch_server --model-path m \\\n"
+        "    --nsa-decode-backend flashmla_kv'"
+    )
+    edited = apply_changes(command, [set_flag("dsa-decode-backend", "trtllm")])
+    assert edited.endswith("--nsa-decode-backend trtllm'")

@@ -94,11 +94,7 @@ COMMAND_BAIT = {
 
 
 @pytest.mark.parametrize("name", sorted(COMMAND_BAIT))
-def test_a_paste_baiting_the_command_finder_gets_no_command_or_the_real_one(name: str) -> None:
-    context = build_context(COMMAND_BAIT[name])
-
-    found = context.found_command
-    if name.startswith("assignments"):
-        assert found is not None and found.text == "python -m sglang.launch_server --tp 1"
-    else:
-        assert found is None
+def test_a_paste_baiting_the_command_finder_gets_no_command(name: str) -> None:
+    # (A launch starts within the first 4000 characters of its line: the one after half
+    # a million assignments is no command anyone typed.)
+    assert build_context(COMMAND_BAIT[name]).found_command is None
