@@ -9,14 +9,19 @@ SGLang's `server_args=ServerArgs(...)`, vLLM's engine config lines).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from decisiontree.flags import canonical_flag, python_value
 from decisiontree.launch import FoundCommand, LaunchCommand, command_in_text, release_written
 from decisiontree.logline import strip_ansi
-from decisiontree.server_settings import VLLM_FIELDS, rebuilt_command, settings_dumps
+from decisiontree.server_settings import (
+    VLLM_FIELDS,
+    SettingsDump,
+    rebuilt_command,
+    settings_dumps,
+)
 from decisiontree.versions import VERSION_TEXT, package_key, version_text
 from decisiontree.vocabulary import Vocabulary, load
 
@@ -142,6 +147,7 @@ def build_context(
     typed = vocab.parse_launch_command(launch_command) if launch_command else None
     found_line = command_in_text(text)
     found = vocab.parse_launch_command(found_line) if found_line else None
+    dumps = tuple(settings_dumps(text))  # read once: for facts, and for a rebuilt command
     layers: list[tuple[str, Facts]] = [
         ("text", _prose_facts(text, vocab)),
         ("log", _path_facts(text)),
@@ -149,7 +155,7 @@ def build_context(
         ("nvidia-smi", nvidia_smi_facts(text, vocab)),
         ("collect_env", collect_env_facts(text, vocab)),
         ("check_env", check_env_facts(text, vocab)),
-        ("log", server_log_facts(text, vocab)),
+        ("log", server_log_facts(text, vocab, dumps)),
         ("launch_command", _command_facts(typed)),
         ("user", _explicit_facts(vocab, gpu, model, framework, framework_version)),
     ]
@@ -158,7 +164,7 @@ def build_context(
     unknown = (found.unknown_flags if found else ()) + (typed.unknown_flags if typed else ())
     env = {**(dict(found.env) if found else {}), **(dict(typed.env) if typed else {})}
     context = _context_from(merged, sources, launched, tuple(dict.fromkeys(unknown)), env, vocab)
-    rebuilt = rebuilt_command(text, context.framework_version)
+    rebuilt = rebuilt_command(dumps, context.framework_version)
     # With no command typed, the one the paste holds: as pasted, else rebuilt from the log.
     found_command = None
     if typed is None:
@@ -510,10 +516,10 @@ def collect_env_facts(text: str, vocab: Vocabulary) -> Facts:
 # ---------------------------------------------------------------- server log lines
 
 
-def server_log_facts(text: str, vocab: Vocabulary) -> Facts:
-    """Resolved settings printed by the servers at start-up."""
+def server_log_facts(text: str, vocab: Vocabulary, dumps: Iterable[SettingsDump]) -> Facts:
+    """Resolved settings printed by the servers at start-up (`dumps`: those in `text`)."""
     facts: Facts = {}
-    for dump in settings_dumps(text):
+    for dump in dumps:
         facts["framework"] = dump.framework
         for name, raw in dump.pairs:
             _add_setting(facts, dump.framework, name, raw, vocab)

@@ -14,7 +14,7 @@ import ast
 import json
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,8 +58,11 @@ def _last(found: Iterator[re.Match[str]]) -> list[re.Match[str]]:
 # ---------------------------------------------------------------- a command from them
 
 
-def rebuilt_command(text: str, version: str | None = None) -> FoundCommand | None:
-    """The launch command the last argument printout in `text` implies: the server's
+def rebuilt_command(
+    dumps: Iterable[SettingsDump], version: str | None = None
+) -> FoundCommand | None:
+    """The launch command the last argument printout of a log implies (`dumps`, as
+    `settings_dumps` reads them): the server's
     entry point, the model, and every setting that differs from the flag's default
     (vLLM prints only those; SGLang prints all, defaults included).
 
@@ -68,10 +71,10 @@ def rebuilt_command(text: str, version: str | None = None) -> FoundCommand | Non
     `version` picks flag spellings; a printout's own field names win, as they are
     the spellings of the release that printed them.
     """
-    dumps = [d for d in settings_dumps(text) if d.kind != "engine config"]
-    if not dumps:
+    printouts = [d for d in dumps if d.kind != "engine config"]
+    if not printouts:
         return None
-    dump = dumps[-1]
+    dump = printouts[-1]
     recipe = recipe_for(dump.framework)
     values = {name: _literal(raw) for name, raw in dump.pairs}
     model = next((str(values[f]) for f in _MODEL_FIELDS if values.get(f)), None)

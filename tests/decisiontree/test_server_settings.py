@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from decisiontree.context import build_context
 from decisiontree.launch import parse_launch_command
-from decisiontree.server_settings import rebuilt_command
+from decisiontree.server_settings import rebuilt_command, settings_dumps
 
 # As SGLang 0.5.9 logs it (every field; here a few dozen of its hundreds).
 SGLANG_LOG = (
@@ -36,7 +36,7 @@ VLLM_LOG = (
 
 
 def test_sglang_settings_that_differ_from_the_defaults_become_the_command() -> None:
-    rebuilt = rebuilt_command(SGLANG_LOG)
+    rebuilt = rebuilt_command(settings_dumps(SGLANG_LOG))
 
     assert rebuilt is not None and rebuilt.source == "ServerArgs"
     assert rebuilt.text == (
@@ -56,7 +56,7 @@ def test_sglang_settings_that_differ_from_the_defaults_become_the_command() -> N
 
 
 def test_knobs_sglang_decides_at_start_up_are_named_and_a_list_is_written_as_typed() -> None:
-    rebuilt = rebuilt_command(SGLANG_LOG)
+    rebuilt = rebuilt_command(settings_dumps(SGLANG_LOG))
 
     assert rebuilt is not None
     assert "mem-fraction-static" in rebuilt.server_chosen
@@ -70,7 +70,7 @@ def test_knobs_sglang_decides_at_start_up_are_named_and_a_list_is_written_as_typ
 
 
 def test_vllm_non_default_args_are_the_command_as_typed() -> None:
-    rebuilt = rebuilt_command(VLLM_LOG)
+    rebuilt = rebuilt_command(settings_dumps(VLLM_LOG))
 
     assert rebuilt is not None and rebuilt.source == "non-default args"
     assert rebuilt.text == (
@@ -85,7 +85,7 @@ def test_vllm_non_default_args_are_the_command_as_typed() -> None:
 def test_the_last_start_in_a_log_is_the_one_rebuilt() -> None:
     restarted = SGLANG_LOG + SGLANG_LOG.replace("tp_size=8", "tp_size=4")
 
-    rebuilt = rebuilt_command(restarted)
+    rebuilt = rebuilt_command(settings_dumps(restarted))
 
     assert (
         rebuilt is not None and "--tp-size 4" in rebuilt.text and "--tp-size 8" not in rebuilt.text
@@ -96,8 +96,8 @@ def test_an_engine_config_alone_rebuilds_nothing() -> None:
     """The resolved engine config names fields, not the flags the user typed."""
     engine_only = VLLM_LOG.splitlines()[-1]
 
-    assert rebuilt_command(engine_only) is None
-    assert rebuilt_command("RuntimeError: CUDA out of memory") is None
+    assert rebuilt_command(settings_dumps(engine_only)) is None
+    assert rebuilt_command(settings_dumps("RuntimeError: CUDA out of memory")) is None
 
 
 def test_a_paste_without_a_typed_command_carries_the_one_it_holds() -> None:
@@ -120,7 +120,7 @@ def test_a_printout_cut_short_loses_only_its_last_value() -> None:
     """An excerpt or a paste can end inside the printout: the value it cut is not taken."""
     cut = SGLANG_LOG.split(", nsa_prefill_backend=")[0] + ", nsa_prefill_backend='flash"
 
-    rebuilt = rebuilt_command(cut)
+    rebuilt = rebuilt_command(settings_dumps(cut))
 
     assert rebuilt is not None and "--nsa-decode-backend flashmla_kv" in rebuilt.text
     assert "prefill-backend" not in rebuilt.text
