@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
@@ -53,11 +54,22 @@ def optional_text(max_length: int = 200) -> serializers.CharField:
     return serializers.CharField(required=False, allow_blank=True, max_length=max_length)
 
 
+class PasteField(serializers.CharField):
+    """Text; a file sent under the paste's name (`curl -F traceback=@server.log`, the usual
+    slip for `-F traceback=<server.log`) is kept as the file, and read as `log` is."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, UploadedFile):
+            return data
+        return super().to_internal_value(data)
+
+
 class DiagnoseRequestSerializer(serializers.Serializer):
-    traceback = serializers.CharField(
+    traceback = PasteField(
         trim_whitespace=False,
         required=False,
-        help_text="The pasted error or log lines; or send `log` instead",
+        help_text="The pasted error or log lines; or send `log` instead (a file sent as "
+        "`traceback` is read as `log`)",
     )
     log = serializers.FileField(
         required=False,
@@ -75,13 +87,19 @@ class DiagnoseRequestSerializer(serializers.Serializer):
         help_text='Answers to earlier questions, e.g. {"gpu.arch": "sm_120"}',
     )
 
-    def validate_traceback(self, value: str) -> str:
+    def validate_traceback(self, value: str | UploadedFile) -> str | UploadedFile:
+        if isinstance(value, UploadedFile):
+            return value
         return within_paste_limit(value, "traceback")
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         """The text to diagnose from `traceback` or `log` (exactly one), and what was read
         of a log (`read_from`)."""
         log, pasted = data.pop("log", None), data.get("traceback")
+        if isinstance(pasted, UploadedFile):
+            if log is not None:
+                raise serializers.ValidationError("Send `traceback` or `log`, not both.")
+            log, pasted = pasted, None
         if log is not None and pasted:
             raise serializers.ValidationError("Send `traceback` or `log`, not both.")
         if log is not None:

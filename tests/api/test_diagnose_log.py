@@ -27,6 +27,26 @@ def test_a_token_sends_a_log_and_the_answer_says_what_was_read(
     assert body["fixes"]
 
 
+def test_a_file_sent_as_traceback_is_read_as_the_log(
+    starter_kb: None, reader: APIClient
+) -> None:
+    """`curl -F traceback=@server.log` is the common slip for `-F log=@server.log`."""
+    log = SimpleUploadedFile("server.log", server_log(3))
+    answer = reader.post(
+        "/api/v1/diagnose/", {"traceback": log, "gpu": "RTX PRO 6000"}, format="multipart"
+    )
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["read_from"].startswith("server.log is 3.0 MB: read its first 250 KB")
+    assert body["fixes"]
+    both = reader.post(
+        "/api/v1/diagnose/",
+        {"traceback": SimpleUploadedFile("a.log", b"x"), "log": SimpleUploadedFile("b.log", b"y")},
+        format="multipart",
+    )
+    assert both.status_code == 400 and "not both" in both.content.decode()
+
+
 def test_a_paste_says_nothing_was_read_from_a_log(starter_kb: None, reader: APIClient) -> None:
     answer = reader.post("/api/v1/diagnose/", {"traceback": "RuntimeError: boom"}, format="json")
     assert answer.status_code == 200 and answer.json()["read_from"] == ""
