@@ -389,6 +389,9 @@ def _csv_gpus(text: str, vocab: Vocabulary, facts: Facts) -> dict[str, str]:
     """`--query-gpu=... --format=csv`: fields recognised by shape, header or not."""
     rows: dict[str, str] = {}
     for number, line in enumerate(text.splitlines()):
+        # Looking up every field of a log's many comma lines is slow; a GPU row names one.
+        if "," not in line or not vocab.mentions_gpu(line):
+            continue
         fields = [f.strip() for f in line.split(",")]
         gpu = next((g for g in map(vocab.gpu_named, fields) if g), None)
         if gpu is None or len(fields) < 2:

@@ -128,6 +128,10 @@ class Vocabulary:
         """Exact lookup only (an nvidia-smi name or a listed short name); no searching."""
         return self._gpu_keys.get(gpu_key(text))
 
+    def mentions_gpu(self, text: str) -> bool:
+        """Whether any GPU name or alias stands in the text (a cheap test before lookups)."""
+        return self._gpu_regex.search(text) is not None
+
     def gpus_in_text(self, text: str) -> list[tuple[Gpu, int]]:
         """GPUs mentioned in prose with how many: "8x NVIDIA RTX PRO 6000 Blackwell" -> 8.
 
@@ -266,7 +270,17 @@ def _gpu_index(rows: list[dict[str, Any]], gpus: tuple[Gpu, ...]) -> dict[str, G
 
 
 def _gpu_regex(index: Mapping[str, Gpu]) -> re.Pattern[str]:
-    alternatives = "|".join(_alias_pattern(k) for k in sorted(index, key=len, reverse=True))
+    """Every alias, longest first, behind optional vendor words.
+
+    The aliases are grouped by their first character: at a position only one group can
+    match, so the engine tries a handful of aliases there instead of all of them (7x
+    faster over a 2 MB log, bench/log_speed.py). Longest-first holds within each group,
+    which is all that order decides.
+    """
+    groups: dict[str, list[str]] = {}
+    for key in sorted(index, key=len, reverse=True):
+        groups.setdefault(key[0], []).append(_alias_pattern(key))
+    alternatives = "|".join(f"(?:{'|'.join(group)})" for group in groups.values())
     vendor = r"(?P<vendor>(?:nvidia|geforce|tesla|quadro)[\s_-]+)*"
     return re.compile(
         rf"(?<![A-Za-z0-9.]){vendor}(?P<gpu>{alternatives})(?:s)?(?![A-Za-z0-9]|\.\d)", re.I

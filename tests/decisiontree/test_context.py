@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from decisiontree.context import Context, build_context
+from decisiontree.vocabulary import load as load_vocabulary
 
 ENV = Path(__file__).parent / "fixtures" / "env"
 
@@ -321,3 +322,19 @@ def test_server_args_alone_name_the_model() -> None:
     context = build_context(log)
     assert context.model == "/srv/weights/Tiny-1B"
     assert context.sources["model.name"] == "log"
+
+
+@pytest.mark.parametrize("gpu", [g.name for g in load_vocabulary().gpus])
+def test_every_known_gpu_is_read_from_a_query_gpu_row(gpu):
+    """A CSV row is looked up only where a GPU name stands in it: no known name is missed."""
+    row = f"3, {gpu}, 9.0, 81559 MiB, 0 MiB, 570.86.15\n"
+    context = build_context(row)
+    assert context.gpus == (gpu,)
+    assert context.sources["gpu.name"] == "nvidia-smi"
+
+
+@pytest.mark.parametrize("gpu", [g.name for g in load_vocabulary().gpus])
+def test_every_known_gpu_is_counted_in_prose(gpu):
+    """The longest name wins over a shorter alias inside it ("H100 80GB HBM3", not "H100")."""
+    mentions = load_vocabulary().gpus_in_text(f"We run 8x {gpu} GPUs on one node.")
+    assert [(found.name, count) for found, count in mentions] == [(gpu, 8)]
