@@ -27,9 +27,7 @@ def test_a_token_sends_a_log_and_the_answer_says_what_was_read(
     assert body["fixes"]
 
 
-def test_a_file_sent_as_traceback_is_read_as_the_log(
-    starter_kb: None, reader: APIClient
-) -> None:
+def test_a_file_sent_as_traceback_is_read_as_the_log(starter_kb: None, reader: APIClient) -> None:
     """`curl -F traceback=@server.log` is the common slip for `-F log=@server.log`."""
     log = SimpleUploadedFile("server.log", server_log(3))
     answer = reader.post(
