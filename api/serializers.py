@@ -16,6 +16,7 @@ from rest_framework import serializers
 from api.errors import PayloadTooLarge
 from decisiontree import conditions
 from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
+from decisiontree.fingerprint import UNNAMED_TYPES, error_name
 from decisiontree.match import MatchLevel
 from decisiontree.records import Change, ChangeAction, Outcome
 from decisiontree.server_env import change_problem
@@ -926,7 +927,9 @@ def summary_line(diagnosis: Diagnosis) -> str:
     signature = diagnosis.signature
     first = first_fix_to_try(diagnosis.fixes)
     if diagnosis.match is MatchLevel.NONE or first is None:
-        error = signature.exception_type if signature else "this paste"
+        error = f"this {error_name(signature.exception_type)}" if signature else "this paste"
+        if signature and signature.exception_type not in UNNAMED_TYPES:
+            error = signature.exception_type
         if diagnosis.fixes:  # every fix is already in the launch command
             return f"Known issue, but every known fix is already applied: {error}."
         return f"No known match for {error} in FixGraph."

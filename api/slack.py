@@ -36,6 +36,7 @@ from api.serializers import (
     SlackMessageSerializer,
     SlashCommandSerializer,
 )
+from decisiontree.fingerprint import shown_error
 from kb.models import Fix, FixFeedback
 from kb.services import feedback, stored_diagnoses
 from kb.services.feedback import Voter
@@ -90,7 +91,7 @@ def headline_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
     lines = [f"*{escape(answer['summary'])}*"]
     signature = answer.get("signature")
     if signature:
-        lines.append(code(f"{signature['exception_type']}: {signature['template']}"[:500]))
+        lines.append(code(shown_error(signature["exception_type"], signature["template"])[:500]))
     block = section("\n".join(lines))
     if answer.get("html_url"):
         block["accessory"] = url_button("Open in FixGraph", OPEN, answer["html_url"])

@@ -270,7 +270,9 @@ def why_not(
     named = [t for t in types if t not in UNNAMED_TYPES]
     if signature and candidate.layer == "template":
         # The message as printed, from other code: that message alone was not enough.
-        parts.append(f"same error message ({signature.exception_type}), raised from other code")
+        named_here = signature.exception_type not in UNNAMED_TYPES
+        label = f" ({signature.exception_type})" if named_here else ""
+        parts.append(f"same error message{label}, raised from other code")
     elif signature and same_class(signature, types):
         parts.append(f"same error class ({signature.exception_type}), another message")
     elif named:

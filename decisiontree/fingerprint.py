@@ -263,6 +263,23 @@ ERROR_LOG = "ErrorLog"
 UNNAMED_TYPES = frozenset({INCOMPLETE_TRACEBACK, ERROR_LOG})
 
 
+def error_name(exception_type: str) -> str:
+    """The error's class as an answer names it to people: our names for a paste that names
+    none read as what they are."""
+    unnamed = {ERROR_LOG: "error line", INCOMPLETE_TRACEBACK: "cut-off traceback"}
+    return unnamed.get(exception_type, exception_type)
+
+
+def shown_error(exception_type: str, template: str) -> str:
+    """The error as an answer quotes it: `ValueError: <message>`; an error line of no known
+    kind as it stands; a traceback cut before its error line with the last line it has."""
+    if exception_type == ERROR_LOG:
+        return template
+    if exception_type == INCOMPLETE_TRACEBACK:
+        return f"traceback cut off before its error, last line: {template}"
+    return f"{exception_type}: {template}"
+
+
 def ends_before_error(exception_type: str | None) -> bool:
     """Whether a paste whose first signature has this type (None: no signature) holds no
     error line of its own: frames or log lines only, a traceback cut before its exception."""

@@ -21,6 +21,7 @@ from django import template
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils.safestring import SafeString, mark_safe
 
+from decisiontree.fingerprint import error_name, shown_error
 from kb.models import Fix, ValidationRun
 from kb.services import occurrences
 from kb.services.diagnosis import PastedError
@@ -105,6 +106,17 @@ def inline_markdown(text: str | None) -> SafeString:
     html = inline_converter().reset().convert(line)
     html = re.sub(r"^<p>|</p>$", "", html.strip())
     return mark_safe(nh3.clean(html, tags=INLINE_TAGS, attributes={}))  # noqa: S308 - nh3 kept inline tags only
+
+
+@register.filter
+def error_shown(signature: dict[str, Any]) -> str:
+    """A diagnosis' error signature quoted as the answer shows it (fingerprint.shown_error)."""
+    return shown_error(signature.get("exception_type", ""), signature.get("template", ""))
+
+
+@register.filter(name="error_name")
+def error_name_filter(exception_type: str) -> str:
+    return error_name(exception_type)
 
 
 @register.filter
@@ -279,7 +291,7 @@ def decision_path(diagnosis: dict[str, Any], pasted: PastedError | None = None) 
         cause.fixes.append(dataclasses.replace(path_fix(entry, helps=helps), via=via))
     signature = diagnosis.get("signature") or {}
     return {
-        "signature": signature.get("exception_type") or "the pasted text",
+        "signature": error_name(signature.get("exception_type", "")) or "the pasted text",
         # "AcceleratorError" alone reads as someone else's error beside a RuntimeError.
         "pasted_as": pasted.renamed_from if pasted else "",
         "template": signature.get("template", ""),

@@ -145,6 +145,17 @@ def test_it_says_so_when_nothing_matches(reader: APIClient, dsa_finding: Finding
     assert body["corrected_command"] is None
 
 
+def test_a_bare_error_line_is_named_as_the_user_wrote_it(
+    reader: APIClient, dsa_finding: Finding
+) -> None:
+    """A line of no known kind is no class: the summary says "this error line", not our
+    internal name for it."""
+    body = diagnose(reader, {"traceback": "boot loader refused the disk image"}).json()
+    assert body["match"] == "none"
+    assert body["summary"] == "No known match for this error line in FixGraph."
+    assert "ErrorLog" not in json.dumps(body["nearest"])
+
+
 def test_it_needs_a_traceback(reader: APIClient) -> None:
     error = assert_error(diagnose(reader, {"gpu": "H100"}), 400, "invalid")
     assert error["message"] == "traceback: This field is required."

@@ -335,6 +335,17 @@ def test_a_bot_not_in_the_channel_falls_back_to_response_url(
     assert "bf16" in json.dumps(posted["blocks"])
 
 
+def test_a_bare_error_line_is_quoted_as_written(reader, dsa_finding: Finding) -> None:
+    response = reader.post(
+        "/api/v1/diagnose/?format=slack",
+        {"traceback": "the upstream refused the connection"},
+        format="json",
+    )
+    headline = response.json()["blocks"][0]["text"]["text"]
+    assert "`the upstream refused the connection`" in headline
+    assert "ErrorLog" not in headline
+
+
 def test_knowledge_base_text_cannot_ping_or_disguise_links(reader, dsa_finding: Finding) -> None:
     """Slack reads <!channel>, <@U…> and <url|label> in mrkdwn: they must arrive as text."""
     dsa_finding.title = "Crash <!channel> <!everyone> ask <@U024BE7LH>"

@@ -8,6 +8,7 @@ import pytest
 from decisiontree.fingerprint import (
     Signature,
     normalise_message,
+    shown_error,
     signature_of,
     signatures_of,
     text_terms,
@@ -249,3 +250,20 @@ def test_it_gives_the_same_fingerprint_in_a_fresh_process() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert out.stdout.strip() == sign_fixture("sglang_fp8_kv_assert_tail").fingerprint
+
+
+@pytest.mark.parametrize(
+    ("paste", "shown"),
+    [
+        ("ValueError: bad rope scaling\n", "ValueError: bad rope scaling"),
+        ("the upstream refused the connection\n", "the upstream refused the connection"),
+        (
+            'Traceback (most recent call last):\n  File "/x/vllm/worker.py", line 9, in step\n'
+            "    run_model()\n",
+            "traceback cut off before its error, last line: run_model()",
+        ),
+    ],
+)
+def test_the_error_is_quoted_as_pasted_without_our_names_for_unnamed_errors(paste, shown):
+    signature = signatures_of(parse(paste))[0]
+    assert shown_error(signature.exception_type, signature.template) == shown

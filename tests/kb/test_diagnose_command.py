@@ -103,6 +103,13 @@ def test_it_says_no_known_match_for_an_unrelated_error(starter_kb: None, tmp_pat
     assert result["fixes"] == []
 
 
+def test_a_bare_error_line_is_quoted_as_written(starter_kb: None, tmp_path: Path) -> None:
+    paste = tmp_path / "line.txt"
+    paste.write_text("the upstream refused the connection\n")
+    printed = run(str(paste))
+    assert printed.splitlines()[0] == "No known match for the upstream refused the connection"
+
+
 def test_with_no_known_match_it_names_the_nearest_finding_and_its_fixes_to_try(
     starter_kb: None, tmp_path: Path
 ) -> None:

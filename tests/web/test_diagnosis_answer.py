@@ -99,6 +99,13 @@ def test_no_known_match_offers_the_nearest_findings_a_search_and_a_draft(
     assert "Start a finding from this paste" in page
 
 
+def test_a_bare_error_line_is_quoted_as_written(client: Client, starter_kb: None) -> None:
+    page = page_of(client, "ssh tunnel dropped: the upstream refused the connection\n")
+
+    assert "<code>ssh tunnel dropped: the upstream refused the connection</code>" in page
+    assert "ErrorLog" not in page
+
+
 def test_signing_in_to_start_a_finding_comes_back_to_the_diagnosis(client: Client) -> None:
     record = asked(client, UNRELATED)
     page = client.get(record.get_absolute_url()).content.decode()

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from decisiontree.answer import Diagnosis, NotHelpful, RankedFix, Verdict
+from decisiontree.fingerprint import shown_error
 from decisiontree.logfile import excerpt
 from decisiontree.traceback import InputRejected
 from kb.services.diagnosis import diagnose
@@ -187,7 +188,9 @@ def render_text(diagnosis: Diagnosis, command: str | None = None) -> str:
 
 def headline(diagnosis: Diagnosis) -> str:
     signature = diagnosis.signature
-    error = f"{signature.exception_type}: {signature.template}" if signature else "no error found"
+    error = (
+        shown_error(signature.exception_type, signature.template) if signature else "no error found"
+    )
     verdict = diagnosis.verdict
     if verdict is Verdict.NONE:
         return f"No known match for {error}"
