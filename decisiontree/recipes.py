@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decisiontree.flags import canonical_flag, flag_key
+from decisiontree.host_flags import flag_problem, model_problem
 from decisiontree.records import Change, ChangeAction
 from decisiontree.server_env import fix_env_problem
 from decisiontree.vocabulary import Vocabulary, load
@@ -114,12 +115,16 @@ def build_launch(
     """argv for `recipe` with `flags` spelled for the host's framework `version`.
 
     A flag the vocabulary does not know is refused rather than passed on: a typo
-    would otherwise be reported as "the fix did not help". So is any environment
-    variable that is not a vetted serving knob (`decisiontree.server_env`): this is
-    the last check before a command for a host is built.
+    would otherwise be reported as "the fix did not help". So is a flag or value the
+    host policy refuses (`decisiontree.host_flags`: code nobody reviewed, files, free
+    text) and any environment variable that is not a vetted serving knob
+    (`decisiontree.server_env`): this is the last check before a command for a host
+    is built.
     """
     if not model:
         raise RecipeRefused("no model to serve: set one on the finding or in the run's recipe")
+    if problem := model_problem(model):
+        raise RecipeRefused(problem)
     vocab = load()
     head = list(recipe.entry)
     if recipe.model_flag:
@@ -145,11 +150,17 @@ def _flag_words(
         raise RecipeRefused(f"unknown {framework} flag --{flag_key(name)}: refusing to launch")
     if spec.name in RESERVED_FLAGS:
         return []
+    if problem := flag_problem(spec, value):
+        raise RecipeRefused(problem)
     spelled = vocab.spell(spec.name, framework, version)
     if spec.type == "bool":
         return [spelled] if (value or "true").lower() in ("true", "1", "yes") else []
     if value is None:
         raise RecipeRefused(f"--{spec.name} needs a value")
+    if spec.type in ("int", "float"):
+        # Several numbers after one flag (argparse's nargs, `--cuda-graph-bs 1 2 4`) are
+        # read as one value; each is a word of its own for the server's parser.
+        return [spelled, *value.split()]
     return [spelled, value]
 
 

@@ -71,6 +71,22 @@ def test_it_refuses_a_fix_that_sets_code_running_variables_and_runs_nothing(
     assert not exists_on_host(ssh_target, marker)
 
 
+def test_it_refuses_a_fix_whose_flag_runs_code_nobody_reviewed(
+    make_host: Callable[..., Host], make_fix: Callable[..., Fix]
+) -> None:
+    """A reviewer reads the fix, not the model repository's code --trust-remote-code runs."""
+    fix = make_fix([{"action": "set_flag", "name": "trust-remote-code", "value": None}])
+    host = make_host()
+    with pytest.raises(validation.ValidationRefused, match="--trust-remote-code is not run"):
+        validation.start(fix, host)
+    assert not ValidationRun.objects.exists()
+    run = queue_run(fix, host)
+    validation.run(run.pk)
+    run.refresh_from_db()
+    assert run.status == Status.ERROR and "--trust-remote-code" in run.error
+    assert run.command == "" and "server started" not in run.log
+
+
 def test_it_runs_a_fix_of_vetted_knobs_and_shows_them_before_it_runs(
     make_host: Callable[..., Host], make_fix: Callable[..., Fix], django_capture_on_commit_callbacks
 ) -> None:

@@ -73,6 +73,14 @@ def test_it_spells_a_renamed_flag_the_way_the_hosts_release_knows_it() -> None:
     assert "--dsa-decode-backend" in new
 
 
+def test_several_numbers_after_one_flag_stay_separate_words() -> None:
+    """`--cuda-graph-bs 1 2 4 8` in a write-up: one word "1 2 4 8" would fail int()."""
+    argv = sglang_launch("0.5.9", **{"cuda-graph-bs": "1 2 4 8", "served-model-name": "a b"})
+    at = argv.index("--cuda-graph-bs")
+    assert argv[at + 1 : at + 5] == ["1", "2", "4", "8"]
+    assert argv[argv.index("--served-model-name") + 1] == "a b"
+
+
 def test_it_refuses_a_flag_the_framework_does_not_have() -> None:
     with pytest.raises(RecipeRefused, match="--kv-cache-dtpye"):
         sglang_launch("0.5.9", **{"kv-cache-dtpye": "bf16", "tp-size": "8"})
@@ -80,11 +88,11 @@ def test_it_refuses_a_flag_the_framework_does_not_have() -> None:
 
 def test_it_keeps_the_listening_address_its_own() -> None:
     # The tunnel and health checks need the server on loopback at the port the worker chose.
-    argv = sglang_launch(None, host="0.0.0.0", port="8000", **{"trust-remote-code": "true"})
+    argv = sglang_launch(None, host="0.0.0.0", port="8000", **{"skip-server-warmup": "true"})
     assert argv[argv.index("--host") + 1] == "127.0.0.1"
     assert argv[argv.index("--port") + 1] == "31000"
     assert argv.count("--host") == 1 and argv.count("--port") == 1
-    assert "--trust-remote-code" in argv
+    assert "--skip-server-warmup" in argv
 
 
 def test_it_serves_vllm_models_positionally() -> None:
@@ -101,11 +109,12 @@ def test_it_serves_vllm_models_positionally() -> None:
 
 
 def test_it_quotes_every_value_so_a_shell_runs_no_command_hidden_in_it(tmp_path: Path) -> None:
+    # Values the host policy lets through may still hold what a shell reads as syntax.
     marker = tmp_path / "pwned"
-    nasty = f"x'; touch {marker}; echo '"
+    nasty = 'x; touch pwned; echo "*"'
     plan = build_launch(
         recipe_for("sglang"),
-        model="m; touch " + str(marker),
+        model=f"m; touch {marker}; echo $(touch {marker})",
         port=1,
         flags={"served-model-name": nasty},
         env={"NCCL_DEBUG": "INFO; touch x"},
@@ -154,6 +163,60 @@ def test_it_builds_no_launch_that_sets_an_unvetted_variable(name: str, value: st
     with pytest.raises(RecipeRefused, match=name):
         build_launch(
             recipe_for("sglang"), model="m", port=1, flags={}, env={name: value}, version=None
+        )
+
+
+@pytest.mark.parametrize(
+    ("framework", "flags", "refused"),
+    [
+        ("sglang", {"trust-remote-code": None}, "runs the Python code shipped"),
+        ("vllm", {"trust-remote-code": "true"}, "runs the Python code shipped"),
+        ("sglang", {"enable-custom-logit-processor": None}, "serialized Python code"),
+        ("sglang", {"delete-ckpt-after-loading": None}, "deletes the model's checkpoint"),
+        # free text that names a module, a class or a folder
+        ("vllm", {"worker-extension-cls": "evil.Ext"}, "not among the flags vetted"),
+        ("vllm", {"tool-parser-plugin": "parser"}, "not among the flags vetted"),
+        ("sglang", {"download-dir": "cache"}, "not among the flags vetted"),
+        # a vetted flag whose value points at a file
+        ("vllm", {"hf-overrides": '{"tokenizer_file": "/etc/passwd"}'}, "never names a file"),
+        ("sglang", {"served-model-name": "~root"}, "never names a file"),
+        # a value that the server's parser would take for another flag
+        ("sglang", {"served-model-name": "--trust-remote-code"}, "read as another flag"),
+    ],
+)
+def test_it_builds_no_launch_with_a_flag_that_runs_unreviewed_code_or_names_a_file(
+    framework: str, flags: dict[str, str | None], refused: str
+) -> None:
+    with pytest.raises(RecipeRefused, match=refused):
+        build_launch(recipe_for(framework), model="m", port=1, flags=flags, env={}, version=None)
+
+
+def test_vetted_knobs_numbers_and_small_json_still_reach_the_host() -> None:
+    plan = build_launch(
+        recipe_for("vllm"),
+        model="Qwen/Qwen3-8B",
+        port=1,
+        flags={
+            "compilation-config": '{"cudagraph_mode": "PIECEWISE"}',
+            "limit-mm-per-prompt": '{"image": 4}',
+            "max-num-seqs": "64",
+            "num-gpu-blocks-override": "2048",
+            "kv-cache-memory-bytes": "8G",
+            "enforce-eager": None,
+            "attention-backend": "FLASHINFER",
+        },
+        env={},
+        version=None,
+    )
+    argv = list(plan.argv)
+    assert argv[argv.index("--compilation-config") + 1] == '{"cudagraph_mode": "PIECEWISE"}'
+    assert "--enforce-eager" in argv and argv[argv.index("--max-num-seqs") + 1] == "64"
+
+
+def test_a_model_that_starts_with_a_dash_is_refused() -> None:
+    with pytest.raises(RecipeRefused, match="read it as a flag"):
+        build_launch(
+            recipe_for("vllm"), model="--trust-remote-code", port=1, flags={}, env={}, version=None
         )
 
 

@@ -93,18 +93,20 @@ def test_it_sends_a_resolving_fix_back_to_review_when_the_server_crashes(
 def test_it_runs_no_command_hidden_in_a_flag_value(
     make_host: Callable[..., Host], make_fix: Callable[..., Fix], ssh_target: remote.Target
 ) -> None:
-    marker = f"/tmp/pwned-{uuid.uuid4().hex[:8]}"
-    nasty = f"x'; touch {marker}; echo '"
+    # The host policy lets no path or quote through; what it lets through (words, `;`,
+    # `"`, `*`) must still reach the server as one argument, not as shell syntax.
+    marker = f"pwned-{uuid.uuid4().hex[:8]}"
+    nasty = f'x; touch {marker}; echo "*"'
     fix = make_fix([{"action": "set_flag", "name": "served-model-name", "value": nasty}])
     run = queue_run(fix, make_host())
     validation.run(run.pk)
     run.refresh_from_db()
     with remote.connect(ssh_target) as ssh:
-        exists = ssh.run(f"test -e {marker} && echo yes || echo no", timeout=10).stdout
-    assert exists.strip() == "no"
+        found = ssh.run(f"find ~ /tmp -name {marker} 2>/dev/null", timeout=20).stdout
+    assert found.strip() == ""
     assert run.status == Status.PASSED, run.error
     # The value arrived whole, as one argument, at the server.
-    assert '"--served-model-name", "x\'; touch ' in run.log
+    assert '"--served-model-name", "x; touch ' in run.log
 
 
 def test_it_refuses_to_launch_a_flag_the_framework_does_not_know(
