@@ -8,6 +8,7 @@ on the host if any of it ran.
 from __future__ import annotations
 
 import io
+import re
 import uuid
 from collections.abc import Callable
 
@@ -52,22 +53,24 @@ def code_running_env(marker: str) -> list[dict[str, str]]:
     ]
 
 
+def refused_and_never_run(fix: Fix, host: Host, refusal: str) -> None:
+    """Asked for through the service (the API and the CLI go this way), nothing is queued;
+    a run row that got in some other way (stored before the check existed) ends refused."""
+    with pytest.raises(validation.ValidationRefused, match=refusal):
+        validation.start(fix, host)
+    assert not ValidationRun.objects.exists()
+    run = queue_run(fix, host)
+    validation.run(run.pk)
+    run.refresh_from_db()
+    assert run.status == Status.ERROR and re.search(refusal, run.error)
+    assert run.command == "" and "server started" not in run.log
+
+
 def test_it_refuses_a_fix_that_sets_code_running_variables_and_runs_nothing(
     make_host: Callable[..., Host], make_fix: Callable[..., Fix], ssh_target: remote.Target
 ) -> None:
     marker = f"/tmp/fixgraph-pwned-{uuid.uuid4().hex[:8]}"
-    fix = make_fix(code_running_env(marker))
-    host = make_host()
-    # Asked for through the service (the API and the CLI go this way): nothing queued.
-    with pytest.raises(validation.ValidationRefused, match="PYTHONWARNINGS"):
-        validation.start(fix, host)
-    assert not ValidationRun.objects.exists()
-    # A run row that got in some other way (stored before this check existed) ends refused.
-    run = queue_run(fix, host)
-    validation.run(run.pk)
-    run.refresh_from_db()
-    assert run.status == Status.ERROR and "PYTHONWARNINGS" in run.error
-    assert run.command == "" and "server started" not in run.log
+    refused_and_never_run(make_fix(code_running_env(marker)), make_host(), "PYTHONWARNINGS")
     assert not exists_on_host(ssh_target, marker)
 
 
@@ -76,15 +79,7 @@ def test_it_refuses_a_fix_whose_flag_runs_code_nobody_reviewed(
 ) -> None:
     """A reviewer reads the fix, not the model repository's code --trust-remote-code runs."""
     fix = make_fix([{"action": "set_flag", "name": "trust-remote-code", "value": None}])
-    host = make_host()
-    with pytest.raises(validation.ValidationRefused, match="--trust-remote-code is not run"):
-        validation.start(fix, host)
-    assert not ValidationRun.objects.exists()
-    run = queue_run(fix, host)
-    validation.run(run.pk)
-    run.refresh_from_db()
-    assert run.status == Status.ERROR and "--trust-remote-code" in run.error
-    assert run.command == "" and "server started" not in run.log
+    refused_and_never_run(fix, make_host(), "--trust-remote-code is not run on a host")
 
 
 def test_it_runs_a_fix_of_vetted_knobs_and_shows_them_before_it_runs(
