@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -47,12 +48,18 @@ def policy() -> FlagPolicy:
     )
 
 
-def flag_problem(spec: FlagSpec, value: str | None) -> str | None:
-    """Why `--flag value` may not be passed to a server on a GPU host; None when it may."""
+def flag_problem(spec: FlagSpec, value: str | None, allowed: Collection[str] = ()) -> str | None:
+    """Why `--flag value` may not be passed to a server on a GPU host; None when it may.
+
+    `allowed`: refused flags the host's operator allows on that host (`Host.allowed_flags`,
+    `hosts add --allow-flag`); their values are still checked."""
     rules = policy()
     flag = f"--{spec.name}"
-    if spec.name in rules.refused:
-        return f"{flag} is not run on a host: it {rules.refused[spec.name]}"
+    if spec.name in rules.refused and spec.name not in allowed:
+        return (
+            f"{flag} is not run on a host: it {rules.refused[spec.name]} (a host's operator "
+            f"may allow it there: hosts add --allow-flag {spec.name})"
+        )
     if value is None or spec.type == "bool":
         return None
     if value.startswith("-") and not _NUMBER.fullmatch(value):
@@ -69,6 +76,15 @@ def flag_problem(spec: FlagSpec, value: str | None) -> str | None:
             f"{flag} takes free text, which could name a file, a module or an address: it "
             "is not among the flags vetted to run on a host (decisiontree/data/host_flags.json)"
         )
+    return None
+
+
+def allowed_flags_problem(names: Iterable[str]) -> str | None:
+    """Why a host may not be set to allow these flags: only refused flags need allowing."""
+    unknown = sorted(set(names) - set(policy().refused))
+    if unknown:
+        choices = ", ".join(sorted(policy().refused))
+        return f"only refused flags can be allowed on a host ({choices}), not {', '.join(unknown)}"
     return None
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,15 +111,16 @@ def build_launch(
     flags: Mapping[str, str | None],
     env: Mapping[str, str],
     version: str | None,
+    allowed_flags: Collection[str] = (),
 ) -> LaunchPlan:
     """argv for `recipe` with `flags` spelled for the host's framework `version`.
 
     A flag the vocabulary does not know is refused rather than passed on: a typo
     would otherwise be reported as "the fix did not help". So is a flag or value the
     host policy refuses (`decisiontree.host_flags`: code nobody reviewed, files, free
-    text) and any environment variable that is not a vetted serving knob
-    (`decisiontree.server_env`): this is the last check before a command for a host
-    is built.
+    text), unless the host's operator allows that flag there (`allowed_flags`), and any
+    environment variable that is not a vetted serving knob (`decisiontree.server_env`):
+    this is the last check before a command for a host is built.
     """
     if not model:
         raise RecipeRefused("no model to serve: set one on the finding or in the run's recipe")
@@ -133,7 +134,7 @@ def build_launch(
     tail = [
         word
         for name, value in flags.items()
-        for word in _flag_words(vocab, recipe.framework, version, name, value)
+        for word in _flag_words(vocab, recipe.framework, version, name, value, allowed_flags)
     ]
     for name, value in env.items():
         problem = fix_env_problem(name, value)
@@ -143,14 +144,19 @@ def build_launch(
 
 
 def _flag_words(
-    vocab: Vocabulary, framework: str, version: str | None, name: str, value: str | None
+    vocab: Vocabulary,
+    framework: str,
+    version: str | None,
+    name: str,
+    value: str | None,
+    allowed: Collection[str],
 ) -> list[str]:
     spec = vocab.flag(name, framework)
     if spec is None:
         raise RecipeRefused(f"unknown {framework} flag --{flag_key(name)}: refusing to launch")
     if spec.name in RESERVED_FLAGS:
         return []
-    if problem := flag_problem(spec, value):
+    if problem := flag_problem(spec, value, allowed):
         raise RecipeRefused(problem)
     spelled = vocab.spell(spec.name, framework, version)
     if spec.type == "bool":

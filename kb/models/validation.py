@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from decisiontree.host_flags import allowed_flags_problem
 from decisiontree.server_env import env_name_problem
 from kb.models.findings import Fix
 
@@ -29,6 +30,12 @@ class Host(models.Model):
         default=dict,
         blank=True,
         help_text='Environment of every command on the host, e.g. {"PATH": "/opt/venv/bin:/bin"}',
+    )
+    allowed_flags = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Flags the host policy refuses that this host's operator allows here, "
+        'e.g. ["trust-remote-code"] (decisiontree/data/host_flags.json)',
     )
     facts = models.JSONField(default=dict, blank=True)
     facts_at = models.DateTimeField(null=True, blank=True)
@@ -64,6 +71,11 @@ class Host(models.Model):
         problems = [p for name in self.env if (p := env_name_problem(str(name)))]
         if problems:
             raise ValidationError({"env": problems})
+        allowed = self.allowed_flags
+        if not isinstance(allowed, list) or not all(isinstance(n, str) for n in allowed):
+            raise ValidationError({"allowed_flags": 'A JSON list of flag names, e.g. ["a-b"].'})
+        if problem := allowed_flags_problem(allowed):
+            raise ValidationError({"allowed_flags": problem})
 
 
 class ValidationRun(models.Model):

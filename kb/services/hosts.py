@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from decisiontree.host_flags import allowed_flags_problem
 from decisiontree.recipes import cuda_version, gpu_summary, parse_gpu_query
 from decisiontree.server_env import env_name_problem
 from kb import remote
@@ -30,7 +31,8 @@ class HostKeyNotApproved(Exception):
 
 
 class HostEnvRefused(ValueError):
-    """A host's environment has a name a shell would read as more than a name."""
+    """A host's environment has a name a shell would read as more than a name, or the host
+    is set to allow a flag that is not among the refused ones."""
 
 
 def check_env(env: Mapping[str, object]) -> None:
@@ -52,10 +54,15 @@ def add_host(
     env: Mapping[str, str] | None = None,
     accept_host_key: bool = False,
     host_key: str = "",
+    allowed_flags: Iterable[str] = (),
 ) -> Host:
     """Register a host. Its key is pinned from `host_key` (checked out of band) or, with
-    `accept_host_key`, from what the host offers now; otherwise nothing is saved."""
+    `accept_host_key`, from what the host offers now; otherwise nothing is saved.
+    `allowed_flags`: refused flags its operator lets runs pass there (host_flags)."""
     check_env(env or {})
+    allowed = sorted(set(allowed_flags))
+    if problem := allowed_flags_problem(allowed):
+        raise HostEnvRefused(f"--allow-flag: {problem}")
     key = host_key.strip() or remote.fetch_host_key(address, port)
     if not host_key and not accept_host_key:
         raise HostKeyNotApproved(
@@ -65,7 +72,7 @@ def add_host(
     remote.fingerprint(key)  # refuses a malformed key before it is stored
     return Host.objects.create(
         name=name, address=address, port=port, username=username, key_path=key_path,
-        host_key=key, labels=list(labels), env=dict(env or {}),
+        host_key=key, labels=list(labels), env=dict(env or {}), allowed_flags=allowed,
     )  # fmt: skip
 
 

@@ -153,6 +153,7 @@ def planned_command(fix: Fix, host: Host, recipe: dict[str, Any] | None = None) 
         plan = build_launch(
             recipe_for(wanted.framework), model=wanted.model, port=None,
             flags=wanted.flags, env=wanted.env, version=version,
+            allowed_flags=host.allowed_flags or (),
         )  # fmt: skip
     except (RecipeRefused, hosts.HostEnvRefused) as exc:
         raise ValidationRefused(str(exc)) from exc
@@ -410,6 +411,7 @@ def _plan(
     plan = build_launch(
         recipe_for(wanted.framework), model=wanted.model, port=free_port(host, ssh),
         flags=wanted.flags, env=wanted.env, version=version,
+        allowed_flags=host.allowed_flags or (),
     )  # fmt: skip
     ValidationRun.objects.filter(pk=vrun.pk).update(
         command=plan.shell(), arch=facts.get("arch") or "", framework_version=version or ""

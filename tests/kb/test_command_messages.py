@@ -34,8 +34,8 @@ def test_hosts_list_says_there_are_none_yet() -> None:
 def test_hosts_list_has_a_header() -> None:
     Host.objects.create(name="h200-a", address="10.200.0.9", username="gpu", labels=["lab"])
     lines = run("hosts", "list").splitlines()
-    assert lines[0].split("\t") == ["name", "login", "gpus", "labels", "state"]
-    assert lines[1].split("\t") == ["h200-a", "gpu@10.200.0.9:22", "?", "lab", "free"]
+    assert lines[0].split("\t") == ["name", "login", "gpus", "labels", "allows", "state"]
+    assert lines[1].split("\t") == ["h200-a", "gpu@10.200.0.9:22", "?", "lab", "", "free"]
 
 
 def test_hosts_list_says_busy_only_while_the_lease_runs(fix: Fix) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.test import Client
 
@@ -80,6 +81,43 @@ def test_it_refuses_a_fix_whose_flag_runs_code_nobody_reviewed(
     """A reviewer reads the fix, not the model repository's code --trust-remote-code runs."""
     fix = make_fix([{"action": "set_flag", "name": "trust-remote-code", "value": None}])
     refused_and_never_run(fix, make_host(), "--trust-remote-code is not run on a host")
+
+
+def test_a_host_whose_operator_allows_the_flag_runs_it_and_no_other_host_does(
+    make_host: Callable[..., Host], make_fix: Callable[..., Fix], ssh_target: remote.Target
+) -> None:
+    fix = make_fix([{"action": "set_flag", "name": "trust-remote-code", "value": None}])
+    args = ["add", "sandbox", "--address", ssh_target.address, "--port", str(ssh_target.port),
+            "--user", ssh_target.username, "--key", ssh_target.key_path,
+            "--host-key", ssh_target.host_key, "--allow-flag=--trust-remote-code"]  # fmt: skip
+    call_command("hosts", *args, stdout=io.StringIO())
+    sandbox = Host.objects.get(name="sandbox")
+    # The operator's host: the fake GPU's PATH, as make_host gives every test host.
+    Host.objects.filter(pk=sandbox.pk).update(env=make_host().env)
+    sandbox.refresh_from_db()
+    assert sandbox.allowed_flags == ["trust-remote-code"]
+
+    run = validation.start(fix, sandbox)
+    assert "--trust-remote-code" in run.command
+    validation.run(run.pk)
+    run.refresh_from_db()
+    assert run.status == Status.PASSED, run.error + run.log
+    assert '"--trust-remote-code"' in run.log  # the server was started with it
+
+    with pytest.raises(validation.ValidationRefused, match="hosts add --allow-flag"):
+        validation.start(fix, make_host())
+
+
+def test_only_a_refused_flag_can_be_allowed_on_a_host(ssh_target: remote.Target) -> None:
+    args = ["add", "h", "--address", ssh_target.address, "--port", str(ssh_target.port),
+            "--user", ssh_target.username, "--host-key", ssh_target.host_key,
+            "--allow-flag", "worker-extension-cls"]  # fmt: skip
+    with pytest.raises(CommandError, match="only refused flags can be allowed on a host"):
+        call_command("hosts", *args, stdout=io.StringIO())
+    assert not Host.objects.exists()
+    host = Host(name="h", address="a", username="u", allowed_flags=["download-dir"])
+    with pytest.raises(ValidationError, match="only refused flags"):
+        host.full_clean()
 
 
 def test_it_runs_a_fix_of_vetted_knobs_and_shows_them_before_it_runs(

@@ -191,6 +191,19 @@ def test_it_builds_no_launch_with_a_flag_that_runs_unreviewed_code_or_names_a_fi
         build_launch(recipe_for(framework), model="m", port=1, flags=flags, env={}, version=None)
 
 
+def test_a_refused_flag_the_hosts_operator_allows_reaches_that_host_only() -> None:
+    def launch(allowed: tuple[str, ...]) -> tuple[str, ...]:
+        flags = {"trust-remote-code": None}
+        return build_launch(
+            recipe_for("sglang"), model="m", port=1, flags=flags, env={}, version=None,
+            allowed_flags=allowed,
+        ).argv  # fmt: skip
+
+    assert "--trust-remote-code" in launch(("trust-remote-code",))
+    with pytest.raises(RecipeRefused, match="hosts add --allow-flag trust-remote-code"):
+        launch(())
+
+
 def test_vetted_knobs_numbers_and_small_json_still_reach_the_host() -> None:
     plan = build_launch(
         recipe_for("vllm"),

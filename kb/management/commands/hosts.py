@@ -33,6 +33,9 @@ class Command(BaseCommand):
                          "label names the Celery queue whose workers reach the host")  # fmt: skip
         add.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                          help="Environment of commands on the host (repeatable)")  # fmt: skip
+        add.add_argument("--allow-flag", action="append", default=[], metavar="FLAG",
+                         help="Let runs on this host pass a flag the host policy refuses, "
+                         "e.g. trust-remote-code (repeatable)")  # fmt: skip
         facts = sub.add_parser("facts", help="Read GPUs and versions over SSH and save them")
         facts.add_argument("name")
         sub.add_parser("list", help="Registered hosts with their GPUs and leases")
@@ -50,6 +53,7 @@ class Command(BaseCommand):
                 username=options["user"], key_path=options["key"], labels=options["label"],
                 env=parse_env(options["env"]), accept_host_key=options["accept_host_key"],
                 host_key=options["host_key"],
+                allowed_flags=[f.removeprefix("--") for f in options["allow_flag"]],
             )  # fmt: skip
         except IntegrityError as exc:
             raise CommandError(f"a host named {options['name']!r} exists already") from exc
@@ -71,15 +75,16 @@ class Command(BaseCommand):
             self.stdout.write("no hosts yet: add one with `manage.py hosts add NAME --address "
                               "ADDRESS --user USER --accept-host-key`")  # fmt: skip
             return
-        self.stdout.write("name\tlogin\tgpus\tlabels\tstate")
+        self.stdout.write("name\tlogin\tgpus\tlabels\tallows\tstate")
         now = timezone.now()
         for host in found:
             facts = host.facts or {}
             gpus = f"{facts.get('gpu_count', '?')}x {facts.get('gpu_name', '?')}" if facts else "?"
             holder = host.holder(now)
             busy = f"busy (run {holder})" if holder else "free"
+            allows = ",".join(f"--{flag}" for flag in host.allowed_flags or ())
             self.stdout.write(f"{host.name}\t{host.username}@{host.address}:{host.port}\t{gpus}"
-                              f"\t{','.join(host.labels)}\t{busy}")  # fmt: skip
+                              f"\t{','.join(host.labels)}\t{allows}\t{busy}")  # fmt: skip
 
 
 def parse_env(pairs: list[str]) -> dict[str, str]:
