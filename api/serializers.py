@@ -478,7 +478,10 @@ class HostSerializer(serializers.ModelSerializer):
     class Meta:
         model = Host
         # No key path or login name: they tell an attacker where to aim.
-        fields = ["id", "name", "address", "port", "labels", "facts", "facts_at", "created_at"]
+        fields = [
+            "id", "name", "address", "port", "labels", "allowed_flags", "facts", "facts_at",
+            "created_at",
+        ]  # fmt: skip
 
 
 class ValidationRunSerializer(serializers.ModelSerializer):

@@ -105,8 +105,11 @@ def test_it_explains_a_bad_run_request(
 
 
 def test_hosts_are_listed_without_their_secrets(reader: APIClient, host: Host) -> None:
+    Host.objects.filter(pk=host.pk).update(allowed_flags=["trust-remote-code"])
     row = reader.get("/api/v1/hosts/").json()["results"][0]
     assert row["name"] == "rtx-box-1" and "key_path" not in row and "username" not in row
+    # A bot picks the host that lets a fix's refused flag run.
+    assert row["allowed_flags"] == ["trust-remote-code"]
     assert reader.get(f"/api/v1/hosts/{host.pk}/").status_code == 200
 
 
