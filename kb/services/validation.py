@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import shlex
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -150,17 +151,47 @@ def planned_command(fix: Fix, host: Host, recipe: dict[str, Any] | None = None) 
         hosts.check_env(host.env or {})
         wanted = settings_for_fix(fix, recipe or {})
         version = ((host.facts or {}).get("packages") or {}).get(wanted.framework)
-        plan = build_launch(
-            recipe_for(wanted.framework), model=wanted.model, port=None,
-            flags=wanted.flags, env=wanted.env, version=version,
-            allowed_flags=host.allowed_flags or (),
-        )  # fmt: skip
+        plan = launch_on(host, wanted, version=version, port=None)
     except (RecipeRefused, hosts.HostEnvRefused) as exc:
         raise ValidationRefused(str(exc)) from exc
     lines = [plan.shell()]
     if host.env:
         lines.append(f"# after exporting {host.name}'s own environment: {', '.join(host.env)}")
     return "\n".join(lines)
+
+
+def launch_on(
+    host: Host, wanted: RunSettings, *, version: str | None, port: int | None
+) -> LaunchPlan:
+    """The launch of `wanted` on `host`: its framework `version`'s spelling, the flags
+    its operator allows there. Raises RecipeRefused."""
+    return build_launch(
+        recipe_for(wanted.framework), model=wanted.model, port=port, flags=wanted.flags,
+        env=wanted.env, version=version, allowed_flags=host.allowed_flags or (),
+    )  # fmt: skip
+
+
+def refusals(fix: Fix, candidates: Iterable[Host]) -> dict[int, str]:
+    """Why a run of `fix` would be refused on each host, by host id ("" where it may
+    run), for choosing a host before asking. The launch is built once for each set of
+    flags the hosts allow; the host's own release only changes spellings."""
+    try:
+        check_reviewed(fix)
+        wanted = settings_for_fix(fix, {})
+    except (ValidationRefused, RecipeRefused) as exc:
+        return dict.fromkeys((host.pk for host in candidates), str(exc))
+    by_allowance: dict[frozenset[str], str] = {}
+    found = {}
+    for host in candidates:
+        allowed = frozenset(host.allowed_flags or ())
+        if allowed not in by_allowance:
+            try:
+                launch_on(host, wanted, version=None, port=None)
+                by_allowance[allowed] = ""
+            except RecipeRefused as exc:
+                by_allowance[allowed] = str(exc)
+        found[host.pk] = by_allowance[allowed]
+    return found
 
 
 # ---------------------------------------------------------------- starting and cancelling
@@ -408,11 +439,7 @@ def _plan(
     version = (facts.get("packages") or {}).get(wanted.framework)
     runlog.say(f"host: {facts.get('gpu_count', 0)}x {facts.get('gpu_name', '?')} "
                f"({facts.get('arch') or '?'}), {wanted.framework} {version or '?'}")  # fmt: skip
-    plan = build_launch(
-        recipe_for(wanted.framework), model=wanted.model, port=free_port(host, ssh),
-        flags=wanted.flags, env=wanted.env, version=version,
-        allowed_flags=host.allowed_flags or (),
-    )  # fmt: skip
+    plan = launch_on(host, wanted, version=version, port=free_port(host, ssh))
     ValidationRun.objects.filter(pk=vrun.pk).update(
         command=plan.shell(), arch=facts.get("arch") or "", framework_version=version or ""
     )

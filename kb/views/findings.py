@@ -33,6 +33,8 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
     framework, version = release_of(finding)
     reviewer = request.user.has_perm(REVIEW_PERMISSION)
     to_learn = feedback.pastes_to_learn(finding) if reviewer else []
+    registered = list(Host.objects.order_by("name")) if may_validate else []
+    refused = {fix.pk: validation.refusals(fix, registered) for fix in fixes} if registered else {}
     context = {
         "finding": finding,
         "fixes": [changes.fix_line(fix, framework, version) for fix in fixes],
@@ -49,7 +51,12 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "conditions": conditions_in_words(finding, derived=False),
         "seen_with": conditions_in_words(finding, derived=True),
         "works": runbook.whole_works_command(finding),
-        "hosts": list(Host.objects.order_by("name")) if may_validate else [],
+        "hosts": registered,
+        # Per fix: why a host would refuse its run (host id -> reason, "" where it runs).
+        "refused": refused,
+        "refusal_reasons": {
+            pk: sorted({r for r in by_host.values() if r}) for pk, by_host in refused.items()
+        },
         "matching": validation.hosts_of(archs) if may_validate and fixes else [],
         "archs": sorted(archs),
         "pastes_to_learn": to_learn,

@@ -107,6 +107,28 @@ def test_reviewers_validate_a_fix_on_a_registered_host(
     assert f"Queued validation run {run.pk} of fix {fix.pk} on rtx-box-1" in text_of(response)
 
 
+def test_a_host_that_would_refuse_the_fix_is_greyed_out_with_the_reason(
+    client: Client, starter_kb: None, reviewer: User
+) -> None:
+    finding = decode_finding()
+    fix = finding.fixes.order_by("position", "id").first()
+    assert fix is not None
+    fix.changes = [*fix.changes, {"action": "set_flag", "name": "trust-remote-code"}]
+    fix.save()
+    plain = Host.objects.create(name="rtx-box-1", address="10.0.0.5", username="ci")
+    sandbox = Host.objects.create(
+        name="sandbox", address="10.0.0.6", username="ci", allowed_flags=["trust-remote-code"]
+    )
+    client.force_login(reviewer)
+
+    page = text_of(client.get(f"/findings/{finding.pk}/"))
+
+    form = page[page.index(f'id="host-{fix.pk}"') :].split("</form>", 1)[0]
+    assert re.search(rf'<option value="{plain.pk}" disabled title="[^"]*trust-remote-code', form)
+    assert f'<option value="{sandbox.pk}">sandbox' in form
+    assert "Not on every host: --trust-remote-code is not run on a host" in form
+
+
 def test_a_user_without_permission_cannot_queue_a_run(client: Client, starter_kb: None) -> None:
     finding = decode_finding()
     fix = finding.fixes.first()
