@@ -260,8 +260,18 @@ def hosts_of(archs: set[str]) -> list[Host]:
 def start_on_matching(
     fix: Fix, *, by: Any = None, recipe: dict[str, Any] | None = None
 ) -> list[ValidationRun]:
-    """Queue a run of `fix` on every matching host (facts must have been collected)."""
-    return [start(fix, host, by=by, recipe=recipe) for host in matching_hosts(fix)]
+    """Queue a run of `fix` on every matching host (facts must have been collected) that
+    runs it: a host that refuses it (a flag its operator does not allow) is left out.
+    Raises the first refusal when every matching host refuses."""
+    queued, refused = [], []
+    for host in matching_hosts(fix):
+        try:
+            queued.append(start(fix, host, by=by, recipe=recipe))
+        except ValidationRefused as exc:
+            refused.append(exc)
+    if refused and not queued:
+        raise refused[0]
+    return queued
 
 
 def revalidate(*, older_than_days: float = 30) -> list[ValidationRun]:

@@ -151,7 +151,13 @@ def validate_on_matching(request: HttpRequest, fix: Fix) -> HttpResponse:
         messages.error(request, "No registered host has the finding's GPU architecture.")
         return back
     names = ", ".join(run.host.name for run in runs)
-    messages.success(request, f"Queued {len(runs)} runs of fix {fix.pk}, on {names}.")
+    queued = f"Queued {len(runs)} run{'s' if len(runs) > 1 else ''} of fix {fix.pk}, on {names}."
+    left_out = sorted(
+        {h.name for h in validation.matching_hosts(fix)} - {r.host.name for r in runs}
+    )
+    if left_out:
+        queued += f" Not on {', '.join(left_out)}: they refuse this fix's launch."
+    messages.success(request, queued)
     return redirect(f"{reverse('kb:run-list')}?status=live#runs")
 
 

@@ -292,3 +292,27 @@ def test_reviewers_validate_a_fix_on_every_host_of_its_gpu_at_once(
     assert sorted(run.host.name for run in ValidationRun.objects.all()) == ["rtx-a", "rtx-b"]
     assert response.redirect_chain[-1][0] == "/runs/?status=live#runs"
     assert f"Queued 2 runs of fix {fix.pk}, on rtx-" in text_of(response)
+
+
+def test_every_host_of_its_gpu_means_every_one_that_runs_the_fix(
+    client: Client, starter_kb: None, reviewer: User
+) -> None:
+    finding = decode_finding()  # seen on sm_120
+    fix = finding.fixes.order_by("position", "id").first()
+    assert fix is not None
+    fix.changes = [*fix.changes, {"action": "set_flag", "name": "trust-remote-code"}]
+    fix.save()
+    blackwell = {"gpu_count": 8, "gpu_name": "NVIDIA RTX PRO 6000", "arch": "sm_120"}
+    Host.objects.create(
+        name="rtx-a", address="10.0.0.5", username="ci", facts=blackwell,
+        allowed_flags=["trust-remote-code"],
+    )  # fmt: skip
+    Host.objects.create(name="rtx-b", address="10.0.0.6", username="ci", facts=blackwell)
+    client.force_login(reviewer)
+
+    response = client.post(
+        f"/findings/{finding.pk}/fixes/{fix.pk}/validate/", {"host": "matching"}, follow=True
+    )
+
+    assert [run.host.name for run in ValidationRun.objects.all()] == ["rtx-a"]
+    assert f"Queued 1 run of fix {fix.pk}, on rtx-a. Not on rtx-b: they refuse" in text_of(response)
