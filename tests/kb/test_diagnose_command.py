@@ -92,6 +92,16 @@ def test_the_human_readable_output_names_the_fix_and_what_not_to_try(
     assert not_to_try.count("--disable-cuda-graph") == 1
 
 
+def test_a_fix_in_words_is_said_once(starter_kb: None, tmp_path: Path) -> None:
+    paste = tmp_path / "build.txt"
+    paste.write_text(
+        "/opt/flashinfer/include/flashinfer/attention/mla.cuh(523): error: static assertion "
+        'failed with "sizeof(DType) == 2"\n'
+    )
+    text = run(str(paste), "--gpu", "RTX PRO 6000")
+    assert text.count("revert the kv_data_type patch in flashinfer_mla_backend.py") == 1
+
+
 def test_it_says_no_known_match_for_an_unrelated_error(starter_kb: None, tmp_path: Path) -> None:
     paste = tmp_path / "other.txt"
     paste.write_text(

@@ -230,8 +230,10 @@ def render_fix(fix: RankedFix) -> list[str]:
     notes = " (already applied)" if fix.already_applied else ""
     notes += " (proposed, not confirmed — validate it)" if fix.proposed else ""
     notes += " (nothing in it fits your setup)" if fix.fits_nothing else ""
-    lines = ["", f"{fix.rank}. {fix.summary or fix.fix.summary}{notes}  [score {fix.score:.3f}]"]
-    lines += [f"     {change}" for change in fix.command_changes]
+    summary = fix.summary or fix.fix.summary
+    lines = ["", f"{fix.rank}. {summary}{notes}  [score {fix.score:.3f}]"]
+    # A patch or a step in words is its own summary: said once.
+    lines += [f"     {change}" for change in fix.command_changes if change != summary]
     lines += [f"     not for your setup: {w.command_change} ({w.reason})" for w in fix.withheld]
     lines += [f"     ({note})" for note in fix.spellings]
     lines.append(f"   finding {fix.finding.id}: {fix.finding.title}")
