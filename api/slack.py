@@ -154,8 +154,9 @@ def fix_blocks(entry: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, 
         lines[0] += " _(already in your launch command)_"
     if entry.get("fits_nothing"):
         lines[0] += " _(nothing in it fits your setup)_"
-    if fix.get("command_changes"):
-        lines.append(" ".join(code(change) for change in fix["command_changes"]))
+    changes = [c for c in fix.get("command_changes", []) if c != fix["summary"]]
+    if changes:  # a patch or a step in words is its own summary: said once
+        lines.append(" ".join(code(change) for change in changes))
     why = [step["detail"] for step in entry.get("why", []) if step["step"] != "signature"]
     if why:
         lines.append("_Why:_ " + escape("; ".join(why[:3])))

@@ -346,6 +346,16 @@ def test_a_bare_error_line_is_quoted_as_written(reader, dsa_finding: Finding) ->
     assert "ErrorLog" not in headline
 
 
+def test_a_fix_in_words_is_said_once(reader, starter_kb: None) -> None:
+    paste = (
+        "/opt/flashinfer/include/flashinfer/attention/mla.cuh(523): error: static assertion "
+        'failed with "sizeof(DType) == 2"'
+    )
+    response = reader.post("/api/v1/diagnose/?format=slack", {"traceback": paste}, format="json")
+    first_fix = json.dumps(response.json()["blocks"][1])
+    assert first_fix.count("revert the kv_data_type patch in flashinfer_mla_backend.py") == 1
+
+
 def test_knowledge_base_text_cannot_ping_or_disguise_links(reader, dsa_finding: Finding) -> None:
     """Slack reads <!channel>, <@U…> and <url|label> in mrkdwn: they must arrive as text."""
     dsa_finding.title = "Crash <!channel> <!everyone> ask <@U024BE7LH>"
