@@ -17,6 +17,7 @@ from api.errors import PayloadTooLarge
 from decisiontree import conditions
 from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.fingerprint import UNNAMED_TYPES, error_name
+from decisiontree.launch import FoundCommand, launch_differences
 from decisiontree.match import MatchLevel
 from decisiontree.records import Change, ChangeAction, Outcome
 from decisiontree.server_env import change_problem
@@ -805,6 +806,33 @@ class DraftWaitingSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class LaunchDifferenceSerializer(serializers.Serializer):
+    name = serializers.CharField(
+        help_text="A flag as your release spells it, or an environment variable"
+    )
+    yours = serializers.CharField(allow_null=True, help_text="In your launch; null: not set")
+    works = serializers.CharField(
+        allow_null=True, help_text="In the launch known to work; null: not set"
+    )
+
+
+class KnownGoodSerializer(serializers.Serializer):
+    """The runbook's whole launch for this setup, and how the user's differs from it."""
+
+    title = serializers.CharField(help_text="Model on GPUs · framework release")
+    command = serializers.CharField(help_text="The launch known to work, whole")
+    html_url = serializers.URLField(help_text="Its runbook entry")
+    verified = serializers.CharField(
+        allow_null=True, help_text="The last passed validation run, e.g. 'on h200-1, 2026-12-01'"
+    )
+    compared_with = serializers.CharField(
+        allow_null=True,
+        help_text="Which launch `differences` compare: your launch command, the command in "
+        "the paste, or one rebuilt from the server's log; null: none known",
+    )
+    differences = LaunchDifferenceSerializer(many=True)
+
+
 class DiagnosisSerializer(serializers.Serializer):
     """The answer to POST /api/v1/diagnose/ and `manage.py diagnose --json`."""
 
@@ -862,6 +890,10 @@ class DiagnosisSerializer(serializers.Serializer):
         help_text="With no known match: drafts in the review queue started from a paste of "
         "this error (a teammate met it already); oldest first"
     )
+    known_good = serializers.SerializerMethodField(
+        help_text="The runbook's launch known to work for this model, GPU and framework, and "
+        "the flags in which yours differs; null when the knowledge base has none"
+    )
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_id(self, diagnosis: Diagnosis) -> str | None:
@@ -894,10 +926,53 @@ class DiagnosisSerializer(serializers.Serializer):
         drafts = drafts_of_error(diagnosis.signature.fingerprint)
         return [DraftWaitingSerializer(draft).data for draft in drafts]
 
+    @extend_schema_field(KnownGoodSerializer(allow_null=True))
+    def get_known_good(self, diagnosis: Diagnosis) -> dict[str, Any] | None:
+        return known_good_of(diagnosis, self.context.get("launch_command") or "")
+
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_corrected_command(self, diagnosis: Diagnosis) -> str | None:
         first = first_fix_to_try(diagnosis.fixes)
         return corrected_command_for(first, diagnosis, self.context) if first else None
+
+
+def known_good_of(diagnosis: Diagnosis, typed: str) -> dict[str, Any] | None:
+    """The runbook's launch for the diagnosed setup and how the user's launch (`typed`,
+    else the one found in the paste) differs from it; None when there is none."""
+    from kb.services import runbook
+
+    context = diagnosis.context
+    entry = runbook.entry_for(
+        context.model, context.gpus, context.arch, context.framework, context.framework_version
+    )
+    if entry is None:
+        return None
+    found = context.found_command
+    yours = typed or (found.text if found else "")
+    framework = context.framework or (entry.framework.name if entry.framework else None)
+    differences = launch_differences(
+        yours, entry.command, framework=framework, version=context.spelling_version
+    ) if yours else []  # fmt: skip
+    verified = entry.verified
+    return KnownGoodSerializer(
+        {
+            "title": entry.title,
+            "command": entry.command,
+            "html_url": page_url(f"{reverse('kb:runbook')}#{entry.anchor}"),
+            "verified": f"on {verified.host}, {verified.date:%Y-%m-%d}" if verified else None,
+            "compared_with": compared_with(typed, found) if yours else None,
+            "differences": differences,
+        }
+    ).data
+
+
+def compared_with(typed: str, found: FoundCommand | None) -> str:
+    """Which launch of the user's an answer speaks of, in words."""
+    if typed or found is None:
+        return "your launch command"
+    if found.source == "paste":
+        return "the command in the paste"
+    return f"the command rebuilt from the logged {found.source}"
 
 
 def first_fix_to_try(fixes: Sequence[RankedFix]) -> RankedFix | None:

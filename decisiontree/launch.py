@@ -584,3 +584,40 @@ __all__ = [
     "release_written",
     "words",
 ]
+
+
+# ---------------------------------------------------------------- comparing two launches
+
+
+@dataclass(frozen=True)
+class LaunchDifference:
+    """A setting in which a launch differs from one known to work: a flag (spelled for
+    the user's release) or an environment variable. None: not set."""
+
+    name: str
+    yours: str | None
+    works: str | None
+
+
+# Where the server listens and what it calls the model are the user's own choice.
+_NOT_COMPARED = frozenset({"host", "port", "model", "model-path", "served-model-name"})
+
+
+def launch_differences(
+    yours: str, works: str, *, framework: str | None = None, version: str | None = None
+) -> list[LaunchDifference]:
+    """The flags and environment variables in which `yours` differs from `works`: the
+    known-good launch's settings first, in its order, then those only `yours` sets."""
+    mine, good = parse_launch_command(yours, framework), parse_launch_command(works, framework)
+    framework = framework or mine.framework or good.framework
+    found: list[LaunchDifference] = []
+    names = [n for n in dict.fromkeys([*good.flags, *mine.flags]) if n not in _NOT_COMPARED]
+    for name in names:
+        theirs, ours = good.flags.get(name), mine.flags.get(name)
+        if theirs != ours:
+            spelled = flags.spell(name, framework, version) if framework else "--" + name
+            found.append(LaunchDifference(spelled, ours, theirs))
+    for name in dict.fromkeys([*good.env, *mine.env]):
+        if good.env.get(name) != mine.env.get(name):
+            found.append(LaunchDifference(name, mine.env.get(name), good.env.get(name)))
+    return found

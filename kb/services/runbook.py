@@ -11,12 +11,12 @@ Every other finding on the same model and GPU is a pitfall on the way there.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, Q, QuerySet
 
 from decisiontree import flags
 from decisiontree.launch import apply_changes, parse_launch_command
@@ -123,8 +123,13 @@ class RunbookEntry:
 
 
 def runbook_entries() -> list[RunbookEntry]:
+    return entries_of(published_findings())
+
+
+def entries_of(findings: Iterable[Finding]) -> list[RunbookEntry]:
+    """The entries these published findings make (placed on their GPUs, with runs)."""
     entries: dict[EntryKey, RunbookEntry] = {}
-    for finding in published_findings():
+    for finding in findings:
         for placement in finding.findinggpu_set.all():
             key = (finding.model_id, placement.hardware_id, finding.framework_id)
             entry = entries.get(key)
@@ -140,7 +145,50 @@ def runbook_entries() -> list[RunbookEntry]:
     return sorted(entries.values(), key=lambda e: e.title.lower())
 
 
-def published_findings() -> Iterable[Finding]:
+def entry_for(
+    model: str | None,
+    gpus: Sequence[str],
+    arch: str | None,
+    framework: str | None,
+    version: str | None,
+) -> RunbookEntry | None:
+    """The entry with a whole launch for the setup a diagnosis was asked about: the same
+    model (a repository id's last part, any case: `zai-org/GLM-5-NVFP4` is `GLM-5-NVFP4`),
+    the same GPU (the same architecture when only that is known) and, when known, the
+    same framework; the same release first, then a verified one. None without one."""
+    key = model_key(model or "")
+    if not key or not (gpus or arch):
+        return None
+    same_model = [m.pk for m in LanguageModel.objects.filter(name__iendswith=key)]
+    findings = published_findings().filter(model_id__in=same_model)
+    placed = Q(findinggpu__hardware__name__in=gpus) if gpus else Q(findinggpu__hardware__arch=arch)
+    findings = findings.filter(placed)
+    if framework:
+        findings = findings.filter(framework__name__iexact=framework)
+    entries = [
+        entry
+        for entry in entries_of(findings.distinct())
+        if entry.command
+        and entry.model is not None
+        and model_key(entry.model.name) == key
+        and (entry.gpu.name in gpus if gpus else entry.gpu.arch == arch)
+    ]
+    release = (version or "").strip()
+    entries.sort(
+        key=lambda e: (
+            not release or e.framework is None or e.framework.version != release,
+            e.verified is None,
+        )
+    )
+    return entries[0] if entries else None
+
+
+def model_key(name: str) -> str:
+    """A model as a setup names it: a repository id's or a path's last part, any case."""
+    return name.strip().rstrip("/").rsplit("/", 1)[-1].lower()
+
+
+def published_findings() -> QuerySet[Finding]:
     runs = ValidationRun.objects.select_related("host").order_by("finished_at", "id")
     fixes = Fix.objects.order_by("position", "id").prefetch_related(
         Prefetch("validation_runs", queryset=runs)

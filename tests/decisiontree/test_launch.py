@@ -7,6 +7,7 @@ import pytest
 from decisiontree.launch import (
     apply_changes,
     command_in_text,
+    launch_differences,
     parse_launch_command,
     release_written,
     words,
@@ -276,3 +277,33 @@ def test_a_command_run_through_ssh_is_found_whole() -> None:
     )
     edited = apply_changes(command, [set_flag("dsa-decode-backend", "trtllm")])
     assert edited.endswith("--nsa-decode-backend trtllm'")
+
+
+# ---- comparing with the launch known to work
+
+WORKS = (
+    "python3 -m sglang.launch_server --model-path GLM-5-NVFP4 --tp-size 8 "
+    "--mem-fraction-static 0.88 --nsa-prefill-backend trtllm --nsa-decode-backend trtllm"
+)
+
+
+def test_it_names_each_setting_that_differs_the_known_good_ones_first() -> None:
+    yours = (
+        "NCCL_P2P_DISABLE=1 python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 "
+        "--tp 8 --kv-cache-dtype fp8_e4m3 --dsa-decode-backend flashmla_kv --host 0.0.0.0 "
+        "--port 30000"
+    )
+    found = launch_differences(yours, WORKS, framework="sglang", version="0.5.9")
+    assert [(d.name, d.yours, d.works) for d in found] == [
+        ("--mem-fraction-static", None, "0.88"),
+        ("--nsa-prefill-backend", None, "trtllm"),
+        ("--nsa-decode-backend", "flashmla_kv", "trtllm"),  # one flag, two spellings
+        ("--kv-cache-dtype", "fp8_e4m3", None),
+        ("NCCL_P2P_DISABLE", "1", None),
+    ]  # the model's path, --tp for --tp-size, the address and port are no difference
+
+
+def test_the_same_launch_differs_in_nothing() -> None:
+    assert launch_differences(WORKS, WORKS) == []
+    newer = WORKS.replace("--nsa-", "--dsa-")
+    assert launch_differences(newer, WORKS, framework="sglang", version="0.5.23") == []

@@ -102,6 +102,19 @@ def test_a_fix_in_words_is_said_once(starter_kb: None, tmp_path: Path) -> None:
     assert text.count("revert the kv_data_type patch in flashinfer_mla_backend.py") == 1
 
 
+def test_the_text_names_the_launch_known_to_work_and_what_differs(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "crash.txt"
+    paste.write_text(DECODE_CRASH)
+    launch = "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --tp 8"
+    text = run(str(paste), "--gpu", "RTX PRO 6000", "--launch-cmd", launch)
+    known = text.partition("Known to work on this setup (GLM-5-NVFP4 on 8x NVIDIA RTX PRO")[2]
+    assert "  python3 -m sglang.launch_server --model-path GLM-5-NVFP4" in known
+    # Spelled for the release of the user's command (unknown: the newest), as every fix is.
+    assert "    --dsa-decode-backend: (not set) -> trtllm" in known
+
+
 def test_it_says_no_known_match_for_an_unrelated_error(starter_kb: None, tmp_path: Path) -> None:
     paste = tmp_path / "other.txt"
     paste.write_text(

@@ -11,6 +11,7 @@ from django.test import Client
 from django.utils.html import escape
 
 from kb.models import ErrorSample, Finding, StoredDiagnosis
+from tests.kb.test_diagnose_command import DECODE_CRASH
 from tests.questions_kb import (
     ADA_FIX,
     BLACKWELL_FIX,
@@ -97,6 +98,37 @@ def test_no_known_match_offers_the_nearest_findings_a_search_and_a_draft(
     assert 'class="fix" id="fix-' not in page
     assert 'action="/diagnose/draft/"' in page
     assert "Start a finding from this paste" in page
+
+
+def test_the_launch_known_to_work_here_is_shown_with_what_differs(
+    client: Client, starter_kb: None
+) -> None:
+    launch = (
+        "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --tp 8 "
+        "--kv-cache-dtype fp8_e4m3 --nsa-decode-backend flashmla_kv"
+    )
+    page = page_of(client, DECODE_CRASH, gpu="RTX PRO 6000", launch_command=launch)
+
+    section = page[page.index("<h2>Known to work on this setup</h2>") :].split("</section>")[0]
+    assert "GLM-5-NVFP4 on 8x NVIDIA RTX PRO 6000" in section
+    assert "Your launch command differs from it" in section
+    rows = [re.sub(r"<[^>]+>", " ", row).split() for row in re.findall(r"<tr>(.*?)</tr>", section)]
+    assert ["--nsa-decode-backend", "flashmla_kv", "trtllm"] in rows
+    assert ["--kv-cache-dtype", "fp8_e4m3", "not", "set"] in rows
+    assert 'data-copy="#cmd-known-good"' in section
+
+
+def test_a_fix_in_words_is_its_own_heading_not_repeated_as_a_change(
+    client: Client, starter_kb: None
+) -> None:
+    page = page_of(
+        client,
+        "/opt/flashinfer/include/flashinfer/attention/mla.cuh(523): error: static assertion "
+        'failed with "sizeof(DType) == 2"\n',
+        gpu="RTX PRO 6000",
+    )
+    first = page[page.index('<li class="fix"') :].split("</li>", 1)[0]
+    assert first.count("revert the kv_data_type patch in flashinfer_mla_backend.py") == 1
 
 
 def test_a_bare_error_line_is_quoted_as_written(client: Client, starter_kb: None) -> None:

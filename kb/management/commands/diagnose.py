@@ -79,7 +79,11 @@ class Command(BaseCommand):
             answer = DiagnosisSerializer(result, context=context).data
             self.stdout.write(json.dumps(answer, indent=2))
         else:
-            self.stdout.write(render_text(result, corrected(result, options["launch_command"])))
+            from api.serializers import known_good_of
+
+            typed = options["launch_command"] or ""
+            known_good = known_good_of(result, typed)
+            self.stdout.write(render_text(result, corrected(result, typed), known_good))
 
 
 def parse_answers(raw: list[str]) -> dict[str, str]:
@@ -142,7 +146,9 @@ def corrected(diagnosis: Diagnosis, launch_command: str | None) -> str | None:
     return corrected_command_for(first, diagnosis, context) if first else None
 
 
-def render_text(diagnosis: Diagnosis, command: str | None = None) -> str:
+def render_text(
+    diagnosis: Diagnosis, command: str | None = None, known_good: dict[str, Any] | None = None
+) -> str:
     lines = [headline(diagnosis)]
     if diagnosis.not_as_launched:
         lines += ["", "The server did not run what its launch command said (from its log):"]
@@ -153,14 +159,10 @@ def render_text(diagnosis: Diagnosis, command: str | None = None) -> str:
     if diagnosis.verdict is Verdict.NONE:
         lines += render_next_step(diagnosis)
     if command:
+        from api.serializers import compared_with  # the API's own words
+
         found = diagnosis.context.found_command
-        source = (
-            {"paste": "the command in the paste"}.get(
-                found.source, f"the command rebuilt from the logged {found.source}"
-            )
-            if found
-            else "your launch command"
-        )
+        source = compared_with("" if found else command, found)
         lines += [
             "",
             f"Corrected launch command (the first fix applied to {source}):",
@@ -173,6 +175,8 @@ def render_text(diagnosis: Diagnosis, command: str | None = None) -> str:
             )
     for fix in diagnosis.fixes:
         lines += render_fix(fix)
+    if known_good:
+        lines += render_known_good(known_good)
     if diagnosis.not_helpful:
         lines.append("")
         lines.append("Known NOT to help:")
@@ -223,6 +227,20 @@ def render_next_step(diagnosis: Diagnosis) -> list[str]:
         lines += ["", drafts_line([{"id": d.pk, "title": d.title} for d in drafts])]
     else:
         lines += ["", "Once you solve it, start a finding from this paste on the web page."]
+    return lines
+
+
+def render_known_good(known_good: dict[str, Any]) -> list[str]:
+    verified = f", verified {known_good['verified']}" if known_good["verified"] else ""
+    lines = ["", f"Known to work on this setup ({known_good['title']}{verified}):"]
+    lines.append(f"  {known_good['command']}")
+    if known_good["differences"]:
+        yours = known_good["compared_with"].capitalize()
+        lines.append(f"  {yours} differs from it (yours -> known to work):")
+        lines += [
+            f"    {d['name']}: {d['yours'] or '(not set)'} -> {d['works'] or '(not set)'}"
+            for d in known_good["differences"]
+        ]
     return lines
 
 
