@@ -104,6 +104,7 @@ def detail_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
     for entry in answer.get("fixes", [])[:MAX_FIXES_SHOWN]:
         blocks += fix_blocks(entry, answer)
     blocks += not_helpful_blocks(answer.get("not_helpful", []))
+    blocks += known_good_blocks(answer.get("known_good"))
     for question in answer.get("questions", [])[:1]:
         blocks += question_blocks(question, answer)
     if not blocks:
@@ -111,6 +112,17 @@ def detail_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
         blocks += nearest_blocks(answer)
         blocks += draft_blocks(answer.get("drafts_waiting", []))
     return blocks
+
+
+def known_good_blocks(good: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """One line: the runbook's launch for this setup, and how many settings differ."""
+    if not good:
+        return []
+    line = "_Known to work on this setup:_ " + link(good["html_url"], good["title"])
+    if good["differences"]:
+        count = len(good["differences"])
+        line += f" ({count} setting{'s' if count > 1 else ''} of yours differ)"
+    return [section(line)]
 
 
 def draft_blocks(drafts: list[dict[str, Any]]) -> list[dict[str, Any]]:

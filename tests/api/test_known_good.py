@@ -60,3 +60,15 @@ def test_an_architecture_alone_finds_the_entry_of_a_gpu_of_it(starter_kb: None) 
     assert runbook.entry_for("GLM-5-NVFP4", (), "sm_90", "sglang", None) is None
     assert runbook.entry_for("GLM-5-NVFP4", (), "sm_120", "vllm", None) is None
     assert runbook.entry_for(None, (), "sm_120", None, None) is None
+
+
+def test_slack_links_the_known_good_launch(starter_kb: None, reader: APIClient) -> None:
+    response = reader.post(
+        "/api/v1/diagnose/?format=slack",
+        {"traceback": DECODE_CRASH, "gpu": "RTX PRO 6000", "launch_command": GLM5},
+        format="json",
+    )
+    texts = [b["text"]["text"] for b in response.json()["blocks"] if b.get("text")]
+    line = next(t for t in texts if t.startswith("_Known to work on this setup:_"))
+    assert "/runbook/#rb-" in line and "|GLM-5-NVFP4 on 8x NVIDIA RTX PRO 6000" in line
+    assert "settings of yours differ" in line
