@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client, override_settings
 
-from kb.models import Finding, Host, ValidationRun
+from kb.models import Finding, Fix, Host, ValidationRun
 from tests.web.conftest import decode_finding
 
 pytestmark = pytest.mark.django_db
@@ -85,12 +85,24 @@ def test_it_links_to_where_the_source_entry_is_edited(client: Client, starter_kb
     assert 'href="https://git.example.com/kb/edit/main/knowledge/FINDINGS.md#L164"' in page
 
 
-def test_reviewers_validate_a_fix_on_a_registered_host(
-    client: Client, starter_kb: None, reviewer: User
-) -> None:
+TRUST_REMOTE_CODE = {"action": "set_flag", "name": "trust-remote-code"}
+
+
+def decode_fix(*more_changes: dict[str, str]) -> tuple[Finding, Fix]:
+    """The decode crash's finding and its first fix, with `more_changes` added to the fix."""
     finding = decode_finding()
     fix = finding.fixes.order_by("position", "id").first()
     assert fix is not None
+    if more_changes:
+        fix.changes = [*fix.changes, *more_changes]
+        fix.save()
+    return finding, fix
+
+
+def test_reviewers_validate_a_fix_on_a_registered_host(
+    client: Client, starter_kb: None, reviewer: User
+) -> None:
+    finding, fix = decode_fix()
     host = Host.objects.create(name="rtx-box-1", address="10.0.0.5", username="ci")
     url = f"/findings/{finding.pk}/fixes/{fix.pk}/validate/"
     assert "Validate on…" not in text_of(client.get(f"/findings/{finding.pk}/"))
@@ -110,11 +122,7 @@ def test_reviewers_validate_a_fix_on_a_registered_host(
 def test_a_host_that_would_refuse_the_fix_is_greyed_out_with_the_reason(
     client: Client, starter_kb: None, reviewer: User
 ) -> None:
-    finding = decode_finding()
-    fix = finding.fixes.order_by("position", "id").first()
-    assert fix is not None
-    fix.changes = [*fix.changes, {"action": "set_flag", "name": "trust-remote-code"}]
-    fix.save()
+    finding, fix = decode_fix(TRUST_REMOTE_CODE)
     plain = Host.objects.create(name="rtx-box-1", address="10.0.0.5", username="ci")
     sandbox = Host.objects.create(
         name="sandbox", address="10.0.0.6", username="ci", allowed_flags=["trust-remote-code"]
@@ -297,11 +305,7 @@ def test_reviewers_validate_a_fix_on_every_host_of_its_gpu_at_once(
 def test_every_host_of_its_gpu_means_every_one_that_runs_the_fix(
     client: Client, starter_kb: None, reviewer: User
 ) -> None:
-    finding = decode_finding()  # seen on sm_120
-    fix = finding.fixes.order_by("position", "id").first()
-    assert fix is not None
-    fix.changes = [*fix.changes, {"action": "set_flag", "name": "trust-remote-code"}]
-    fix.save()
+    finding, fix = decode_fix(TRUST_REMOTE_CODE)  # seen on sm_120
     blackwell = {"gpu_count": 8, "gpu_name": "NVIDIA RTX PRO 6000", "arch": "sm_120"}
     Host.objects.create(
         name="rtx-a", address="10.0.0.5", username="ci", facts=blackwell,
