@@ -257,21 +257,32 @@ def hosts_of(archs: set[str]) -> list[Host]:
     return [h for h in found if not archs or h.facts.get("arch") in archs]
 
 
-def start_on_matching(
-    fix: Fix, *, by: Any = None, recipe: dict[str, Any] | None = None
-) -> list[ValidationRun]:
+@dataclass(frozen=True)
+class Started:
+    """Runs queued on the matching hosts, and the hosts that refused the fix, with why."""
+
+    runs: list[ValidationRun]
+    refused: dict[str, str]  # host name -> reason
+
+    def left_out(self) -> str:
+        """ "Not on rtx-b: <reason>." for each refusing host; "" when none refused."""
+        return " ".join(f"Not on {name}: {why}." for name, why in self.refused.items())
+
+
+def start_on_matching(fix: Fix, *, by: Any = None, recipe: dict[str, Any] | None = None) -> Started:
     """Queue a run of `fix` on every matching host (facts must have been collected) that
-    runs it: a host that refuses it (a flag its operator does not allow) is left out.
-    Raises the first refusal when every matching host refuses."""
-    queued, refused = [], []
+    runs it: a host that refuses it (a flag its operator does not allow) is left out and
+    named. Raises the first refusal when every matching host refuses."""
+    runs: list[ValidationRun] = []
+    refused: dict[str, ValidationRefused] = {}
     for host in matching_hosts(fix):
         try:
-            queued.append(start(fix, host, by=by, recipe=recipe))
+            runs.append(start(fix, host, by=by, recipe=recipe))
         except ValidationRefused as exc:
-            refused.append(exc)
-    if refused and not queued:
-        raise refused[0]
-    return queued
+            refused[host.name] = exc
+    if refused and not runs:
+        raise next(iter(refused.values()))
+    return Started(runs, {name: str(exc) for name, exc in refused.items()})
 
 
 def revalidate(*, older_than_days: float = 30) -> list[ValidationRun]:

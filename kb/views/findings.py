@@ -143,21 +143,17 @@ def validate_on_matching(request: HttpRequest, fix: Fix) -> HttpResponse:
     """Queue a run on every host whose GPU architecture the finding was seen on."""
     back = redirect(f"/findings/{fix.finding_id}/#fix-{fix.pk}")
     try:
-        runs = validation.start_on_matching(fix, by=request.user)
+        started = validation.start_on_matching(fix, by=request.user)
     except validation.ValidationRefused as refused:
         messages.error(request, f"Not queued: {refused}")
         return back
+    runs = started.runs
     if not runs:
         messages.error(request, "No registered host has the finding's GPU architecture.")
         return back
     names = ", ".join(run.host.name for run in runs)
     queued = f"Queued {len(runs)} run{'s' if len(runs) > 1 else ''} of fix {fix.pk}, on {names}."
-    left_out = sorted(
-        {h.name for h in validation.matching_hosts(fix)} - {r.host.name for r in runs}
-    )
-    if left_out:
-        queued += f" Not on {', '.join(left_out)}: they refuse this fix's launch."
-    messages.success(request, queued)
+    messages.success(request, " ".join(filter(None, [queued, started.left_out()])))
     return redirect(f"{reverse('kb:run-list')}?status=live#runs")
 
 

@@ -202,6 +202,18 @@ def test_it_queues_a_fix_on_every_host_of_the_architecture_it_was_seen_on(
     assert [run.host_id for run in queued] == [blackwell.pk]
     assert blackwell.name in out.getvalue() and unknown.name not in out.getvalue()
 
+    # A matching host whose operator does not allow a flag of the fix is named, not run on.
+    sandbox = make_host()
+    Host.objects.filter(pk=sandbox.pk).update(
+        facts={"gpu_count": 8, "arch": "sm_120"}, allowed_flags=["trust-remote-code"]
+    )
+    fix.changes = [*fix.changes, {"action": "set_flag", "name": "trust-remote-code"}]
+    fix.save()
+    out = io.StringIO()
+    call_command("validate", "--fix", str(fix.pk), "--all-matching", stdout=out)
+    assert f"queued on {sandbox.name}" in out.getvalue()
+    assert f"not queued on {blackwell.name}: --trust-remote-code is not run" in out.getvalue()
+
 
 def test_it_revalidates_only_pairs_whose_last_run_is_old(
     make_host: Callable[..., Host], make_fix: Callable[..., Fix]

@@ -319,4 +319,5 @@ def test_every_host_of_its_gpu_means_every_one_that_runs_the_fix(
     )
 
     assert [run.host.name for run in ValidationRun.objects.all()] == ["rtx-a"]
-    assert f"Queued 1 run of fix {fix.pk}, on rtx-a. Not on rtx-b: they refuse" in text_of(response)
+    said = text_of(response)
+    assert f"Queued 1 run of fix {fix.pk}, on rtx-a. Not on rtx-b: --trust-remote-code is" in said

@@ -59,12 +59,14 @@ class Command(BaseCommand):
         if fix is None:
             raise CommandError("--all-matching needs --fix ID of an existing fix")
         try:
-            runs = validation.start_on_matching(fix, recipe=self.recipe(options["recipe"]))
+            started = validation.start_on_matching(fix, recipe=self.recipe(options["recipe"]))
         except validation.ValidationRefused as exc:
             raise CommandError(f"not queued: {exc}") from exc
-        for run in runs:
+        for run in started.runs:
             self.stdout.write(f"run {run.pk} queued on {run.host.name}")
-        if not runs:
+        for name, why in started.refused.items():
+            self.stdout.write(f"not queued on {name}: {why}")
+        if not started.runs:
             self.stdout.write("no registered host matches (collect facts with `hosts facts`)")
 
     def fix_and_host(self, options: dict[str, Any]) -> tuple[Fix, Host]:
