@@ -38,6 +38,20 @@ def test_hosts_list_has_a_header() -> None:
     assert lines[1].split("\t") == ["h200-a", "gpu@10.200.0.9:22", "?", "lab", "", "free"]
 
 
+def test_a_hosts_operator_allows_and_disallows_a_refused_flag_later() -> None:
+    Host.objects.create(name="h200-a", address="10.200.0.9", username="gpu")
+    assert run("hosts", "allow", "h200-a", "trust-remote-code") == (
+        "h200-a allows --trust-remote-code\n"
+    )
+    assert run("hosts", "list").splitlines()[1].split("\t")[4] == "--trust-remote-code"
+    with pytest.raises(CommandError, match="only refused flags can be allowed"):
+        run("hosts", "allow", "h200-a", "download-dir")
+    assert Host.objects.get().allowed_flags == ["trust-remote-code"]
+    assert run("hosts", "disallow", "h200-a", "trust-remote-code") == (
+        "h200-a allows no refused flag\n"
+    )
+
+
 def test_hosts_list_says_busy_only_while_the_lease_runs(fix: Fix) -> None:
     host = Host.objects.create(name="h200-a", address="10.200.0.9", username="gpu")
     run_row = ValidationRun.objects.create(fix=fix, host=host, status="running")

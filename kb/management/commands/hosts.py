@@ -1,10 +1,11 @@
-"""`python manage.py hosts add|facts|list`: the GPU host registry."""
+"""`python manage.py hosts add|allow|disallow|facts|list`: the GPU host registry."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import IntegrityError
 from django.utils import timezone
@@ -36,6 +37,11 @@ class Command(BaseCommand):
         add.add_argument("--allow-flag", action="append", default=[], metavar="FLAG",
                          help="Let runs on this host pass a flag the host policy refuses, "
                          "e.g. trust-remote-code (repeatable)")  # fmt: skip
+        for action, says in (("allow", "Let"), ("disallow", "Stop letting")):
+            edit = sub.add_parser(action, help=f"{says} runs on a host pass refused flags")
+            edit.add_argument("name")
+            edit.add_argument("flags", nargs="+", metavar="FLAG",
+                              help="without its dashes, e.g. trust-remote-code")  # fmt: skip
         facts = sub.add_parser("facts", help="Read GPUs and versions over SSH and save them")
         facts.add_argument("name")
         sub.add_parser("list", help="Registered hosts with their GPUs and leases")
@@ -62,6 +68,27 @@ class Command(BaseCommand):
         warning = remote.key_warning(host.key_path)
         if warning:
             self.stderr.write(warning)
+
+    def do_allow(self, options: dict[str, Any]) -> None:
+        self.edit_allowed(options, allow=True)
+
+    def do_disallow(self, options: dict[str, Any]) -> None:
+        self.edit_allowed(options, allow=False)
+
+    def edit_allowed(self, options: dict[str, Any], *, allow: bool) -> None:
+        host = Host.objects.filter(name=options["name"]).first()
+        if host is None:
+            raise CommandError(f"no host named {options['name']!r}")
+        named = {flag.removeprefix("--") for flag in options["flags"]}
+        current = set(host.allowed_flags or ())
+        host.allowed_flags = sorted(current | named if allow else current - named)
+        try:
+            host.full_clean()
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from exc
+        host.save(update_fields=["allowed_flags"])
+        allowed = ", ".join(f"--{flag}" for flag in host.allowed_flags) or "no refused flag"
+        self.stdout.write(f"{host.name} allows {allowed}")
 
     def do_facts(self, options: dict[str, Any]) -> None:
         host = Host.objects.filter(name=options["name"]).first()
