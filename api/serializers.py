@@ -1005,8 +1005,11 @@ def summary_line(diagnosis: Diagnosis) -> str:
     signature = diagnosis.signature
     first = first_fix_to_try(diagnosis.fixes)
     if diagnosis.match is MatchLevel.NONE or first is None:
-        error = f"this {error_name(signature.exception_type)}" if signature else "this paste"
-        if signature and signature.exception_type not in UNNAMED_TYPES:
+        if signature is None:
+            error = "this paste"
+        elif signature.exception_type in UNNAMED_TYPES:
+            error = f"this {error_name(signature.exception_type)}"  # our name, not the paste's
+        else:
             error = signature.exception_type
         if diagnosis.fixes:  # every fix is already in the launch command
             return f"Known issue, but every known fix is already applied: {error}."
