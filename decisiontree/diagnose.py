@@ -195,7 +195,7 @@ def no_match(
         )
         for c in near
     )
-    words = search_words(signature, text, near, graph)
+    words = search_words(signature, text, near or found, graph, close=bool(near))
     return Diagnosis(
         MatchLevel.NONE,
         signature,
@@ -293,15 +293,23 @@ def search_words(
     text: str,
     nearest: Sequence[Candidate],
     graph: KnowledgeGraph,
+    *,
+    close: bool = True,
 ) -> tuple[str, ...]:
     """The paste's most specific words that the knowledge base also holds: the words it
     shares with the nearest findings, those no ordinary output has first, then the
-    rarest others (none commoner than half the rarest word)."""
+    rarest others (none commoner than half the rarest word).
+
+    With no finding `close` enough to name, a word that several findings share is too
+    common to name one of them, yet a search by it still lists them: then only the
+    words no ordinary output has are offered."""
     paste = set(signature.terms if signature else text_terms(text))
     shared = {t for c in nearest for t in c.matched_terms} & paste
     words = [w for w in shared if re.fullmatch(r"[\w.-]{3,}", w)]
     # One word's specificity is its idf over twice the rarest word's: 0.25 is half as rare.
-    words = [w for w in words if telling([w]) or graph.index.specificity([w]) >= HALF_AS_RARE]
+    words = [
+        w for w in words if telling([w]) or (close and graph.index.specificity([w]) >= HALF_AS_RARE)
+    ]
     words.sort(key=lambda w: (w not in telling([w]), -graph.index.weight(w), w))
     return tuple(words[:SEARCH_WORDS])
 
