@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -56,6 +57,31 @@ def optional_text(max_length: int = 200) -> serializers.CharField:
     return serializers.CharField(required=False, allow_blank=True, max_length=max_length)
 
 
+# What a browser's form posts beside an endpoint's own fields (the browsable API's forms).
+FORM_ONLY_FIELDS = frozenset({"csrfmiddlewaretoken"})
+
+
+class KnownFieldsOnly(serializers.Serializer):
+    """Refuses a field the endpoint does not know instead of dropping it: a bot that sent
+    `launch_cmd` for `launch_command`, or `sample` for `samples`, would otherwise get an
+    answer that left it out without a word. Read-only fields may be sent back unchanged."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields) - FORM_ONLY_FIELDS)
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: [self.unknown_field(name)] for name in unknown}
+                )
+        return super().to_internal_value(data)
+
+    def unknown_field(self, name: str) -> str:
+        taken = [n for n, f in self.fields.items() if not f.read_only]
+        close = difflib.get_close_matches(name, taken, n=1)
+        hint = f"did you mean `{close[0]}`? " if close else ""
+        return f"Unknown field; {hint}this endpoint takes {', '.join(taken)}."
+
+
 class PasteField(serializers.CharField):
     """Text; a file sent under the paste's name (`curl -F traceback=@server.log`, the usual
     slip for `-F traceback=<server.log`) is kept as the file, and read as `log` is."""
@@ -66,7 +92,7 @@ class PasteField(serializers.CharField):
         return super().to_internal_value(data)
 
 
-class DiagnoseRequestSerializer(serializers.Serializer):
+class DiagnoseRequestSerializer(KnownFieldsOnly):
     traceback = PasteField(
         trim_whitespace=False,
         required=False,
@@ -119,7 +145,7 @@ class DiagnoseRequestSerializer(serializers.Serializer):
         return value
 
 
-class FeedbackRequestSerializer(serializers.Serializer):
+class FeedbackRequestSerializer(KnownFieldsOnly):
     """A vote on a suggested fix; a second vote on the same fix and paste replaces the first."""
 
     fix_id = serializers.IntegerField(
@@ -229,7 +255,7 @@ def validate_pairs(value: Any, required: tuple[str, ...], what: str) -> list[dic
     return value
 
 
-class FixSerializer(serializers.ModelSerializer):
+class FixSerializer(KnownFieldsOnly, serializers.ModelSerializer):
     finding_id = serializers.IntegerField(read_only=True)
 
     class Meta:
@@ -307,7 +333,7 @@ class FlagSettingSerializer(serializers.ModelSerializer):
         fields = ["name", "value"]
 
 
-class SampleSerializer(serializers.ModelSerializer):
+class SampleSerializer(KnownFieldsOnly, serializers.ModelSerializer):
     """An error text of a finding: what a paste is matched against."""
 
     finding_id = serializers.IntegerField(read_only=True)
@@ -343,7 +369,7 @@ def readable_sample(value: str) -> str:
 MAX_SAMPLES = 20  # per request; more can be added one at a time
 
 
-class FindingSerializer(serializers.ModelSerializer):
+class FindingSerializer(KnownFieldsOnly, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:finding-detail")
     html_url = serializers.SerializerMethodField(help_text="The finding's web page, for people")
     gpus = GpuSerializer(many=True, read_only=True)
@@ -435,18 +461,6 @@ class FindingSerializer(serializers.ModelSerializer):
             )
         return value
 
-    def to_internal_value(self, data: Any) -> Any:
-        # A field this endpoint does not know is refused, not dropped: a bot that sent
-        # `sample` for `samples` would otherwise lose it without a word. JSON bodies only:
-        # the browsable API's form posts its CSRF token beside the fields.
-        if type(data) is dict:
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError(
-                    {name: ["Unknown field for a finding."] for name in unknown}
-                )
-        return super().to_internal_value(data)
-
     @transaction.atomic  # the finding with all its fixes and samples, or nothing
     def create(self, validated_data: dict[str, Any]) -> Finding:
         fixes = validated_data.pop("fixes", [])
@@ -517,7 +531,7 @@ class ValidationRunSerializer(serializers.ModelSerializer):
         return page_url(reverse("kb:run-detail", args=[run.pk]))
 
 
-class ValidationRunRequestSerializer(serializers.Serializer):
+class ValidationRunRequestSerializer(KnownFieldsOnly):
     fix_id = serializers.IntegerField(min_value=1)
     host = serializers.CharField(max_length=80, help_text="The host's name (or id)")
 

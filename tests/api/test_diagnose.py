@@ -161,6 +161,19 @@ def test_it_needs_a_traceback(reader: APIClient) -> None:
     assert error["message"] == "traceback: This field is required."
 
 
+@pytest.mark.parametrize("form", ["json", "multipart"])
+def test_a_misspelt_field_is_refused_with_the_name_it_meant(
+    reader: APIClient, dsa_finding: Finding, form: str
+) -> None:
+    """`--launch-cmd` on the command line, `launch_cmd` in a bot: refused, not an answer
+    that left the launch out."""
+    body = {"traceback": DSA_ASSERT, "launch_cmd": LAUNCH}
+    error = assert_error(reader.post(DIAGNOSE, body, format=form), 400, "invalid")
+    [said] = error["fields"]["launch_cmd"]
+    assert "did you mean `launch_command`?" in said
+    assert "traceback" in said and "answers" in said
+
+
 @pytest.mark.parametrize(
     "body",
     [
