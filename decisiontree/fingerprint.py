@@ -427,9 +427,14 @@ def _innermost_code(frames: tuple[Frame, ...]) -> str:
     return next((f.code for f in frames[::-1] if f.code), "")
 
 
+def stated_message(exc: RaisedException) -> str:
+    """What the error says: its message's first line; a bare "AssertionError" says it with
+    the assert statement that raised it."""
+    return _first_line(exc.message) or _innermost_code(exc.frames)
+
+
 def _exception_signature(exc: RaisedException, parsed: ParsedTraceback) -> Signature:
-    # A bare "AssertionError" is identified by the assert statement that raised it.
-    text = _first_line(exc.message) or _innermost_code(exc.frames)
+    text = stated_message(exc)
     exc_type = canonical_type(exc.type, exc.message)
     base, message = _base_and_message(text, text)
     template = _with_assertion(base, parsed)

@@ -21,7 +21,12 @@ from decisiontree import conditions
 from decisiontree.answer import Diagnosis
 from decisiontree.context import Context, build_context
 from decisiontree.diagnose import diagnose as diagnose_with_graph
-from decisiontree.fingerprint import FINGERPRINT_VERSION, canonical_type, signatures_of
+from decisiontree.fingerprint import (
+    FINGERPRINT_VERSION,
+    canonical_type,
+    signatures_of,
+    stated_message,
+)
 from decisiontree.graph import REBUILD_CHUNK, KnowledgeGraph, build_graph
 from decisiontree.records import (
     Change,
@@ -270,7 +275,8 @@ def pasted_error(text: str, exception_type: str | None) -> PastedError:
         for exc in parsed.exceptions
         if named and exc.type and canonical_type(exc.type, exc.message) == named
     ]
-    lines = [f"{exc.type}: {first_line(exc.message)}" for exc in raised[-1:]]
+    said = [(exc.type, stated_message(exc).strip()) for exc in raised[-1:]]
+    lines = [f"{name}: {message}" if message else name for name, message in said]
     lines += parsed.kernel_assertions[:1]
     if not lines:
         lines = list(parsed.error_lines[:2])

@@ -265,6 +265,26 @@ def test_the_verdict_quotes_a_cuda_error_raised_as_runtimeerror_not_the_hint_aft
     assert "asynchronously" not in verdict
 
 
+def test_the_verdict_quotes_a_bare_assertion_error_with_the_assert_that_raised_it(
+    client: Client, starter_kb: None
+) -> None:
+    # Python prints a failed `assert x` as a bare "AssertionError": what failed is the
+    # statement in the frame above it.
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/sglang/python/sglang/srt/mem_cache/memory_pool.py", line 1466, in '
+        "set_kv_buffer\n"
+        "    assert not self.nsa_kv_cache_store_fp8\n"
+        "AssertionError\n"
+    )
+    location = client.post("/diagnose/", {"text": paste})["Location"]
+
+    verdict = text_of(client.get(location)).split('<header class="verdict', 1)[1]
+    verdict = verdict.split("</header>", 1)[0]
+
+    assert "<code>AssertionError: assert not self.nsa_kv_cache_store_fp8</code>" in verdict
+
+
 def test_the_decision_path_says_how_a_renamed_exception_type_was_pasted(
     client: Client, starter_kb: None
 ) -> None:
