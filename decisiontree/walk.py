@@ -237,7 +237,7 @@ def _start(
     factor, conditions = condition_steps(graph.conditions_of(finding.id), context, vocabulary)
     steps = (
         WhyStep("signature", candidate.explain()),
-        WhyStep("cause", finding.cause),
+        WhyStep("cause", spelled_text(finding.cause, context, finding)),
         *conditions,
     )
     path = (
@@ -270,7 +270,7 @@ def _sibling(
     )
     path = (
         *start.path,
-        PathStep("cause", sibling.cause or start.finding.cause),
+        PathStep("cause", spelled_text(sibling.cause or start.finding.cause, context, sibling)),
         PathStep("finding", sibling.title, sibling.id),
     )
     steps = (*start.steps, shared, *conditions)
@@ -350,6 +350,7 @@ def ranked(
         detail += "; already in your launch command"
     fits = fitted_changes(fix.changes, context, visit.finding)
     framework, version = spelling_release(context, visit.finding)
+    summary = spelled_summary(fix, context, visit.finding)
     return RankedFix(
         rank=0,
         score=round(visit.score * factor, 4),
@@ -359,10 +360,10 @@ def ranked(
         why=(*visit.steps, WhyStep("fix", detail)),
         already_applied=applied,
         changes=fits[0],
-        summary=spelled_summary(fix, context, visit.finding),
+        summary=summary,
         withheld=fits[1],
         spellings=older_spellings(flag_names(fits[0]), framework, version),
-        path=(*visit.path, PathStep("fix", fix.summary, fix.id)),
+        path=(*visit.path, PathStep("fix", summary, fix.id)),
         proposed=is_proposed(fix) and not has_evidence(fix, evidence),
     )
 
@@ -375,8 +376,14 @@ def spelling_release(context: Context, finding: FindingRecord) -> tuple[str | No
 
 def spelled_summary(fix: FixRecord, context: Context, finding: FindingRecord) -> str:
     """A fix's summary with its flags named as the rest of the answer names them."""
+    return spelled_text(fix.summary, context, finding)
+
+
+def spelled_text(text: str, context: Context, finding: FindingRecord) -> str:
+    """A finding's words (its cause, a fix's summary) with the flags they name written as
+    the rest of the answer writes them: one spelling per answer."""
     framework, version = spelling_release(context, finding)
-    return respell(fix.summary, framework, version, source=framework_of(finding.conditions))
+    return respell(text, framework, version, source=framework_of(finding.conditions))
 
 
 def fitted_changes(

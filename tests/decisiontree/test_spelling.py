@@ -32,7 +32,8 @@ POOL = FindingRecord(
     id=1,
     title="Triton attention writes the FP8 DSA pool",
     kind="crash",
-    cause="the triton backend writes the packed FP8 sparse-attention pool it cannot handle",
+    cause="the triton backend writes the packed FP8 sparse-attention pool it cannot handle; "
+    "--nsa-decode-backend picks a kernel that can",
     samples=(POOL_ASSERT,),
     conditions=(
         Condition("framework", "sglang"),
@@ -47,7 +48,8 @@ def answer_text(version: str | None) -> str:
     result = diagnose(POOL_ASSERT_ELSEWHERE, context, build_graph([POOL]))
     first = result.fixes[0]
     details = " ".join(step.detail for step in first.why)
-    return " ".join((first.summary, *first.command_changes, details))
+    path = " ".join(step.label for step in first.path)
+    return " ".join((first.summary, *first.command_changes, details, path))
 
 
 def test_a_059_user_reads_the_old_spelling_everywhere() -> None:
