@@ -36,6 +36,7 @@ from api.serializers import (
     SlackMessageSerializer,
     SlashCommandSerializer,
 )
+from decisiontree.answer import changes_beside
 from decisiontree.fingerprint import shown_error
 from kb.models import Fix, FixFeedback
 from kb.services import feedback, stored_diagnoses
@@ -166,8 +167,8 @@ def fix_blocks(entry: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, 
         lines[0] += " _(already in your launch command)_"
     if entry.get("fits_nothing"):
         lines[0] += " _(nothing in it fits your setup)_"
-    changes = [c for c in fix.get("command_changes", []) if c != fix["summary"]]
-    if changes:  # a patch or a step in words is its own summary: said once
+    changes = changes_beside(fix["summary"], fix.get("command_changes", []))
+    if changes:
         lines.append(" ".join(code(change) for change in changes))
     why = [step["detail"] for step in entry.get("why", []) if step["step"] != "signature"]
     if why:

@@ -159,6 +159,15 @@ def first_fix(fixes: Sequence[RankedFix]) -> RankedFix | None:
     return fixes[0] if fixes and not fixes[0].already_applied else None
 
 
+def changes_beside(summary: str, changes: Sequence[str]) -> tuple[str, ...]:
+    """The changes a text answer lists under a fix's summary: none when the summary is
+    the changes themselves ("--kv-cache-dtype bf16 --page-size 64"), and never the one
+    that is the summary (a patch or a step in words)."""
+    if " ".join(changes) == summary:
+        return ()
+    return tuple(change for change in changes if change != summary)
+
+
 __all__ = [
     "Diagnosis",
     "NotAsLaunched",
@@ -170,5 +179,6 @@ __all__ = [
     "Verdict",
     "WhyStep",
     "WithheldChange",
+    "changes_beside",
     "first_fix",
 ]

@@ -356,6 +356,17 @@ def test_a_fix_in_words_is_said_once(reader, starter_kb: None) -> None:
     assert first_fix.count("revert the kv_data_type patch in flashinfer_mla_backend.py") == 1
 
 
+def test_a_fix_whose_summary_is_its_flags_lists_them_once(reader, starter_kb: None) -> None:
+    paste = (
+        'File "/opt/sglang/python/sglang/srt/mem_cache/memory_pool.py", line 1412, in '
+        "set_kv_buffer\n    assert not self.nsa_kv_cache_store_fp8\nAssertionError\n"
+    )
+    response = reader.post("/api/v1/diagnose/?format=slack", {"traceback": paste}, format="json")
+    first_fix = response.json()["blocks"][1]["text"]["text"]
+    assert first_fix.startswith("*1. --")  # a fix of flags, under a heading of them
+    assert first_fix.count("dsa-decode-backend trtllm") == 1
+
+
 def test_knowledge_base_text_cannot_ping_or_disguise_links(reader, dsa_finding: Finding) -> None:
     """Slack reads <!channel>, <@U…> and <url|label> in mrkdwn: they must arrive as text."""
     dsa_finding.title = "Crash <!channel> <!everyone> ask <@U024BE7LH>"

@@ -102,6 +102,16 @@ def test_a_fix_in_words_is_said_once(starter_kb: None, tmp_path: Path) -> None:
     assert text.count("revert the kv_data_type patch in flashinfer_mla_backend.py") == 1
 
 
+def test_a_fix_whose_heading_is_its_flags_lists_them_once(starter_kb: None, tmp_path: Path) -> None:
+    paste = tmp_path / "assert.txt"
+    paste.write_text(TRITON_ASSERT)
+    text = run(str(paste), "--gpu", "RTX PRO 6000")
+    block = text.partition("\n1. ")[2].partition("\n\n")[0]
+    flags = block.splitlines()[0].split("  [score")[0]
+    assert flags.startswith("--") and " --" in flags  # several flags, one heading
+    assert block.count(flags.split(" --")[1]) == 1  # a flag of it is not listed again
+
+
 def test_the_text_names_the_launch_known_to_work_and_what_differs(
     starter_kb: None, tmp_path: Path
 ) -> None:

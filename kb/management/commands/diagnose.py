@@ -14,7 +14,7 @@ from typing import Any, BinaryIO, TextIO
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from decisiontree.answer import Diagnosis, NotHelpful, RankedFix, Verdict
+from decisiontree.answer import Diagnosis, NotHelpful, RankedFix, Verdict, changes_beside
 from decisiontree.fingerprint import shown_error
 from decisiontree.logfile import excerpt
 from decisiontree.traceback import InputRejected
@@ -250,8 +250,7 @@ def render_fix(fix: RankedFix) -> list[str]:
     notes += " (nothing in it fits your setup)" if fix.fits_nothing else ""
     summary = fix.summary or fix.fix.summary
     lines = ["", f"{fix.rank}. {summary}{notes}  [score {fix.score:.3f}]"]
-    # A patch or a step in words is its own summary: said once.
-    lines += [f"     {change}" for change in fix.command_changes if change != summary]
+    lines += [f"     {change}" for change in changes_beside(summary, fix.command_changes)]
     lines += [f"     not for your setup: {w.command_change} ({w.reason})" for w in fix.withheld]
     lines += [f"     ({note})" for note in fix.spellings]
     lines.append(f"   finding {fix.finding.id}: {fix.finding.title}")
@@ -262,6 +261,6 @@ def render_fix(fix: RankedFix) -> list[str]:
 def _not_helpful_line(entry: NotHelpful) -> str:
     """The summary, and the changes beside it only where they say something else."""
     summary = entry.summary or entry.fix.summary
-    changes = " ".join(entry.command_changes)
-    shown = summary if changes in ("", summary) else f"{summary} [{changes}]"
+    changes = changes_beside(summary, entry.command_changes)
+    shown = f"{summary} [{' '.join(changes)}]" if changes else summary
     return f"{shown}: {entry.reason}"
