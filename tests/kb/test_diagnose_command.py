@@ -143,6 +143,20 @@ def test_a_bare_error_line_is_quoted_as_written(starter_kb: None, tmp_path: Path
     assert printed.splitlines()[0] == "No known match for the upstream refused the connection"
 
 
+def test_the_error_is_quoted_with_its_own_numbers_not_masks(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "kv.txt"
+    paste.write_text(
+        "ERROR 11-30 08:14:02 [core.py:708] ValueError: To serve at least one request with the "
+        "model's max seq len (131072), 12.00 GiB KV cache is needed. Try decreasing "
+        "`max_model_len`.\n"
+    )
+    headline = run(str(paste)).splitlines()[0]
+    assert headline.startswith("No known match for ValueError: To serve at least one request")
+    assert "(131072), 12.00 GiB" in headline and "<num>" not in headline
+
+
 def test_with_no_known_match_it_names_the_nearest_finding_and_its_fixes_to_try(
     starter_kb: None, tmp_path: Path
 ) -> None:
