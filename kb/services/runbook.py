@@ -37,13 +37,27 @@ MODEL_FLAGS = ("model", "model-path")  # the model is placed by the entry point
 class Pitfall:
     finding: Finding
     fix: Fix | None  # the first fix reported to resolve it
+    # With none that resolves it, the first that helped in part: the best there is so far.
+    partial: Fix | None = None
+
+    @property
+    def shown_fix(self) -> Fix | None:
+        return self.fix or self.partial
 
     @property
     def fix_line(self) -> changes.FixLine | None:
         """The fix as the finding page shows it: its changes, spelled for the release."""
-        if self.fix is None:
+        if self.shown_fix is None:
             return None
-        return changes.fix_line(self.fix, framework_name(self.finding), version_of(self.finding))
+        return changes.fix_line(
+            self.shown_fix, framework_name(self.finding), version_of(self.finding)
+        )
+
+    @property
+    def fix_label(self) -> str:
+        if self.fix is not None:
+            return "Fix"
+        return "Helps in part" if self.partial is not None else ""
 
 
 @dataclass(frozen=True)
@@ -212,7 +226,9 @@ def add_finding(entry: RunbookEntry, finding: Finding, gpu_count: int) -> None:
         if str(library) not in entry.libraries:
             entry.libraries.append(str(library))
     if finding.kind != Finding.Kind.WORKS:
-        entry.pitfalls.append(Pitfall(finding, first_resolving(finding)))
+        entry.pitfalls.append(
+            Pitfall(finding, first_resolving(finding), first_of(finding, Fix.Outcome.PARTIAL))
+        )
         return
     if finding.works_command and entry.works is None:
         entry.works, entry.gpu_count = finding, gpu_count
@@ -231,7 +247,11 @@ def add_finding(entry: RunbookEntry, finding: Finding, gpu_count: int) -> None:
 
 
 def first_resolving(finding: Finding) -> Fix | None:
-    return next((fix for fix in finding.fixes.all() if fix.outcome == Fix.Outcome.RESOLVES), None)
+    return first_of(finding, Fix.Outcome.RESOLVES)
+
+
+def first_of(finding: Finding, outcome: str) -> Fix | None:
+    return next((fix for fix in finding.fixes.all() if fix.outcome == outcome), None)
 
 
 # --- the measured figures -----------------------------------------------------------

@@ -187,6 +187,26 @@ def test_the_markdown_export_links_back_to_the_findings(
         assert "- Framework: sglang 0.5.9" in text
 
 
+def test_a_pitfall_says_what_helps_in_part_when_nothing_resolves_it(
+    client: Client, starter_kb: None
+) -> None:
+    """The slow decode has only a partial fix; a pitfall with no fix at all says so."""
+    slow = Finding.objects.get(title__startswith="Single-stream decode")
+    assert not slow.fixes.filter(outcome=Fix.Outcome.RESOLVES).exists()
+    partial = slow.fixes.get(outcome=Fix.Outcome.PARTIAL)
+    oom = Finding.objects.get(title__startswith="CUDA-graph capture runs out of memory")
+    oom.fixes.all().delete()
+
+    page = html.unescape(text_of(client.get("/runbook/")))
+    text = text_of(client.get("/runbook.md"))
+
+    item = page.split(slow.title)[1].split("</li>", 1)[0]
+    assert "Helps in part:" in item and partial.summary[:40] in item
+    assert "No fix known yet" in page.split(oom.title)[1].split("</li>", 1)[0]
+    assert f"Helps in part: {partial.summary}" in text
+    assert text.split(oom.title)[1].splitlines()[1].strip().startswith("No fix known yet")
+
+
 @override_settings(FIXGRAPH_SOURCE_EDIT_URL="https://git.example.com/kb/edit/main/{path}#L{line}")
 def test_it_links_to_the_source_entry_to_edit(client: Client, starter_kb: None) -> None:
     page = text_of(client.get("/runbook/"))
