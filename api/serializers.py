@@ -873,6 +873,12 @@ class DiagnosisSerializer(serializers.Serializer):
         many=True, help_text="The finding's GPU, model, framework or release that differ here"
     )
     signature = ErrorSignatureSerializer(allow_null=True)
+    error_lines = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The error as pasted, to quote: the raised exception's first line (with a "
+        "bare AssertionError, the assert that raised it) and a kernel's assertion; else the "
+        "paste's error lines. Numbers kept; each line at most 300 characters",
+    )
     corrected_command = serializers.SerializerMethodField(
         help_text="The launch command with the first fix applied; null without one"
     )

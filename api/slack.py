@@ -91,7 +91,9 @@ def headline_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
     """The verdict: the summary line, the error, and a link to the diagnosis page."""
     lines = [f"*{escape(answer['summary'])}*"]
     signature = answer.get("signature")
-    if signature:
+    if answer.get("error_lines"):
+        lines.append(code(answer["error_lines"][0]))
+    elif signature:
         lines.append(code(shown_error(signature["exception_type"], signature["template"])[:500]))
     block = section("\n".join(lines))
     if answer.get("html_url"):

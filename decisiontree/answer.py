@@ -144,6 +144,8 @@ class Diagnosis:
     search_words: tuple[str, ...] = ()  # for "none": words of the paste the knowledge base has
     launch_flags: tuple[tuple[str, str], ...] = ()  # the context's flags, spelled as the answer
     not_as_launched: tuple[NotAsLaunched, ...] = ()  # what the server ran otherwise
+    # The error as pasted, numbers and the type's own name kept (fingerprint.quoted_error).
+    error_lines: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> Verdict:

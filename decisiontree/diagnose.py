@@ -35,7 +35,13 @@ from decisiontree.answer import (
     worth_trying,
 )
 from decisiontree.context import Context
-from decisiontree.fingerprint import UNNAMED_TYPES, Signature, signatures_of, text_terms
+from decisiontree.fingerprint import (
+    UNNAMED_TYPES,
+    Signature,
+    quoted_error,
+    signatures_of,
+    text_terms,
+)
 from decisiontree.flags import canonical_flag, flags_in_text
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.match import Candidate, MatchLevel, Query, shortlist
@@ -84,10 +90,12 @@ def diagnose(
     found = graph.index.lookup(queries)
     signature = signatures[0] if signatures else None
     flags = launch_flags(context)
+    quoted = quoted_error(parsed, signature.exception_type if signature else None).lines
     candidates = matched(found)
     if not candidates:
         nearest = explained(found[:NEAREST], queries, graph)
-        return no_match(signature, nearest, context, graph, vocabulary, text, flags)
+        answer = no_match(signature, nearest, context, graph, vocabulary, text, flags)
+        return dataclasses.replace(answer, error_lines=quoted)
     result = walk(candidates, context, graph, vocabulary, plain=plain)
     questions = ask_questions(
         candidates, context, graph, vocabulary, plain=plain, fixes=result.fixes
@@ -111,6 +119,7 @@ def diagnose(
         different_setup=differences,
         launch_flags=flags,
         not_as_launched=not_as_launched(context),
+        error_lines=quoted,
     )
 
 

@@ -433,6 +433,46 @@ def stated_message(exc: RaisedException) -> str:
     return _first_line(exc.message) or _innermost_code(exc.frames)
 
 
+# A pasted line longer than this is quoted cut (the whole paste is kept beside it).
+ERROR_LINE_CHARS = 300
+
+
+@dataclass(frozen=True)
+class PastedError:
+    """The error as the user wrote it: the signature is normalised (numbers read `<num>`,
+    the type release-independent), which a reader does not recognise as theirs."""
+
+    lines: tuple[str, ...] = ()  # empty when the paste holds no error line
+    # The raised exception's type as pasted, where the signature names it otherwise: a
+    # RuntimeError that says "CUDA error: ..." is the AcceleratorError of newer torch.
+    renamed_from: str = ""
+
+
+def quoted_error(parsed: ParsedTraceback, exception_type: str | None) -> PastedError:
+    """The raised exception the signature names (its first line, the type as pasted),
+    any kernel assertion; else the paste's error lines."""
+    named = exception_type or ""
+    raised = [
+        exc
+        for exc in parsed.exceptions
+        if named and exc.type and canonical_type(exc.type, exc.message) == named
+    ]
+    said = [(exc.type, stated_message(exc).strip()) for exc in raised[-1:]]
+    lines = [f"{name}: {message}" if message else name for name, message in said]
+    lines += parsed.kernel_assertions[:1]
+    if not lines:
+        lines = list(parsed.error_lines[:2])
+    shown = tuple(_cut(line) for line in dict.fromkeys(lines) if line.strip())
+    # The type's own short name, without the alias its message gives it.
+    renamed = [exc.type for exc in raised[-1:] if canonical_type(exc.type, "") != named]
+    return PastedError(shown, next(iter(renamed), ""))
+
+
+def _cut(line: str) -> str:
+    line = line.strip()
+    return line if len(line) <= ERROR_LINE_CHARS else line[: ERROR_LINE_CHARS - 1] + "…"
+
+
 def _exception_signature(exc: RaisedException, parsed: ParsedTraceback) -> Signature:
     text = stated_message(exc)
     exc_type = canonical_type(exc.type, exc.message)

@@ -23,9 +23,9 @@ from decisiontree.context import Context, build_context
 from decisiontree.diagnose import diagnose as diagnose_with_graph
 from decisiontree.fingerprint import (
     FINGERPRINT_VERSION,
-    canonical_type,
+    PastedError,
+    quoted_error,
     signatures_of,
-    stated_message,
 )
 from decisiontree.graph import REBUILD_CHUNK, KnowledgeGraph, build_graph
 from decisiontree.records import (
@@ -247,52 +247,16 @@ def start_finding_from_paste(
     return finding
 
 
-# A pasted line longer than this is cut (the whole paste is kept beside it).
-ERROR_LINE_CHARS = 300
-
-
-@dataclass(frozen=True)
-class PastedError:
-    """The error as the user wrote it: the signature is normalised (numbers read `<num>`,
-    the type release-independent), which a reader does not recognise as theirs."""
-
-    lines: tuple[str, ...] = ()  # empty when the paste holds no error line
-    # The raised exception's type as pasted, where the signature names it otherwise: a
-    # RuntimeError that says "CUDA error: ..." is the AcceleratorError of newer torch.
-    renamed_from: str = ""
-
-
 def pasted_error(text: str, exception_type: str | None) -> PastedError:
-    """The raised exception the signature names (its first line, the type as pasted),
-    any kernel assertion; else the paste's error lines."""
+    """The error of a paste as the user wrote it (fingerprint.quoted_error)."""
     try:
-        parsed = parse(text)
+        return quoted_error(parse(text), exception_type)
     except InputRejected:
         return PastedError()
-    named = exception_type or ""
-    raised = [
-        exc
-        for exc in parsed.exceptions
-        if named and exc.type and canonical_type(exc.type, exc.message) == named
-    ]
-    said = [(exc.type, stated_message(exc).strip()) for exc in raised[-1:]]
-    lines = [f"{name}: {message}" if message else name for name, message in said]
-    lines += parsed.kernel_assertions[:1]
-    if not lines:
-        lines = list(parsed.error_lines[:2])
-    shown = tuple(cut(line) for line in dict.fromkeys(lines) if line.strip())
-    # The type's own short name, without the alias its message gives it.
-    renamed = [exc.type for exc in raised[-1:] if canonical_type(exc.type, "") != named]
-    return PastedError(shown, next(iter(renamed), ""))
 
 
 def first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
-def cut(line: str) -> str:
-    line = line.strip()
-    return line if len(line) <= ERROR_LINE_CHARS else line[: ERROR_LINE_CHARS - 1] + "…"
 
 
 def paste_conditions(context: Context) -> list[Condition]:

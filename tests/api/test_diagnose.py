@@ -156,6 +156,20 @@ def test_a_bare_error_line_is_named_as_the_user_wrote_it(
     assert "ErrorLog" not in json.dumps(body["nearest"])
 
 
+def test_the_error_is_given_as_pasted_for_a_bot_to_quote(
+    reader: APIClient, dsa_finding: Finding
+) -> None:
+    line = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 3 has a "
+        "total capacity of 94.97 GiB of which 12.00 MiB is free."
+    )
+    body = diagnose(reader, {"traceback": f"[rank3]: {line}\n"}).json()
+
+    assert body["error_lines"] == [line]
+    slack = reader.post(DIAGNOSE + "?format=slack", {"traceback": line}, format="json")
+    assert f"`{line}`" in slack.json()["blocks"][0]["text"]["text"]
+
+
 def test_it_needs_a_traceback(reader: APIClient) -> None:
     error = assert_error(diagnose(reader, {"gpu": "H100"}), 400, "invalid")
     assert error["message"] == "traceback: This field is required."

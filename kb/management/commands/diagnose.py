@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any, BinaryIO, TextIO
 
 from django.conf import settings
@@ -18,7 +18,7 @@ from decisiontree.answer import Diagnosis, NotHelpful, RankedFix, Verdict, chang
 from decisiontree.fingerprint import shown_error
 from decisiontree.logfile import excerpt
 from decisiontree.traceback import InputRejected
-from kb.services.diagnosis import diagnose, pasted_error
+from kb.services.diagnosis import diagnose
 from kb.services.stored_diagnoses import drafts_line, drafts_of_error
 
 CHUNK_BYTES = 1 << 20
@@ -83,11 +83,7 @@ class Command(BaseCommand):
 
             typed = options["launch_command"] or ""
             known_good = known_good_of(result, typed)
-            signature = result.signature
-            pasted = pasted_error(text, signature.exception_type if signature else None)
-            self.stdout.write(
-                render_text(result, corrected(result, typed), known_good, pasted.lines)
-            )
+            self.stdout.write(render_text(result, corrected(result, typed), known_good))
 
 
 def parse_answers(raw: list[str]) -> dict[str, str]:
@@ -151,13 +147,10 @@ def corrected(diagnosis: Diagnosis, launch_command: str | None) -> str | None:
 
 
 def render_text(
-    diagnosis: Diagnosis,
-    command: str | None = None,
-    known_good: dict[str, Any] | None = None,
-    pasted: Sequence[str] = (),
+    diagnosis: Diagnosis, command: str | None = None, known_good: dict[str, Any] | None = None
 ) -> str:
-    lines = [headline(diagnosis, pasted[:1])]
-    lines += [f"  {line}" for line in pasted[1:]]
+    lines = [headline(diagnosis)]
+    lines += [f"  {line}" for line in diagnosis.error_lines[1:]]
     if diagnosis.not_as_launched:
         lines += ["", "The server did not run what its launch command said (from its log):"]
         lines += [
@@ -198,12 +191,12 @@ def render_text(
     return "\n".join(lines) + "\n"
 
 
-def headline(diagnosis: Diagnosis, pasted: Sequence[str] = ()) -> str:
+def headline(diagnosis: Diagnosis) -> str:
     """The verdict and the error: its line as pasted when there is one (the web page
     quotes it so too), else the signature's words, whose numbers read `<num>`."""
     signature = diagnosis.signature
-    if pasted:
-        error = pasted[0]
+    if diagnosis.error_lines:
+        error = diagnosis.error_lines[0]
     elif signature:
         error = shown_error(signature.exception_type, signature.template)
     else:
