@@ -225,13 +225,16 @@ def test_the_answer_renders_code_in_titles_and_causes(client: Client, starter_kb
     assert steps and not any("`" in step for step in steps)
 
 
+def verdict_of(client: Client, location: str) -> str:
+    """The verdict's header of the diagnosis page at `location`."""
+    page = text_of(client.get(location))
+    return page.split('<header class="verdict', 1)[1].split("</header>", 1)[0]
+
+
 def test_the_verdict_quotes_the_error_as_pasted_not_its_normalised_signature(
     client: Client, starter_kb: None
 ) -> None:
-    location = post_paste(client, gpu="RTX PRO 6000")["Location"]
-
-    verdict = text_of(client.get(location)).split('<header class="verdict', 1)[1]
-    verdict = verdict.split("</header>", 1)[0]
+    verdict = verdict_of(client, post_paste(client, gpu="RTX PRO 6000")["Location"])
 
     assert (
         "<code>torch.AcceleratorError: CUDA error: device-side assert triggered</code>" in verdict
@@ -254,10 +257,7 @@ def test_the_verdict_quotes_a_cuda_error_raised_as_runtimeerror_not_the_hint_aft
         " access was encountered\n"
         "CUDA kernel errors might be asynchronously reported at some other API call\n"
     )
-    location = client.post("/diagnose/", {"text": paste})["Location"]
-
-    verdict = text_of(client.get(location)).split('<header class="verdict', 1)[1]
-    verdict = verdict.split("</header>", 1)[0]
+    verdict = verdict_of(client, client.post("/diagnose/", {"text": paste})["Location"])
 
     assert "<code>RuntimeError: CUDA error: an illegal memory access was encountered</code>" in (
         verdict
@@ -277,10 +277,7 @@ def test_the_verdict_quotes_a_bare_assertion_error_with_the_assert_that_raised_i
         "    assert not self.nsa_kv_cache_store_fp8\n"
         "AssertionError\n"
     )
-    location = client.post("/diagnose/", {"text": paste})["Location"]
-
-    verdict = text_of(client.get(location)).split('<header class="verdict', 1)[1]
-    verdict = verdict.split("</header>", 1)[0]
+    verdict = verdict_of(client, client.post("/diagnose/", {"text": paste})["Location"])
 
     assert "<code>AssertionError: assert not self.nsa_kv_cache_store_fp8</code>" in verdict
 
