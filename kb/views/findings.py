@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from decisiontree.spelling import condition_in_words
+from decisiontree.spelling import condition_in_words, spell_flag
 from kb.models import Finding, Fix, Host, ValidationRun
 from kb.roles import REVIEW_PERMISSION, VALIDATE_PERMISSION
 from kb.services import changes, export, feedback, occurrences, runbook, sources, validation
@@ -49,6 +49,10 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         # What the cause needs, and (derived ones) only where the finding was seen;
         # flags named as the finding's release writes them, as its fixes are.
         "conditions": conditions_in_words(finding, derived=False),
+        "flags": [
+            (setting, spell_flag(setting.name, framework, version))
+            for setting in finding.flag_settings.all()
+        ],
         "seen_with": conditions_in_words(finding, derived=True),
         "works": runbook.whole_works_command(finding),
         "hosts": registered,

@@ -278,6 +278,21 @@ def test_its_conditions_name_flags_as_its_release_writes_them(
     assert "--dsa-" not in page.split("<h2>Fixes</h2>")[1].split("<h2>")[0]
 
 
+def test_its_launch_flags_are_named_as_its_release_writes_them(
+    client: Client, starter_kb: None
+) -> None:
+    slow = Finding.objects.get(title__startswith="Single-stream decode")
+    page = text_of(client.get(f"/findings/{slow.pk}/"))
+
+    listed = page.split("<dt>Flags</dt>")[1].split("</dd>")[0]
+    assert "<code>--nsa-decode-backend trtllm</code>" in listed
+    assert "dsa-" not in re.sub(r'href="[^"]*"', "", listed)
+    # Its link lists the finding.
+    link = re.search(r'href="([^"]*)"><code>--nsa-decode-backend', listed)
+    assert link is not None
+    assert "Single-stream decode spends" in text_of(client.get(link.group(1).replace("&amp;", "&")))
+
+
 def test_reviewers_validate_a_fix_on_every_host_of_its_gpu_at_once(
     client: Client, starter_kb: None, reviewer: User
 ) -> None:
