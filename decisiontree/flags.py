@@ -281,6 +281,18 @@ def checked_value(spec: FlagSpec, raw: str | None, *, negated: bool = False) -> 
     return value if re.fullmatch(r"[\w./:@+-]+", value) else None
 
 
+def value_problem(spec: FlagSpec, value: str) -> str | None:
+    """What is wrong with a flag's value as written, for a reviewer: not of the flag's type,
+    or none of its choices in the table (which may lag a release: a note, not a refusal)."""
+    if not takes_value(spec) or checked_value(spec, value) is not None:
+        return None
+    if spec.choices:
+        return f"--{spec.name} {value}: not one of the choices known ({', '.join(spec.choices)})"
+    if spec.type in ("int", "float"):
+        return f"--{spec.name} {value}: takes a number"
+    return None
+
+
 # ---------------------------------------------------------------- the tables
 
 

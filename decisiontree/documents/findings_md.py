@@ -25,6 +25,8 @@ from decisiontree.documents.structure import (
     lines_of,
     prose_mask,
 )
+from decisiontree.flags import flag as flag_spec
+from decisiontree.flags import value_problem
 from decisiontree.records import Change, ChangeAction, Condition, Outcome
 
 # Every field name the reader accepts (lower case, `_`/`-` as spaces) -> the field it fills;
@@ -57,6 +59,7 @@ _FIELD = re.compile(
     r"^ {0,3}[-*+][ \t]+(?:\*\*|__)?([A-Za-z][A-Za-z0-9 _/'.-]{0,40}?)(?:\*\*|__)?[ \t]*:(?:\*\*"
     r"|__)?(?:[ \t]+(.*))?$"
 )
+MAX_MENDED_BLOCKS = 50  # blocks left open that one document may have read as closed
 _COUNT = re.compile(r"^\s*(\d{1,3})\s*[x×]?\s*", re.IGNORECASE)
 _NUMBER = re.compile(r"(\d+(?:[.,]\d+)?)\s*([A-Za-z/%]+(?:/s)?)?")
 _CONCURRENCY = re.compile(r"(?:@|at)?\s*concurrency\s*[:=]?\s*(\d+)", re.IGNORECASE)
@@ -103,13 +106,60 @@ def parse_findings_md(
 ) -> tuple[str, tuple[ExtractedFinding, ...], tuple[str, ...]]:
     """(document title, findings, reviewer notes) of a FINDINGS.md text."""
     lines = lines_of(text)
-    fences = fences_in(lines)
-    title, entries = _entries(lines, fences)
     problems: list[str] = []
+    fences = _close_runaway_blocks(lines, fences_in(lines), problems)
+    title, entries = _entries(lines, fences)
     findings = tuple(_finding(entry, vocabulary, problems) for entry in entries)
     if not findings:
         problems.append("no `## ` entries found")
     return title, findings, tuple(problems)
+
+
+def _close_runaway_blocks(
+    lines: list[str], fences: list[Fence], problems: list[str]
+) -> list[Fence]:
+    """A document that ends inside a code block has one left open somewhere: from there on
+    every opening fence was read as a closing one, and the entries between were swallowed
+    into samples. Each block that holds the start of an entry (a `## ` heading with field
+    bullets under it) is read as closed before it, and the entry it opened in gets a note.
+    A document whose blocks all close is read as written."""
+    mended = 0
+    while mended < MAX_MENDED_BLOCKS and fences and fences[-1].close == len(lines):
+        stop = next(
+            ((fence, k) for fence in fences for k in fence.content if _starts_entry(lines, k)),
+            None,
+        )
+        if stop is None:
+            break
+        fence, k = stop
+        problems.append(_left_open_note(lines, fence, k, mended))
+        lines.insert(k, lines[fence.open].strip()[:3])
+        mended += 1
+        fences = fences_in(lines)
+    return fences
+
+
+def _left_open_note(lines: list[str], fence: Fence, stop: int, inserted: int) -> str:
+    """Lines numbered as in the document: `inserted` closing lines were added before both."""
+    opened_in = next(
+        (h[1] for k in range(fence.open, -1, -1) if (h := heading(lines[k])) and h[0] == 2), ""
+    )
+    where = f"entry '{opened_in}': its" if opened_in else "The"
+    return (
+        f"{where} code block opened on line {fence.open + 1 - inserted} is never closed; it "
+        f"was read as closed before line {stop + 1 - inserted} ({lines[stop].strip()[:80]}), "
+        "the next entry. Close it there in the document."
+    )
+
+
+def _starts_entry(lines: list[str], k: int) -> bool:
+    """A `## ` heading with a known field bullet among the next three lines that hold text."""
+    found = heading(lines[k])
+    if not found or found[0] != 2:
+        return False
+    after = [line for line in lines[k + 1 : k + 8] if line.strip()][:3]
+    fields = (_FIELD.match(line[:300]) for line in after)
+    return any(match and _field_name(match.group(1)) in FIELD_NAMES for match in fields)
 
 
 def notes_of_entry(problems: Iterable[str], title: str) -> tuple[str, ...]:
@@ -342,8 +392,20 @@ def _flags(
         unknown = getattr(parsed, "unknown_flags", ())
         if unknown:
             problems.append(f"entry '{title}': unknown flags {', '.join(unknown)}")
-        return _Flags(parsed.framework, dict(parsed.flags))
-    return _Flags(None, bare_flags(command, framework, title, problems))
+        found = _Flags(parsed.framework, dict(parsed.flags))
+    else:
+        found = _Flags(None, bare_flags(command, framework, title, problems))
+    problems += [
+        f"entry '{title}': {problem}"
+        for problem in _value_problems(found.values, found.framework or framework)
+    ]
+    return found
+
+
+def _value_problems(values: Mapping[str, str | None], framework: str | None) -> list[str]:
+    specs = ((flag_spec(name, framework), value) for name, value in values.items())
+    found = (value_problem(spec, value) for spec, value in specs if spec and value)
+    return [problem for problem in found if problem]
 
 
 def bare_flags(

@@ -155,6 +155,53 @@ def test_an_unclosed_fence_runs_to_the_end_of_the_document(sample):
     assert "## not a heading" in entry(sample, "FP8 to BF16").body
 
 
+RUNAWAY_BLOCK = """# Findings
+
+## vLLM refuses FlashMLA on sm_120
+- Framework: vllm 0.11.0
+- Flags: --gpu-memory-utilization ninety --kv-cache-dtype fp9
+- Fix: --attention-backend TRITON_MLA
+
+```
+ValueError: Selected backend FLASHMLA is not valid for this configuration.
+
+## Port 30000 already in use
+- Kind: crash
+- Fix: --port 30001
+
+```
+OSError: [Errno 98] Address already in use
+```
+"""
+
+
+def test_a_block_left_open_before_the_next_entry_ends_there_with_a_note():
+    doc = extract_document(RUNAWAY_BLOCK, "FINDINGS.md")
+
+    assert [f.title for f in doc.findings] == [
+        "vLLM refuses FlashMLA on sm_120",
+        "Port 30000 already in use",
+    ]
+    first, second = doc.findings
+    assert first.samples == (
+        "ValueError: Selected backend FLASHMLA is not valid for this configuration.",
+    )
+    assert second.samples == ("OSError: [Errno 98] Address already in use",)
+    [note] = [p for p in doc.problems if "never closed" in p]
+    assert note.startswith(
+        "entry 'vLLM refuses FlashMLA on sm_120': its code block opened on line 8"
+    )
+    assert "before line 11 (## Port 30000 already in use)" in note
+
+
+def test_a_flag_value_that_does_not_fit_the_flag_is_noted():
+    doc = extract_document(RUNAWAY_BLOCK, "FINDINGS.md")
+
+    notes = [p for p in doc.problems if p.startswith("entry 'vLLM refuses FlashMLA on sm_120': --")]
+    assert any("--gpu-memory-utilization ninety: takes a number" in n for n in notes)
+    assert any(n.split(": ", 1)[1].startswith("--kv-cache-dtype fp9: not one of") for n in notes)
+
+
 def test_it_notes_gaps_for_the_reviewer(sample):
     assert "entry 'FP8 to BF16 cast dominates decode' has no error sample" not in sample.problems
     doc = extract_document(
