@@ -1033,7 +1033,7 @@ def summary_line(diagnosis: Diagnosis) -> str:
             error = signature.exception_type
         if diagnosis.fixes:  # every fix is already in the launch command
             return f"Known issue, but every known fix is already applied: {error}."
-        return f"No known match for {error} in FixGraph."
+        return f"No known match for {error} in FixGraph{next_step(diagnosis)}."
     label = "Known issue" if diagnosis.match is MatchLevel.KNOWN else "Similar to a known issue"
     if diagnosis.verdict is Verdict.DIFFERENT_SETUP:
         label = (
@@ -1044,6 +1044,15 @@ def summary_line(diagnosis: Diagnosis) -> str:
     # The changes as the user's release spells them, when the fix is made of changes.
     what = " ".join(first.command_changes) or first.fix.summary
     return f"{label}: {first.finding.title}. Try first: {what}."
+
+
+def next_step(diagnosis: Diagnosis) -> str:
+    """After "no known match", where to look: the nearest finding, else words to search by."""
+    if diagnosis.nearest:
+        return f"; nearest, not taken: {diagnosis.nearest[0].finding.title}"
+    if diagnosis.search_words:
+        return f"; search the known issues for: {' '.join(diagnosis.search_words)}"
+    return ""
 
 
 class SlackMessageSerializer(serializers.Serializer):

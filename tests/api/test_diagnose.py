@@ -145,6 +145,21 @@ def test_it_says_so_when_nothing_matches(reader: APIClient, dsa_finding: Finding
     assert body["corrected_command"] is None
 
 
+def test_with_no_known_match_the_summary_says_where_to_look(
+    reader: APIClient, starter_kb: None
+) -> None:
+    """A bot posts the summary alone: it names the nearest finding, else words to search."""
+    near = (
+        "RuntimeError: CUDA error: an illegal memory access was encountered during flashmla decode"
+    )
+    body = diagnose(reader, {"traceback": near}).json()
+    assert body["match"] == "none" and body["nearest"]
+    assert body["summary"] == (
+        "No known match for AcceleratorError in FixGraph; nearest, not taken: "
+        f"{body['nearest'][0]['title']}."
+    )
+
+
 def test_a_bare_error_line_is_named_as_the_user_wrote_it(
     reader: APIClient, dsa_finding: Finding
 ) -> None:
