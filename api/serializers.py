@@ -18,7 +18,7 @@ from api.errors import PayloadTooLarge
 from decisiontree import conditions
 from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.fingerprint import UNNAMED_TYPES, error_name
-from decisiontree.launch import FoundCommand, launch_differences
+from decisiontree.launch import FoundCommand, launch_differences, rename_flags
 from decisiontree.match import MatchLevel
 from decisiontree.records import Change, ChangeAction, Outcome
 from decisiontree.server_env import change_problem
@@ -812,6 +812,15 @@ class DiagnosisContextSerializer(serializers.Serializer):
     )
 
 
+class FlagProblemSerializer(serializers.Serializer):
+    flag = serializers.CharField(source="written", help_text='As written, e.g. "--kv-cache-dytpe"')
+    problem = serializers.CharField(source="why", help_text='e.g. "not a flag of sglang"')
+    instead = serializers.CharField(
+        allow_null=True, help_text="What to write instead; null when nothing is close"
+    )
+    refused = serializers.BooleanField(help_text="The paste shows the server refusing it")
+
+
 class DraftWaitingSerializer(serializers.Serializer):
     """A draft in the review queue, started from a paste of the same error."""
 
@@ -890,6 +899,11 @@ class DiagnosisSerializer(serializers.Serializer):
     context = DiagnosisContextSerializer()
     launch_flags = LaunchFlagSerializer(
         many=True, help_text="The context's flags, spelled as the answer spells them"
+    )
+    flag_problems = FlagProblemSerializer(
+        many=True,
+        help_text="Flags the server refused (argparse's unrecognized arguments, invalid "
+        "choice) or that no release of the framework has, with the closest name it has",
     )
     not_as_launched = NotAsLaunchedSerializer(
         many=True,
@@ -1011,6 +1025,9 @@ def corrected_command_for(ranked: RankedFix, diagnosis: Any, context: dict[str, 
     from kb.views.launch import corrected_command
 
     framework, version = (known.framework, known.spelling_version) if known else (None, None)
+    if isinstance(diagnosis, Diagnosis):  # what the server refused is written as it takes it
+        renames = {p.written: p.instead for p in diagnosis.refused_flags if p.instead}
+        command = rename_flags(command, {k: v for k, v in renames.items() if " " not in k})
     fix = {
         "changes": [
             {"action": str(c.action), "name": c.name, "value": c.value} for c in ranked.changes
@@ -1021,7 +1038,11 @@ def corrected_command_for(ranked: RankedFix, diagnosis: Any, context: dict[str, 
 
 
 def summary_line(diagnosis: Diagnosis) -> str:
-    """`Known issue: <finding>. Try first: <fix> (<changes>).` — or why there is none."""
+    """`Known issue: <finding>. Try first: <fix> (<changes>).` — or why there is none;
+    a command line the server refused comes first: nothing else ran."""
+    if diagnosis.refused_flags:
+        problems = "; ".join(p.describe() for p in diagnosis.refused_flags)
+        return f"The server refused its command line: {problems}. Fix that first."
     signature = diagnosis.signature
     first = first_fix_to_try(diagnosis.fixes)
     if diagnosis.match is MatchLevel.NONE or first is None:

@@ -95,6 +95,11 @@ def headline_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
         lines.append(code(answer["error_lines"][0]))
     elif signature:
         lines.append(code(shown_error(signature["exception_type"], signature["template"])[:500]))
+    lines += [
+        f"• {code(p['flag'])}: {escape(p['problem'])}"
+        + (f"; use {code(p['instead'])}" if p["instead"] else "")
+        for p in answer.get("flag_problems", [])
+    ]
     block = section("\n".join(lines))
     if answer.get("html_url"):
         block["accessory"] = url_button("Open in FixGraph", OPEN, answer["html_url"])

@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from decisiontree.context import Context
 from decisiontree.fingerprint import Signature
+from decisiontree.flag_check import FlagProblem
 from decisiontree.match import Candidate, MatchLevel
 from decisiontree.records import Change, FindingRecord, FixRecord
 from decisiontree.setup import SetupDifference, State
@@ -146,6 +147,13 @@ class Diagnosis:
     not_as_launched: tuple[NotAsLaunched, ...] = ()  # what the server ran otherwise
     # The error as pasted, numbers and the type's own name kept (fingerprint.quoted_error).
     error_lines: tuple[str, ...] = ()
+    # Flags the server refused, or that no release knows (flag_check): no finding needed.
+    flag_problems: tuple[FlagProblem, ...] = ()
+
+    @property
+    def refused_flags(self) -> tuple[FlagProblem, ...]:
+        """The flag problems the paste shows the server refusing: its error, explained."""
+        return tuple(p for p in self.flag_problems if p.refused)
 
     @property
     def verdict(self) -> Verdict:

@@ -42,6 +42,7 @@ from decisiontree.fingerprint import (
     signatures_of,
     text_terms,
 )
+from decisiontree.flag_check import flag_problems
 from decisiontree.flags import canonical_flag, flags_in_text
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.match import Candidate, MatchLevel, Query, shortlist
@@ -91,11 +92,12 @@ def diagnose(
     signature = signatures[0] if signatures else None
     flags = launch_flags(context)
     quoted = quoted_error(parsed, signature.exception_type if signature else None).lines
+    problems = flag_problems(text, context)
     candidates = matched(found)
     if not candidates:
         nearest = explained(found[:NEAREST], queries, graph)
         answer = no_match(signature, nearest, context, graph, vocabulary, text, flags)
-        return dataclasses.replace(answer, error_lines=quoted)
+        return dataclasses.replace(answer, error_lines=quoted, flag_problems=problems)
     result = walk(candidates, context, graph, vocabulary, plain=plain)
     questions = ask_questions(
         candidates, context, graph, vocabulary, plain=plain, fixes=result.fixes
@@ -120,6 +122,7 @@ def diagnose(
         launch_flags=flags,
         not_as_launched=not_as_launched(context),
         error_lines=quoted,
+        flag_problems=problems,
     )
 
 

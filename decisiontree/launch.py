@@ -489,6 +489,16 @@ def apply_changes(
     return cmd
 
 
+def rename_flags(cmd: str, renames: Mapping[str, str]) -> str:
+    """`cmd` with each flag written as a key of `renames` written as its value instead
+    (`--kv-cache-dytpe 8` -> `--kv-cache-dtype 8`, `--x=1` -> `--y=1`)."""
+    for word in reversed(words(cmd)):
+        name, equals, value = word.text.partition("=")
+        if name in renames and cmd[word.start : word.end] == word.text:
+            cmd = cmd[: word.start] + renames[name] + equals + value + cmd[word.end :]
+    return cmd
+
+
 def release_written(cmd: str, framework: str | None = None) -> str | None:
     """The newest release a command can be for, judged by its flags' names: the last
     release of the oldest renamed spelling it uses; None when it uses none."""

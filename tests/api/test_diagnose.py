@@ -160,6 +160,40 @@ def test_with_no_known_match_the_summary_says_where_to_look(
     )
 
 
+REFUSED = "launch_server.py: error: unrecognized arguments: --kv-cache-dytpe fp8_e4m3\n"
+TYPO_LAUNCH = (
+    "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --kv-cache-dytpe fp8_e4m3"
+)
+
+
+def test_a_refused_command_line_is_said_first_and_written_right_in_the_corrected_command(
+    reader: APIClient, starter_kb: None
+) -> None:
+    body = diagnose(reader, {"traceback": REFUSED, "launch_command": TYPO_LAUNCH}).json()
+
+    assert body["flag_problems"] == [
+        {
+            "flag": "--kv-cache-dytpe",
+            "problem": "not a flag of sglang",
+            "instead": "--kv-cache-dtype",
+            "refused": True,
+        }
+    ]
+    assert body["summary"] == (
+        "The server refused its command line: --kv-cache-dytpe: not a flag of sglang; "
+        "use --kv-cache-dtype. Fix that first."
+    )
+    for fix in body["fixes"]:
+        assert "--kv-cache-dytpe" not in (fix["corrected_command"] or "")
+    slack = reader.post(
+        DIAGNOSE + "?format=slack",
+        {"traceback": REFUSED, "launch_command": TYPO_LAUNCH},
+        format="json",
+    )
+    headline = slack.json()["blocks"][0]["text"]["text"]
+    assert "• `--kv-cache-dytpe`: not a flag of sglang; use `--kv-cache-dtype`" in headline
+
+
 def test_a_bare_error_line_is_named_as_the_user_wrote_it(
     reader: APIClient, dsa_finding: Finding
 ) -> None:

@@ -143,6 +143,21 @@ def test_a_bare_error_line_is_quoted_as_written(starter_kb: None, tmp_path: Path
     assert printed.splitlines()[0] == "No known match for the upstream refused the connection"
 
 
+def test_a_refused_command_line_heads_the_text_with_what_to_write(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "argparse.txt"
+    paste.write_text("launch_server.py: error: unrecognized arguments: --nsa-prefill-backend x\n")
+    text = run(str(paste), "--framework", "sglang", "--framework-version", "0.5.23")
+    lines = text.splitlines()
+    assert lines[0].startswith("The server refused its command line: launch_server.py: error:")
+    assert lines[2:4] == [
+        "Fix these first:",
+        "  --nsa-prefill-backend: sglang took this name until 0.5.9; later releases renamed it; "
+        "use --dsa-prefill-backend",
+    ]
+
+
 def test_the_error_is_quoted_with_its_own_numbers_not_masks(
     starter_kb: None, tmp_path: Path
 ) -> None:

@@ -131,6 +131,25 @@ def test_a_fix_in_words_is_its_own_heading_not_repeated_as_a_change(
     assert first.count("revert the kv_data_type patch in flashinfer_mla_backend.py") == 1
 
 
+def test_a_refused_command_line_is_shown_above_everything_else(
+    client: Client, starter_kb: None
+) -> None:
+    page = page_of(
+        client, "launch_server.py: error: unrecognized arguments: --kv-cache-dytpe fp8_e4m3\n"
+    )
+    notice = page.split('<section class="notice flag-problems"', 1)[1].split("</section>", 1)[0]
+    words = re.sub(r"<[^>]+>", "", notice)
+    verdict = page.split('<header class="verdict', 1)[1].split("</header>", 1)[0]
+    assert (
+        verdict.startswith(' verdict-refused">')
+        and "The server refused its command line" in verdict
+    )
+    assert "Nothing else ran: fix these first" in words
+    assert "--kv-cache-dytpe: not a flag of SGLang or vLLM; use --kv-cache-dtype" in words
+    after = [page.find(mark) for mark in ('class="next-step"', '<li class="fix"')]
+    assert page.index("flag-problems") < min(i for i in after if i >= 0)
+
+
 def test_a_bare_error_line_is_quoted_as_written(client: Client, starter_kb: None) -> None:
     page = page_of(client, "ssh tunnel dropped: the upstream refused the connection\n")
 

@@ -151,6 +151,10 @@ def render_text(
 ) -> str:
     lines = [headline(diagnosis)]
     lines += [f"  {line}" for line in diagnosis.error_lines[1:]]
+    if diagnosis.flag_problems:
+        refused = bool(diagnosis.refused_flags)
+        lines += ["", "Fix these first:" if refused else "Flags no release knows:"]
+        lines += [f"  {problem.describe()}" for problem in diagnosis.flag_problems]
     if diagnosis.not_as_launched:
         lines += ["", "The server did not run what its launch command said (from its log):"]
         lines += [
@@ -202,6 +206,8 @@ def headline(diagnosis: Diagnosis) -> str:
     else:
         error = "no error found"
     verdict = diagnosis.verdict
+    if diagnosis.refused_flags:
+        return f"The server refused its command line: {error}"
     if verdict is Verdict.NONE:
         return f"No known match for {error}"
     if verdict is Verdict.DIFFERENT_SETUP:

@@ -1,0 +1,151 @@
+"""What the vocabulary can tell about the flags of a launch, without any finding.
+
+A server that refuses its command line prints argparse's own message and stops:
+`error: unrecognized arguments: --kv-cache-dytpe fp8_e4m3`, or
+`error: argument --kv-cache-dtype: invalid choice: 'fp9' (choose from ...)`. The usual
+causes need no knowledge base: a misspelt flag, a flag the running release names
+otherwise (`--nsa-prefill-backend` became `--dsa-prefill-backend`), a value that is not
+one of the flag's choices. Those are read here from the paste and from the flags of the
+launch command that no release of the framework knows.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from decisiontree import flags, versions
+from decisiontree.context import Context
+from decisiontree.logline import strip_prefix
+
+# argparse's messages (Lib/argparse.py), after the program name: "prog: error: ...".
+UNRECOGNIZED = re.compile(r"\berror: unrecognized arguments: (?P<args>.+)$")
+INVALID_VALUE = re.compile(
+    r"\berror: argument (?P<names>-[\w/-]+): invalid (?:choice|\w+ value): '(?P<value>[^']*)'"
+)
+MAX_LINES = 20_000  # a whole log is read at its start and end; argparse stops at the start
+
+
+@dataclass(frozen=True)
+class FlagProblem:
+    written: str  # the flag as written: "--kv-cache-dytpe", or "--kv-cache-dtype fp9"
+    why: str  # "not a flag of sglang"
+    instead: str | None  # what to write: "--kv-cache-dtype"; None when nothing is close
+    refused: bool  # the paste shows the server refusing it
+
+    def describe(self) -> str:
+        """ "--kv-cache-dytpe: not a flag of sglang; use --kv-cache-dtype"."""
+        return f"{self.written}: {self.why}" + (f"; use {self.instead}" if self.instead else "")
+
+
+def flag_problems(text: str, context: Context) -> tuple[FlagProblem, ...]:
+    """The refused arguments of the paste first, then the launch's unknown flags."""
+    framework = context.framework
+    problems: dict[str, FlagProblem] = {}
+    for name in refused_flags(text):
+        problems.setdefault(name, _refused(name, framework, context.spelling_version))
+    for name, value in invalid_values(text):
+        problem = _invalid(name, value, framework)
+        if problem is not None:
+            problems.setdefault(problem.written, problem)
+    for name in context.unknown_flags:
+        if name not in problems:
+            problems[name] = _unknown(name, framework, refused=False)
+    return tuple(problems.values())
+
+
+def refused_flags(text: str) -> list[str]:
+    """The options of argparse's "unrecognized arguments" lines ("--x" of "--x=1")."""
+    found: list[str] = []
+    for line in _error_lines(text):
+        match = UNRECOGNIZED.search(line)
+        if match:
+            options = (arg.split("=", 1)[0] for arg in match["args"].split())
+            found += [o for o in options if o.startswith("-") and len(o) > 1 and o not in found]
+    return found
+
+
+def invalid_values(text: str) -> list[tuple[str, str]]:
+    """(the option's long name, the value) of argparse's "invalid choice/value" lines."""
+    found: list[tuple[str, str]] = []
+    for line in _error_lines(text):
+        match = INVALID_VALUE.search(line)
+        if match:
+            names = match["names"].split("/")
+            found.append((max(names, key=len), match["value"]))
+    return found
+
+
+def _error_lines(text: str) -> Iterable[str]:
+    for line in text.splitlines()[:MAX_LINES]:
+        if "error: " in line:
+            yield strip_prefix(line)
+
+
+def _refused(name: str, framework: str | None, version: str | None) -> FlagProblem:
+    hit = flags.lookup(name, framework)
+    if hit is None:
+        return _unknown(name, framework, refused=True)
+    spec = hit.spec
+    written = flags.flag_key(name)
+    where = framework or spec.framework
+    renamed = dict(spec.renamed)  # old name -> the last release that took it
+    if written in renamed:
+        return FlagProblem(
+            name,
+            f"{where} took this name until {renamed[written]}; later releases renamed it",
+            f"--{spec.name}",
+            refused=True,
+        )
+    if written == spec.name and renamed:
+        old, last = max(renamed.items(), key=lambda pair: versions.sort_key(pair[1]))
+        return FlagProblem(
+            name,
+            f"a newer name, which {where} {last} and older do not take",
+            f"--{old}",
+            refused=True,
+        )
+    release = f" {version}" if version else ""
+    return FlagProblem(
+        name,
+        f"a flag of {where}, but not of the release that ran ({where}{release}): "
+        "it may be newer or older than that release",
+        None,
+        refused=True,
+    )
+
+
+def _invalid(name: str, value: str, framework: str | None) -> FlagProblem | None:
+    spec = flags.flag(name, framework)
+    if spec is None:
+        return None
+    choices = list(spec.choices)
+    close = difflib.get_close_matches(value, choices, n=1)
+    why = f"not one of its values ({', '.join(choices)})" if choices else "not a value it takes"
+    instead = f"--{spec.name} {close[0]}" if close else None
+    return FlagProblem(f"--{spec.name} {value}", why, instead, refused=True)
+
+
+def _unknown(name: str, framework: str | None, *, refused: bool) -> FlagProblem:
+    where = framework or "SGLang or vLLM"
+    close = difflib.get_close_matches(flags.flag_key(name), _names(framework), n=1)
+    return FlagProblem(name, f"not a flag of {where}", f"--{close[0]}" if close else None, refused)
+
+
+@cache
+def _names(framework: str | None) -> Sequence[str]:
+    """Every name a flag of `framework` (or of either) is written with, without dashes."""
+    frameworks = (framework,) if framework in flags.FRAMEWORKS else flags.FRAMEWORKS
+    names = {
+        name.lstrip("-")
+        for fw in frameworks
+        for spec in flags.flags_of(fw)
+        for name in (spec.name, *spec.aliases)
+    }
+    return sorted(names)
+
+
+__all__ = ["FlagProblem", "flag_problems", "invalid_values", "refused_flags"]

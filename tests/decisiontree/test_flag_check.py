@@ -1,0 +1,80 @@
+"""A command line the server refused is explained from the flag tables, no finding needed."""
+
+from __future__ import annotations
+
+from decisiontree.context import build_context
+from decisiontree.diagnose import diagnose
+from decisiontree.flag_check import flag_problems, invalid_values, refused_flags
+from decisiontree.graph import build_graph
+
+SGLANG = "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --tp 8"
+
+
+def refusal(args: str) -> str:
+    return (
+        "usage: launch_server.py [-h] --model-path MODEL_PATH [--tp-size TP_SIZE] ...\n"
+        f"launch_server.py: error: unrecognized arguments: {args}\n"
+    )
+
+
+def test_a_misspelt_flag_gets_the_closest_flag_of_its_framework() -> None:
+    context = build_context(launch_command=f"{SGLANG} --kv-cache-dytpe fp8_e4m3")
+
+    [problem] = flag_problems(refusal("--kv-cache-dytpe fp8_e4m3"), context)
+
+    assert problem.describe() == "--kv-cache-dytpe: not a flag of sglang; use --kv-cache-dtype"
+    assert problem.refused
+
+
+def test_an_old_name_refused_by_a_newer_release_gets_the_new_name() -> None:
+    context = build_context(framework="sglang", framework_version="0.5.23")
+
+    [problem] = flag_problems(refusal("--nsa-prefill-backend trtllm"), context)
+
+    assert problem.instead == "--dsa-prefill-backend"
+    assert "sglang took this name until 0.5.9" in problem.why
+
+
+def test_a_new_name_refused_by_an_older_release_gets_the_old_name() -> None:
+    [problem] = flag_problems(refusal("--dsa-decode-backend trtllm"), build_context())
+
+    assert problem.instead == "--nsa-decode-backend"
+    assert "0.5.9 and older do not take" in problem.why
+
+
+def test_a_value_that_is_not_a_choice_gets_the_closest_choice() -> None:
+    paste = (
+        "launch_server.py: error: argument --kv-cache-dtype: invalid choice: 'fp8e4m3' "
+        "(choose from 'auto', 'fp8_e5m2', 'fp8_e4m3')\n"
+    )
+    [problem] = flag_problems(paste, build_context(framework="sglang"))
+
+    assert problem.written == "--kv-cache-dtype fp8e4m3"
+    assert problem.instead == "--kv-cache-dtype fp8_e4m3"
+
+
+def test_argparse_lines_are_read_under_a_log_prefix_and_with_equals() -> None:
+    paste = "[2026-11-30 10:00:01] prog: error: unrecognized arguments: --foo=1 bar --baz\n"
+    assert refused_flags(paste) == ["--foo", "--baz"]
+    line = "prog: error: argument --tp-size/--tp: invalid int value: 'eight'"
+    assert invalid_values(line) == [("--tp-size", "eight")]
+
+
+def test_an_unknown_flag_the_server_did_not_refuse_is_said_but_not_as_refused() -> None:
+    context = build_context(launch_command=f"{SGLANG} --enable-turbo-mode")
+
+    [problem] = flag_problems("RuntimeError: CUDA error: out of memory\n", context)
+
+    assert problem.written == "--enable-turbo-mode" and not problem.refused
+
+
+def test_nothing_is_said_of_a_command_line_the_server_took() -> None:
+    context = build_context(launch_command=f"{SGLANG} --kv-cache-dtype bf16")
+    assert flag_problems("RuntimeError: CUDA error: out of memory\n", context) == ()
+
+
+def test_the_answer_leads_with_the_refusal_even_with_no_finding() -> None:
+    answer = diagnose(refusal("--kv-cache-dytpe bf16"), build_context(), build_graph([]))
+
+    assert answer.verdict == "none"
+    assert [p.instead for p in answer.refused_flags] == ["--kv-cache-dtype"]
