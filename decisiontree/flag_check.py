@@ -11,11 +11,13 @@ launch command that no release of the framework knows.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
+
+from rapidfuzz import process
+from rapidfuzz.distance import DamerauLevenshtein
 
 from decisiontree import flags, versions
 from decisiontree.context import Context
@@ -26,7 +28,11 @@ UNRECOGNIZED = re.compile(r"\berror: unrecognized arguments: (?P<args>.+)$")
 INVALID_VALUE = re.compile(
     r"\berror: argument (?P<names>-[\w/-]+): invalid (?:choice|\w+ value): '(?P<value>[^']*)'"
 )
-MAX_LINES = 20_000  # a whole log is read at its start and end; argparse stops at the start
+ARGPARSE_MESSAGE = re.compile(r"error: (?:unrecognized arguments|argument -)")
+# A typo is a key or two off: a letter missed, added, swapped or two transposed. Two edits
+# (Damerau-Levenshtein) on a name of 8 or more characters, one on a shorter one; farther
+# than that the closest name is another flag, not the one meant, and none is offered.
+TYPO_EDITS, SHORT_NAME = 2, 8
 
 
 @dataclass(frozen=True)
@@ -80,9 +86,12 @@ def invalid_values(text: str) -> list[tuple[str, str]]:
 
 
 def _error_lines(text: str) -> Iterable[str]:
-    for line in text.splitlines()[:MAX_LINES]:
-        if "error: " in line:
-            yield strip_prefix(line)
+    """The lines of argparse's refusals, log prefixes off: found by one scan in C, not
+    line by line (a log runs to 2 MB)."""
+    for match in ARGPARSE_MESSAGE.finditer(text):
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.end())
+        yield strip_prefix(text[start : end if end >= 0 else len(text)])
 
 
 def _refused(name: str, framework: str | None, version: str | None) -> FlagProblem:
@@ -123,16 +132,29 @@ def _invalid(name: str, value: str, framework: str | None) -> FlagProblem | None
     if spec is None:
         return None
     choices = list(spec.choices)
-    close = difflib.get_close_matches(value, choices, n=1)
+    close = closest(value, choices)
     why = f"not one of its values ({', '.join(choices)})" if choices else "not a value it takes"
-    instead = f"--{spec.name} {close[0]}" if close else None
+    instead = f"--{spec.name} {close}" if close else None
     return FlagProblem(f"--{spec.name} {value}", why, instead, refused=True)
 
 
 def _unknown(name: str, framework: str | None, *, refused: bool) -> FlagProblem:
     where = framework or "SGLang or vLLM"
-    close = difflib.get_close_matches(flags.flag_key(name), _names(framework), n=1)
-    return FlagProblem(name, f"not a flag of {where}", f"--{close[0]}" if close else None, refused)
+    why = f"not a flag of {where}"
+    latest = flags.latest_version(framework) if framework else None
+    if not refused and latest:  # the tables may lag a release the server runs
+        why += f" up to {latest}"
+    close = closest(flags.flag_key(name), _names(framework))
+    return FlagProblem(name, why, f"--{close}" if close else None, refused)
+
+
+def closest(written: str, names: Sequence[str]) -> str | None:
+    """The name `written` is a typo of, if any (see TYPO_EDITS)."""
+    edits = TYPO_EDITS if len(written) >= SHORT_NAME else 1
+    found = process.extractOne(
+        written, names, scorer=DamerauLevenshtein.distance, score_cutoff=edits
+    )
+    return str(found[0]) if found else None
 
 
 @cache

@@ -66,6 +66,8 @@ def test_an_unknown_flag_the_server_did_not_refuse_is_said_but_not_as_refused() 
     [problem] = flag_problems("RuntimeError: CUDA error: out of memory\n", context)
 
     assert problem.written == "--enable-turbo-mode" and not problem.refused
+    assert problem.why.startswith("not a flag of sglang up to ")  # the tables may lag
+    assert problem.instead is None  # the closest flag is another flag, not a typo of it
 
 
 def test_nothing_is_said_of_a_command_line_the_server_took() -> None:

@@ -152,8 +152,8 @@ def render_text(
     lines = [headline(diagnosis)]
     lines += [f"  {line}" for line in diagnosis.error_lines[1:]]
     if diagnosis.flag_problems:
-        refused = bool(diagnosis.refused_flags)
-        lines += ["", "Fix these first:" if refused else "Flags no release knows:"]
+        unknown = "Flags FixGraph's flag tables do not know:"
+        lines += ["", "Fix these first:" if diagnosis.refused_flags else unknown]
         lines += [f"  {problem.describe()}" for problem in diagnosis.flag_problems]
     if diagnosis.not_as_launched:
         lines += ["", "The server did not run what its launch command said (from its log):"]
