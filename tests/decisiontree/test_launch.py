@@ -10,6 +10,7 @@ from decisiontree.launch import (
     launch_differences,
     parse_launch_command,
     release_written,
+    rename_flags,
     words,
 )
 from decisiontree.records import Change, ChangeAction
@@ -23,6 +24,17 @@ def set_flag(name: str, value: str | None = None) -> Change:
 
 def remove_flag(name: str) -> Change:
     return Change(ChangeAction.REMOVE_FLAG, name)
+
+
+def test_a_refused_flag_is_renamed_where_it_stands_in_either_form() -> None:
+    cmd = "python -m sglang.launch_server --kv-cache-dytpe fp8_e4m3 --tp=2 --served-model-name '--tp=2'"
+
+    renamed = rename_flags(cmd, {"--kv-cache-dytpe": "--kv-cache-dtype", "--tp": "--tp-size"})
+
+    assert renamed == (
+        "python -m sglang.launch_server --kv-cache-dtype fp8_e4m3 --tp-size=2 "
+        "--served-model-name '--tp=2'"  # a quoted value is a value, not a flag
+    )
 
 
 def test_a_boolean_flag_takes_no_value() -> None:
