@@ -888,6 +888,10 @@ class DiagnosisSerializer(serializers.Serializer):
         "bare AssertionError, the assert that raised it) and a kernel's assertion; else the "
         "paste's error lines. Numbers kept; each line at most 300 characters",
     )
+    type_as_pasted = serializers.CharField(
+        help_text="The raised exception's type as pasted, where the signature gives it its "
+        "newer name (RuntimeError for torch's AcceleratorError); empty otherwise",
+    )
     corrected_command = serializers.SerializerMethodField(
         help_text="The launch command with the first fix applied; null without one"
     )
@@ -1051,7 +1055,7 @@ def summary_line(diagnosis: Diagnosis) -> str:
         elif signature.exception_type in UNNAMED_TYPES:
             error = f"this {error_name(signature.exception_type)}"  # our name, not the paste's
         else:
-            error = signature.exception_type
+            error = diagnosis.type_as_pasted or signature.exception_type
         if diagnosis.fixes:  # every fix is already in the launch command
             return f"Known issue, but every known fix is already applied: {error}."
         return f"No known match for {error} in FixGraph{next_step(diagnosis)}."

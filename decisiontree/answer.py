@@ -147,6 +147,9 @@ class Diagnosis:
     not_as_launched: tuple[NotAsLaunched, ...] = ()  # what the server ran otherwise
     # The error as pasted, numbers and the type's own name kept (fingerprint.quoted_error).
     error_lines: tuple[str, ...] = ()
+    # The raised type as pasted where the signature gives its newer name (RuntimeError for
+    # AcceleratorError): the answer names the error as the user knows it.
+    type_as_pasted: str = ""
     # Flags the server refused, or that no release knows (flag_check): no finding needed.
     flag_problems: tuple[FlagProblem, ...] = ()
 

@@ -91,13 +91,18 @@ def diagnose(
     found = graph.index.lookup(queries)
     signature = signatures[0] if signatures else None
     flags = launch_flags(context)
-    quoted = quoted_error(parsed, signature.exception_type if signature else None).lines
+    pasted = quoted_error(parsed, signature.exception_type if signature else None)
     problems = flag_problems(text, context)
     candidates = matched(found)
     if not candidates:
         nearest = explained(found[:NEAREST], queries, graph)
         answer = no_match(signature, nearest, context, graph, vocabulary, text, flags)
-        return dataclasses.replace(answer, error_lines=quoted, flag_problems=problems)
+        return dataclasses.replace(
+            answer,
+            error_lines=pasted.lines,
+            type_as_pasted=pasted.renamed_from,
+            flag_problems=problems,
+        )
     result = walk(candidates, context, graph, vocabulary, plain=plain)
     questions = ask_questions(
         candidates, context, graph, vocabulary, plain=plain, fixes=result.fixes
@@ -121,7 +126,8 @@ def diagnose(
         different_setup=differences,
         launch_flags=flags,
         not_as_launched=not_as_launched(context),
-        error_lines=quoted,
+        error_lines=pasted.lines,
+        type_as_pasted=pasted.renamed_from,
         flag_problems=problems,
     )
 

@@ -148,16 +148,19 @@ def test_it_says_so_when_nothing_matches(reader: APIClient, dsa_finding: Finding
 def test_with_no_known_match_the_summary_says_where_to_look(
     reader: APIClient, starter_kb: None
 ) -> None:
-    """A bot posts the summary alone: it names the nearest finding, else words to search."""
+    """A bot posts the summary alone: it names the nearest finding, else words to search,
+    and the error by the type the user pasted, not torch's newer name for it."""
     near = (
         "RuntimeError: CUDA error: an illegal memory access was encountered during flashmla decode"
     )
     body = diagnose(reader, {"traceback": near}).json()
     assert body["match"] == "none" and body["nearest"]
     assert body["summary"] == (
-        "No known match for AcceleratorError in FixGraph; nearest, not taken: "
+        "No known match for RuntimeError in FixGraph; nearest, not taken: "
         f"{body['nearest'][0]['title']}."
     )
+    assert body["signature"]["exception_type"] == "AcceleratorError"
+    assert body["type_as_pasted"] == "RuntimeError"
 
 
 REFUSED = "launch_server.py: error: unrecognized arguments: --kv-cache-dytpe fp8_e4m3\n"

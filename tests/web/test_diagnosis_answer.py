@@ -157,6 +157,15 @@ def test_a_bare_error_line_is_quoted_as_written(client: Client, starter_kb: None
     assert "ErrorLog" not in page
 
 
+def test_an_error_torch_renamed_is_named_as_pasted(client: Client, starter_kb: None) -> None:
+    """Newer torch raises AcceleratorError where older raised RuntimeError; this user's
+    torch said RuntimeError: the page quotes their line and says which name it went by."""
+    page = page_of(client, DECODE_CRASH)
+
+    assert "<code>RuntimeError: CUDA error: device-side assert triggered</code>" in page
+    assert '<code>AcceleratorError</code> <span class="muted">(pasted as RuntimeError)' in page
+
+
 def test_signing_in_to_start_a_finding_comes_back_to_the_diagnosis(client: Client) -> None:
     record = asked(client, UNRELATED)
     page = client.get(record.get_absolute_url()).content.decode()
