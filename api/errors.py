@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, JsonResponse
@@ -13,6 +14,9 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
+
+from decisiontree.logfile import size
+from kb.services.uploads import send_log_instead
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_S = 30
@@ -50,7 +54,10 @@ def error_body(code: str, message: str, fields: dict[str, Any] | None = None) ->
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, RequestDataTooBig):
-        exc = PayloadTooLarge("The request body is larger than this server accepts.")
+        message = f"The request body is over {size(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)}"
+        # A log pasted whole into JSON: an endpoint that takes a log file says so.
+        takes_log = getattr(context.get("view"), "takes_log_file", False)
+        exc = PayloadTooLarge(f"{message}; {send_log_instead() if takes_log else 'send less.'}")
     if isinstance(exc, OperationalError | InterfaceError):
         log.warning("database unavailable: %s", exc)
         exc = DatabaseUnavailable()

@@ -37,7 +37,7 @@ from kb.models import (
     ValidationRun,
 )
 from kb.services import records, stored_diagnoses
-from kb.services.uploads import LogTooLarge, read_log
+from kb.services.uploads import LogTooLarge, read_log, send_log_instead
 
 MAX_ANSWERS = 20
 MAX_FEEDBACK_CONTEXT_BYTES = 10_000
@@ -47,9 +47,9 @@ def paste_limit() -> int:
     return int(getattr(settings, "FIXGRAPH_MAX_PASTE_BYTES", 2_000_000))
 
 
-def within_paste_limit(value: str, what: str) -> str:
+def within_paste_limit(value: str, what: str, instead: str = "paste less.") -> str:
     if len(value.encode("utf-8", "surrogatepass")) > paste_limit():
-        raise PayloadTooLarge(f"The {what} is over {paste_limit():,} bytes; paste less.")
+        raise PayloadTooLarge(f"The {what} is over {paste_limit():,} bytes; {instead}")
     return value
 
 
@@ -118,7 +118,7 @@ class DiagnoseRequestSerializer(KnownFieldsOnly):
     def validate_traceback(self, value: str | UploadedFile) -> str | UploadedFile:
         if isinstance(value, UploadedFile):
             return value
-        return within_paste_limit(value, "traceback")
+        return within_paste_limit(value, "traceback", send_log_instead())
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         """The text to diagnose from `traceback` or `log` (exactly one), and what was read

@@ -123,6 +123,7 @@ class DiagnoseView(generics.GenericAPIView):  # type: ignore[type-arg]
     required_scopes = {"unsafe": Scope.READ}
     anonymous_actions = frozenset({"post"})  # with FIXGRAPH_ALLOW_ANONYMOUS_API
     throttle_scope = "diagnose"  # FIXGRAPH_API_RATE_DIAGNOSE, per token
+    takes_log_file = True  # a body too large is told to send the log as `log`
     renderer_classes = [
         renderers.JSONRenderer,
         renderers.BrowsableAPIRenderer,

@@ -21,6 +21,14 @@ class LogTooLarge(ValueError):
     pass
 
 
+def send_log_instead() -> str:
+    """What to do with a paste over the limit: the API reads a whole log by its ends."""
+    return (
+        f"send the whole log as a file instead (multipart/form-data, field `log`, up to "
+        f"{size(settings.FIXGRAPH_MAX_LOG_BYTES)}): FixGraph reads its start and its end."
+    )
+
+
 def log_too_large_message() -> str:
     return (
         f"The log is larger than {size(settings.FIXGRAPH_MAX_LOG_BYTES)}: attach the part "

@@ -272,11 +272,23 @@ def test_it_refuses_nul_bytes(reader: APIClient) -> None:
     assert_error(diagnose(reader, {"traceback": "Traceback\x00\x00"}), 400)
 
 
-def test_it_refuses_a_50_mb_traceback_quickly(reader: APIClient) -> None:
+def test_it_refuses_a_50_mb_traceback_quickly_and_says_to_send_the_log(
+    reader: APIClient,
+) -> None:
     started = time.monotonic()
     response = diagnose(reader, {"traceback": "x" * 50_000_000})
     assert_error(response, 413, "payload_too_large")
     assert time.monotonic() - started < 10
+    message = response.json()["error"]["message"]
+    assert message.startswith("The request body is over ")
+    assert "send the whole log as a file instead (multipart/form-data, field `log`" in message
+
+
+def test_a_traceback_over_the_paste_limit_is_told_to_send_the_log(reader: APIClient) -> None:
+    response = diagnose(reader, {"traceback": "x" * 2_500_000})
+    assert_error(response, 413, "payload_too_large")
+    message = response.json()["error"]["message"]
+    assert message.startswith("The traceback is over 2,000,000 bytes; send the whole log")
 
 
 def test_it_refuses_a_paste_over_the_limit(reader: APIClient, settings) -> None:
