@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, JsonResponse
+from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -101,5 +102,15 @@ def first_message(fields: dict[str, Any]) -> str:
 
 @csrf_exempt  # a 404 for every method, never Django's CSRF page
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-    """Unknown paths under /api/v1/ answer in JSON, not the HTML 404 page."""
-    return JsonResponse(error_body("not_found", f"No API endpoint at {request.path}."), status=404)
+    """Unknown paths under /api/v1/ answer in JSON, not the HTML 404 page; a path that
+    lacks only its final slash is named as it is written."""
+    message = f"No API endpoint at {request.path}."
+    if not request.path.endswith("/"):
+        with_slash = f"{request.path}/"
+        try:
+            found = resolve(with_slash)
+        except Resolver404:
+            found = None
+        if found is not None and found.func is not not_found:
+            message += f" Did you mean {with_slash}? Every endpoint ends in a slash."
+    return JsonResponse(error_body("not_found", message), status=404)

@@ -147,3 +147,15 @@ def test_reference_lists_are_read_only(reader: APIClient, writer: APIClient, bla
 
 def test_an_unknown_api_path_is_a_json_404(reader: APIClient) -> None:
     assert_error(reader.get("/api/v1/no-such-thing/"), 404, "not_found")
+
+
+def test_a_path_missing_its_final_slash_is_named_with_it(reader: APIClient) -> None:
+    """A bot that POSTs to /api/v1/diagnose is told the path it meant."""
+    response = reader.post("/api/v1/diagnose", {"traceback": "x"}, format="json")
+    assert_error(response, 404, "not_found")
+    assert response.json()["error"]["message"] == (
+        "No API endpoint at /api/v1/diagnose. Did you mean /api/v1/diagnose/? "
+        "Every endpoint ends in a slash."
+    )
+    unknown = reader.get("/api/v1/no-such-thing").json()["error"]["message"]
+    assert unknown == "No API endpoint at /api/v1/no-such-thing."
