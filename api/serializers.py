@@ -821,6 +821,20 @@ class FlagProblemSerializer(serializers.Serializer):
     refused = serializers.BooleanField(help_text="The paste shows the server refusing it")
 
 
+class NamedFlagSerializer(serializers.Serializer):
+    flag = serializers.CharField(help_text='As your release spells it: "--max-model-len"')
+    written = serializers.CharField(help_text='As the error wrote it: "max_model_len"')
+    value = serializers.CharField(
+        allow_null=True, help_text="What your launch (or its log) set it to; null: not set"
+    )
+    default = serializers.CharField(
+        allow_null=True, help_text="The framework's default, for a flag you did not set"
+    )
+    text = serializers.CharField(
+        source="describe", help_text='To post: "--max-model-len (yours: 131072)"'
+    )
+
+
 class DraftWaitingSerializer(serializers.Serializer):
     """A draft in the review queue, started from a paste of the same error."""
 
@@ -908,6 +922,11 @@ class DiagnosisSerializer(serializers.Serializer):
         many=True,
         help_text="Flags the server refused (argparse's unrecognized arguments, invalid "
         "choice) or that no release of the framework has, with the closest name it has",
+    )
+    named_flags = NamedFlagSerializer(
+        many=True,
+        help_text="Launch flags the error's own message names (\"try increasing "
+        '`gpu_memory_utilization`"), with the value this launch gave each',
     )
     not_as_launched = NotAsLaunchedSerializer(
         many=True,
@@ -1072,7 +1091,11 @@ def summary_line(diagnosis: Diagnosis) -> str:
 
 
 def next_step(diagnosis: Diagnosis) -> str:
-    """After "no known match", where to look: the nearest finding, else words to search by."""
+    """After "no known match", where to look: the settings the error itself names, else
+    the nearest finding, else words to search by."""
+    if diagnosis.named_flags:
+        named = ", ".join(n.describe() for n in diagnosis.named_flags)
+        return f"; the error names {named}"
     if diagnosis.nearest:
         return f"; nearest, not taken: {diagnosis.nearest[0].finding.title}"
     if diagnosis.search_words:

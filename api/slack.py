@@ -100,6 +100,9 @@ def headline_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
         + (f"; use {code(p['instead'])}" if p["instead"] else "")
         for p in answer.get("flag_problems", [])
     ]
+    named = answer.get("named_flags") or []
+    if named and answer.get("match") != "none":  # with no match the summary names them
+        lines.append("_The error names:_ " + escape(", ".join(n["text"] for n in named)))
     block = section("\n".join(lines))
     if answer.get("html_url"):
         block["accessory"] = url_button("Open in FixGraph", OPEN, answer["html_url"])

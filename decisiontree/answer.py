@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from decisiontree.context import Context
 from decisiontree.fingerprint import Signature
-from decisiontree.flag_check import FlagProblem
+from decisiontree.flag_check import FlagProblem, NamedFlag
 from decisiontree.match import Candidate, MatchLevel
 from decisiontree.records import Change, FindingRecord, FixRecord
 from decisiontree.setup import SetupDifference, State
@@ -152,6 +152,8 @@ class Diagnosis:
     type_as_pasted: str = ""
     # Flags the server refused, or that no release knows (flag_check): no finding needed.
     flag_problems: tuple[FlagProblem, ...] = ()
+    # Launch flags the error's own message names ("try increasing `max_model_len`").
+    named_flags: tuple[NamedFlag, ...] = ()
 
     @property
     def refused_flags(self) -> tuple[FlagProblem, ...]:

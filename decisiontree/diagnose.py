@@ -42,7 +42,7 @@ from decisiontree.fingerprint import (
     signatures_of,
     text_terms,
 )
-from decisiontree.flag_check import flag_problems
+from decisiontree.flag_check import flag_problems, named_flags
 from decisiontree.flags import canonical_flag, flags_in_text
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.match import Candidate, MatchLevel, Query, shortlist
@@ -93,6 +93,8 @@ def diagnose(
     flags = launch_flags(context)
     pasted = quoted_error(parsed, signature.exception_type if signature else None)
     problems = flag_problems(text, context)
+    # A refused command line is the whole answer; what its message names is in `problems`.
+    named = () if any(p.refused for p in problems) else named_flags(pasted.said, context)
     candidates = matched(found)
     if not candidates:
         nearest = explained(found[:NEAREST], queries, graph)
@@ -102,6 +104,7 @@ def diagnose(
             error_lines=pasted.lines,
             type_as_pasted=pasted.renamed_from,
             flag_problems=problems,
+            named_flags=named,
         )
     result = walk(candidates, context, graph, vocabulary, plain=plain)
     questions = ask_questions(
@@ -129,6 +132,7 @@ def diagnose(
         error_lines=pasted.lines,
         type_as_pasted=pasted.renamed_from,
         flag_problems=problems,
+        named_flags=named,
     )
 
 

@@ -446,6 +446,8 @@ class PastedError:
     # The raised exception's type as pasted, where the signature names it otherwise: a
     # RuntimeError that says "CUDA error: ..." is the AcceleratorError of newer torch.
     renamed_from: str = ""
+    # What the quoted lines say in full: the exception's whole message, the lines uncut.
+    said: tuple[str, ...] = ()
 
 
 def quoted_error(parsed: ParsedTraceback, exception_type: str | None) -> PastedError:
@@ -459,13 +461,15 @@ def quoted_error(parsed: ParsedTraceback, exception_type: str | None) -> PastedE
     ]
     said = [(exc.type, stated_message(exc).strip()) for exc in raised[-1:]]
     lines = [f"{name}: {message}" if message else name for name, message in said]
+    whole = [exc.message for exc in raised[-1:]]
     lines += parsed.kernel_assertions[:1]
+    whole += parsed.kernel_assertions[:1]
     if not lines:
-        lines = list(parsed.error_lines[:2])
+        lines = whole = list(parsed.error_lines[:2])
     shown = tuple(_cut(line) for line in dict.fromkeys(lines) if line.strip())
     # The type's own short name, without the alias its message gives it.
     renamed = [exc.type for exc in raised[-1:] if canonical_type(exc.type, "") != named]
-    return PastedError(shown, next(iter(renamed), ""))
+    return PastedError(shown, next(iter(renamed), ""), tuple(w for w in whole if w.strip()))
 
 
 def _cut(line: str) -> str:

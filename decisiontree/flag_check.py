@@ -7,6 +7,11 @@ causes need no knowledge base: a misspelt flag, a flag the running release names
 otherwise (`--nsa-prefill-backend` became `--dsa-prefill-backend`), a value that is not
 one of the flag's choices. Those are read here from the paste and from the flags of the
 launch command that no release of the framework knows.
+
+An error that does start often says which setting to change ("Try increasing
+`gpu_memory_utilization` or decreasing `max_model_len`", "try to increase
+--mem-fraction-static"): `named_flags` reads those names as the launch flags they are,
+with the value this launch gave each, so no knowledge base is needed for that step either.
 """
 
 from __future__ import annotations
@@ -29,6 +34,15 @@ INVALID_VALUE = re.compile(
     r"\berror: argument (?P<names>-[\w/-]+): invalid (?:choice|\w+ value): '(?P<value>[^']*)'"
 )
 ARGPARSE_MESSAGE = re.compile(r"error: (?:unrecognized arguments|argument -)")
+# A setting an error message names: a dashed option, or a Python name made of two or more
+# words (`max_model_len`; one word, "dtype", is too often plain prose). A name followed by
+# `=` or `: ` is a value being dumped (a config repr), not advice, unless it opens a quote:
+# "pass `trust_remote_code=True`" is advice written as code.
+NAMED_SETTING = re.compile(
+    r"(?<![\w./-])(--[A-Za-z][\w-]*[A-Za-z0-9]|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w-])"
+    r"(?!\s*=|:\s)"
+    r"|(?<=[`'\"])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?==)"
+)
 # A typo is a key or two off: a letter missed, added, swapped or two transposed. Two edits
 # (Damerau-Levenshtein) on a name of 8 or more characters, one on a shorter one; farther
 # than that the closest name is another flag, not the one meant, and none is offered.
@@ -45,6 +59,40 @@ class FlagProblem:
     def describe(self) -> str:
         """ "--kv-cache-dytpe: not a flag of sglang; use --kv-cache-dtype"."""
         return f"{self.written}: {self.why}" + (f"; use {self.instead}" if self.instead else "")
+
+
+@dataclass(frozen=True)
+class NamedFlag:
+    """A launch flag the error's message names, and where this launch stands on it."""
+
+    flag: str  # as the user's release spells it: "--gpu-memory-utilization"
+    written: str  # as the message wrote it: "gpu_memory_utilization"
+    value: str | None  # what the launch (or the log) gave it; None: not set
+    default: str | None  # the framework's default, for a flag not set
+
+    def describe(self) -> str:
+        """ "--gpu-memory-utilization (yours: 0.5)", "--max-num-seqs (not set; default 256)"."""
+        if self.value is not None:
+            return f"{self.flag} (yours: {self.value})"
+        default = f"; default {self.default}" if self.default is not None else ""
+        return f"{self.flag} (not set{default})"
+
+
+def named_flags(messages: Sequence[str], context: Context) -> tuple[NamedFlag, ...]:
+    """The launch flags the error's messages name, in the order named."""
+    framework = context.framework
+    found: dict[str, NamedFlag] = {}
+    for message in messages:
+        for match in NAMED_SETTING.finditer(message):
+            written = match[1] or match[2]
+            hit = flags.whole_name(written, framework)
+            if hit is None or hit.spec.name in found:
+                continue
+            spec = hit.spec
+            spelled = flags.spell(spec.name, framework or spec.framework, context.spelling_version)
+            value = context.flags.get(spec.name)
+            found[spec.name] = NamedFlag(spelled, written, value, spec.default)
+    return tuple(found.values())
 
 
 def flag_problems(text: str, context: Context) -> tuple[FlagProblem, ...]:
@@ -170,4 +218,11 @@ def _names(framework: str | None) -> Sequence[str]:
     return sorted(names)
 
 
-__all__ = ["FlagProblem", "flag_problems", "invalid_values", "refused_flags"]
+__all__ = [
+    "FlagProblem",
+    "NamedFlag",
+    "flag_problems",
+    "invalid_values",
+    "named_flags",
+    "refused_flags",
+]

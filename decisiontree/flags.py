@@ -9,7 +9,8 @@ negations; this module is the one place that reads them:
 - `canonical_flag(written, framework)`: the canonical name, or the written name
   tidied (no dashes, lower case) when no table knows it;
 - `known_flag(written, framework)`: the canonical name, or None;
-- `lookup` / `flag`: the flag's spec (type, choices, default, renames);
+- `lookup` / `flag`: the flag's spec (type, choices, default, renames); `whole_name`
+  without argparse's prefixes, for a word of prose;
 - `spell(canonical, framework, version)`: how a release spells it;
 - `flags_in_text(text)`: the flags a sentence or log line mentions.
 """
@@ -86,6 +87,12 @@ def lookup(written: str, framework: str | None = None) -> FlagHit | None:
     return _lookup(flag_key(_written_name(written)), framework)
 
 
+def whole_name(written: str, framework: str | None = None) -> FlagHit | None:
+    """As `lookup`, but only a flag's whole name: a word of prose ("max_model") is not the
+    command line, where argparse would take it as a prefix."""
+    return _lookup(flag_key(_written_name(written)), framework, prefixes=False)
+
+
 def flag(written: str, framework: str | None = None) -> FlagSpec | None:
     """The spec of the flag any spelling means: "kv_cache_dtype", "--nsa-decode-backend", "-tp"."""
     hit = lookup(written, framework)
@@ -116,7 +123,7 @@ def latest_version(framework: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=8192)
-def _lookup(key: str, framework: str | None) -> FlagHit | None:
+def _lookup(key: str, framework: str | None, *, prefixes: bool = True) -> FlagHit | None:
     # Cached: a large knowledge base names the same few hundred flags over and over.
     tables = _tables()
     frameworks = (framework,) if framework else FRAMEWORKS
@@ -130,7 +137,7 @@ def _lookup(key: str, framework: str | None) -> FlagHit | None:
         hit = tables.index.get(fw, {}).get(key)
         if hit:
             return hit
-    for fw in frameworks:
+    for fw in frameworks if prefixes else ():
         hit = _prefix_hit(key, fw)
         if hit:
             return hit
@@ -369,4 +376,5 @@ __all__ = [
     "lookup",
     "python_value",
     "spell",
+    "whole_name",
 ]

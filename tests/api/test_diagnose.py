@@ -163,6 +163,28 @@ def test_with_no_known_match_the_summary_says_where_to_look(
     assert body["type_as_pasted"] == "RuntimeError"
 
 
+def test_with_no_known_match_the_summary_names_the_settings_the_error_names(
+    reader: APIClient, starter_kb: None
+) -> None:
+    paste = (
+        "ValueError: To serve at least one request with the model's max seq len (131072), "
+        "16.00 GiB KV cache is needed. Try increasing `gpu_memory_utilization` or decreasing "
+        "`max_model_len` when initializing the engine.\n"
+    )
+    launch = "vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.5"
+    body = diagnose(reader, {"traceback": paste, "launch_command": launch}).json()
+
+    assert body["match"] == "none"
+    assert [(n["flag"], n["written"], n["value"]) for n in body["named_flags"]] == [
+        ("--gpu-memory-utilization", "gpu_memory_utilization", "0.5"),
+        ("--max-model-len", "max_model_len", None),
+    ]
+    assert body["summary"] == (
+        "No known match for ValueError in FixGraph; the error names "
+        "--gpu-memory-utilization (yours: 0.5), --max-model-len (not set)."
+    )
+
+
 REFUSED = "launch_server.py: error: unrecognized arguments: --kv-cache-dytpe fp8_e4m3\n"
 TYPO_LAUNCH = (
     "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --kv-cache-dytpe fp8_e4m3"

@@ -27,7 +27,7 @@ from kb.services import stored_diagnoses
 from kb.services.diagnosis import start_finding_from_paste
 from kb.services.feedback import pastes_to_learn, votes_per_fix
 from tests.api.conftest import DSA_ASSERT, assert_error
-from tests.kb.test_diagnose_command import DECODE_CRASH
+from tests.kb.test_diagnose_command import CAPTURE_LAUNCH, CAPTURE_OOM, DECODE_CRASH
 from tests.questions_kb import ADA_FIX, BLACKWELL_FIX, MOE_OUT_OF_RESOURCES_ELSEWHERE, gpu_split_kb
 from tests.web.test_log_upload import SERVER_ARGS
 
@@ -344,6 +344,16 @@ def test_a_bare_error_line_is_quoted_as_written(reader, dsa_finding: Finding) ->
     headline = response.json()["blocks"][0]["text"]["text"]
     assert "`the upstream refused the connection`" in headline
     assert "ErrorLog" not in headline
+
+
+def test_beside_a_match_the_verdict_names_the_settings_the_error_names(
+    reader, starter_kb: None
+) -> None:
+    body = {"traceback": CAPTURE_OOM, "launch_command": CAPTURE_LAUNCH}
+    response = reader.post("/api/v1/diagnose/?format=slack", body, format="json")
+    headline = response.json()["blocks"][0]["text"]["text"]
+    assert headline.startswith("*Known issue: CUDA-graph capture runs out of memory")
+    assert "_The error names:_ --mem-fraction-static (yours: 0.95), " in headline
 
 
 def test_a_fix_in_words_is_said_once(reader, starter_kb: None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decisiontree.context import build_context
 from decisiontree.diagnose import diagnose
-from decisiontree.flag_check import flag_problems, invalid_values, refused_flags
+from decisiontree.flag_check import flag_problems, invalid_values, named_flags, refused_flags
 from decisiontree.graph import build_graph
 
 SGLANG = "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --tp 8"
@@ -80,3 +80,63 @@ def test_the_answer_leads_with_the_refusal_even_with_no_finding() -> None:
 
     assert answer.verdict == "none"
     assert [p.instead for p in answer.refused_flags] == ["--kv-cache-dtype"]
+
+
+VLLM = "vllm serve meta-llama/Llama-3.1-8B-Instruct --gpu-memory-utilization 0.5"
+KV_TOO_SMALL = (
+    "ERROR 12-03 10:11:02 [core.py:708] EngineCore failed to start.\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3/site-packages/vllm/v1/core/kv_cache_utils.py", line 686, in '
+    "check_enough_kv_cache_memory\n"
+    "    raise ValueError(\n"
+    "ValueError: To serve at least one request with the model's max seq len (131072), 16.00 "
+    "GiB KV cache is needed, more than the available KV cache memory (9.47 GiB). Try "
+    "increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing "
+    "the engine.\n"
+)
+
+
+def test_the_settings_an_error_names_are_read_as_flags_with_the_launch_values() -> None:
+    answer = diagnose(KV_TOO_SMALL, build_context(launch_command=VLLM), build_graph([]))
+
+    assert [n.describe() for n in answer.named_flags] == [
+        "--gpu-memory-utilization (yours: 0.5)",
+        "--max-model-len (not set)",
+    ]
+    assert answer.named_flags[0].written == "gpu_memory_utilization"
+
+
+def test_a_named_flag_is_spelled_for_the_release_and_says_its_default() -> None:
+    context = build_context(framework="sglang", framework_version="0.5.9")
+    said = [
+        "RuntimeError: Not enough memory; try to increase --mem-fraction-static, or set "
+        "`dsa_decode_backend` to another kernel"
+    ]
+
+    named = named_flags(said, context)
+
+    assert [n.flag for n in named] == ["--mem-fraction-static", "--nsa-decode-backend"]
+    assert all(n.value is None for n in named)
+
+
+def test_a_config_dump_one_word_names_and_prefixes_are_not_read_as_advice() -> None:
+    said = [
+        "EngineArgs(max_num_seqs=256, block_size=16) failed: dtype mismatch in max_model",
+        "self.enable_prefix_caching is False",
+    ]
+    assert named_flags(said, build_context()) == ()
+
+
+def test_advice_written_as_code_with_a_value_is_read() -> None:
+    said = ["Please pass the argument `trust_remote_code=True` to allow custom code to run"]
+
+    [named] = named_flags(said, build_context(framework="vllm"))
+
+    assert named.describe() == "--trust-remote-code (not set; default false)"
+
+
+def test_a_refused_command_line_names_no_settings_beside_its_refusal() -> None:
+    text = "launch_server.py: error: argument --kv-cache-dtype: invalid choice: 'fp9'\n"
+    answer = diagnose(text, build_context(), build_graph([]))
+
+    assert answer.refused_flags and answer.named_flags == ()

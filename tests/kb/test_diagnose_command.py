@@ -33,6 +33,22 @@ DECODE_CRASH = """\
 /pytorch/aten/src/ATen/native/cuda/TensorCompare.cu:112: _assert_async_cuda_kernel: block: [0,0,0], thread: [0,0,0] Assertion `probability tensor contains either `inf`, `nan` or element < 0` failed.
 """
 
+# SGLang's own message when CUDA-graph capture runs out of memory: its remedies name flags.
+CAPTURE_OOM = """\
+[2026-02-20 10:02:11 TP3] Scheduler hit an exception: Traceback (most recent call last):
+  File "/opt/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", line 390, in __init__
+    raise Exception(
+Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1.02 GiB.
+Possible solutions:
+1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)
+2. set --cuda-graph-max-bs to a smaller value (e.g., 16)
+3. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)
+"""
+CAPTURE_LAUNCH = (
+    "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --tp 8 "
+    "--mem-fraction-static 0.95 --kv-cache-dtype fp8_e4m3"
+)
+
 TRITON_ASSERT = """\
   File "/usr/local/lib/python3.12/dist-packages/sglang/srt/layers/attention/triton_backend.py", line 1187, in forward_decode
     forward_batch.token_to_kv_pool.set_kv_buffer(
@@ -155,6 +171,20 @@ def test_a_refused_command_line_heads_the_text_with_what_to_write(
         "Fix these first:",
         "  --nsa-prefill-backend: sglang took this name until 0.5.9; later releases renamed it; "
         "use --dsa-prefill-backend",
+    ]
+
+
+def test_the_settings_the_error_names_are_listed_with_the_launch_values(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "capture.txt"
+    paste.write_text(CAPTURE_OOM)
+    lines = run(str(paste), "--launch-cmd", CAPTURE_LAUNCH, "--framework-version", "0.5.9")
+    block = lines.split("The error names these settings of your launch:\n", 1)[1]
+    assert block.split("\n\n", 1)[0].splitlines() == [
+        "  --mem-fraction-static (yours: 0.95)",
+        "  --cuda-graph-max-bs (not set)",
+        "  --disable-cuda-graph (not set; default false)",
     ]
 
 

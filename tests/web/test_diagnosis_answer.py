@@ -11,7 +11,7 @@ from django.test import Client
 from django.utils.html import escape
 
 from kb.models import ErrorSample, Finding, StoredDiagnosis
-from tests.kb.test_diagnose_command import DECODE_CRASH
+from tests.kb.test_diagnose_command import CAPTURE_LAUNCH, CAPTURE_OOM, DECODE_CRASH
 from tests.questions_kb import (
     ADA_FIX,
     BLACKWELL_FIX,
@@ -164,6 +164,19 @@ def test_an_error_torch_renamed_is_named_as_pasted(client: Client, starter_kb: N
 
     assert "<code>RuntimeError: CUDA error: device-side assert triggered</code>" in page
     assert '<code>AcceleratorError</code> <span class="muted">(pasted as RuntimeError)' in page
+
+
+def test_the_settings_the_error_names_are_shown_with_the_launch_values(
+    client: Client, starter_kb: None
+) -> None:
+    page = page_of(client, CAPTURE_OOM, launch_command=CAPTURE_LAUNCH)
+
+    notice = page.split('<section class="notice named-flags">', 1)[1].split("</section>", 1)[0]
+    words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", notice)).strip()
+    assert words.startswith("The error names these settings of your launch:")
+    assert "--mem-fraction-static: yours is 0.95" in words
+    assert "--disable-cuda-graph: not set, so the default false" in words
+    assert "Known issue" in page  # beside the match, not instead of it
 
 
 def test_signing_in_to_start_a_finding_comes_back_to_the_diagnosis(client: Client) -> None:

@@ -155,6 +155,9 @@ def render_text(
         unknown = "Flags FixGraph's flag tables do not know:"
         lines += ["", "Fix these first:" if diagnosis.refused_flags else unknown]
         lines += [f"  {problem.describe()}" for problem in diagnosis.flag_problems]
+    if diagnosis.named_flags:
+        lines += ["", "The error names these settings of your launch:"]
+        lines += [f"  {named.describe()}" for named in diagnosis.named_flags]
     if diagnosis.not_as_launched:
         lines += ["", "The server did not run what its launch command said (from its log):"]
         lines += [
