@@ -1086,7 +1086,7 @@ def summary_line(diagnosis: Diagnosis) -> str:
             + ")"
         )
     # The changes as the user's release spells them, when the fix is made of changes.
-    what = " ".join(first.command_changes) or first.fix.summary
+    what = " ".join(first.command_changes) if first.said_by_changes else first.fix.summary
     return f"{label}: {first.finding.title}. Try first: {what}."
 
 

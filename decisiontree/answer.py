@@ -14,6 +14,7 @@ from enum import StrEnum
 from decisiontree.context import Context
 from decisiontree.fingerprint import Signature
 from decisiontree.flag_check import FlagProblem, NamedFlag
+from decisiontree.launch import writable
 from decisiontree.match import Candidate, MatchLevel
 from decisiontree.records import Change, FindingRecord, FixRecord
 from decisiontree.setup import SetupDifference, State
@@ -75,6 +76,12 @@ class RankedFix:
     def fits_nothing(self) -> bool:
         """None of the fix's changes fits the user's setup: there is nothing to try."""
         return not self.changes and bool(self.withheld)
+
+    @property
+    def said_by_changes(self) -> bool:
+        """The changes say the whole fix ("--kv-cache-dtype bf16"); a fix that names a flag
+        without a value to write ("raise --mem-fraction-static") is said by its summary."""
+        return bool(self.command_changes) and all(writable(c) for c in self.changes)
 
 
 @dataclass(frozen=True)

@@ -467,6 +467,15 @@ def _values(texts: list[str], start: int, stop: int, hit: FlagHit | None) -> lis
 # ---------------------------------------------------------------- editing
 
 
+def writable(change: Change, framework: str | None = None) -> bool:
+    """Whether a change can be written into a command: not a flag that takes a value named
+    without one ("raise --mem-fraction-static" says which flag, not what to write)."""
+    if change.action is not ChangeAction.SET_FLAG or change.value is not None:
+        return True
+    spec = flags.flag(change.name, framework)
+    return spec is None or not flags.takes_value(spec)
+
+
 def apply_changes(
     cmd: str, changes: Iterable[Change], *, framework: str | None = None, version: str | None = None
 ) -> str:
@@ -523,6 +532,8 @@ def _apply(cmd: str, change: Change, framework: str | None, version: str | None)
     if change.action is ChangeAction.SET_ENV:
         return _set_env(cmd, found, server, change.name, change.value or "")
     if change.action not in (ChangeAction.SET_FLAG, ChangeAction.REMOVE_FLAG):
+        return cmd
+    if not writable(change, fw):  # the command keeps the user's own value
         return cmd
     key = flags.canonical_flag(change.name, fw)
     setting = _setting(change, key, fw, version)
@@ -593,6 +604,7 @@ __all__ = [
     "parse_launch_command",
     "release_written",
     "words",
+    "writable",
 ]
 
 

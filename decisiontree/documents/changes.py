@@ -233,8 +233,8 @@ def _value_after(
         return None
     tail = text[end : end + 240]
     from_to = _FROM_TO.match(tail)
-    if from_to:
-        return from_to.group(1)
+    if from_to:  # "to the model's own length" names no value
+        return flags.checked_value(spec, from_to.group(1))
     token = _NEXT_TOKEN.match(tail)
     if token is None or token.group(1).lower().rstrip(".,;:") in _NOT_VALUES:
         return None

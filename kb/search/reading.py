@@ -60,12 +60,15 @@ def read_query(terms: tuple[Term, ...]) -> Reading:
         if spellings:
             kept.append(replace(term, completions=spellings))
             continue
-        completions = words_starting(term.joined)
+        # An identifier (`GLM-5`) is also a run inside longer ones (`GLM-5-NVFP4`), which
+        # the index holds only as words it starts (kb.search.text.identifier_wholes).
+        identifier = len(term.parts) > 1
+        completions = words_starting(term.joined, every_run=identifier)
         if completions:
             # A word the index has is matched as written; the start of one (`flashml`),
             # as the shortest words it starts. Not as a `:*` prefix: PostgreSQL's ts_rank
             # scores a prefix next to another word as if they were far apart.
-            whole = completions[0] == term.joined
+            whole = completions[0] == term.joined and not identifier
             kept.append(replace(term, completions=completions[:1] if whole else completions))
             continue
         closest = closest_word(term.joined) if len(term.joined) >= MIN_CORRECTED_CHARS else None
@@ -94,9 +97,10 @@ def indexed_spellings(term: Term) -> tuple[str, ...]:
     return tuple(sorted(present, key=lambda word: (word != term.joined, len(word), word)))
 
 
-def words_starting(start: str) -> tuple[str, ...]:
-    """The word itself when the index has it, else the shortest words it starts."""
-    if SearchWord.objects.filter(word=start).exists():
+def words_starting(start: str, *, every_run: bool = False) -> tuple[str, ...]:
+    """The word itself when the index has it, else the shortest words it starts; with
+    `every_run`, the word and the shortest words it starts (the word first)."""
+    if not every_run and SearchWord.objects.filter(word=start).exists():
         return (start,)
     words = SearchWord.objects.filter(word__startswith=start).order_by("word")
     candidates = words.values_list("word", flat=True)[:COMPLETION_CANDIDATES]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decisiontree.launch import apply_changes
+from decisiontree.launch import apply_changes, writable
 from decisiontree.records import ChangeAction
 from kb.services.diagnosis import change_of
 
@@ -25,7 +25,7 @@ def corrected_command(
 ) -> str | None:
     """`command` with the fix's flag and env changes applied; None if nothing applies."""
     changes = [change_of(raw) for raw in fix.get("changes", [])]
-    edits = [change for change in changes if change.action in EDITS]
+    edits = [c for c in changes if c.action in EDITS and writable(c, framework)]
     if not command.strip() or not edits:
         return None
     return apply_changes(command, edits, framework=framework, version=version)

@@ -167,22 +167,44 @@ def test_with_no_known_match_the_summary_names_the_settings_the_error_names(
     reader: APIClient, starter_kb: None
 ) -> None:
     paste = (
-        "ValueError: To serve at least one request with the model's max seq len (131072), "
-        "16.00 GiB KV cache is needed. Try increasing `gpu_memory_utilization` or decreasing "
-        "`max_model_len` when initializing the engine.\n"
+        "ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (8192). "
+        "Please increase max_num_batched_tokens or decrease max_model_len.\n"
     )
-    launch = "vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.5"
+    launch = "vllm serve Qwen/Qwen3-8B --max-model-len 8192"
     body = diagnose(reader, {"traceback": paste, "launch_command": launch}).json()
 
     assert body["match"] == "none"
     assert [(n["flag"], n["written"], n["value"]) for n in body["named_flags"]] == [
-        ("--gpu-memory-utilization", "gpu_memory_utilization", "0.5"),
-        ("--max-model-len", "max_model_len", None),
+        ("--max-num-batched-tokens", "max_num_batched_tokens", None),
+        ("--max-model-len", "max_model_len", "8192"),
     ]
     assert body["summary"] == (
         "No known match for ValueError in FixGraph; the error names "
-        "--gpu-memory-utilization (yours: 0.5), --max-model-len (not set)."
+        "--max-num-batched-tokens (not set), --max-model-len (yours: 8192)."
     )
+
+
+def test_a_fix_that_names_a_flag_but_no_value_is_said_in_its_words_and_edits_nothing(
+    reader: APIClient, starter_kb: None
+) -> None:
+    """The starter knowledge of common errors says "set --max-model-len to at most the
+    estimate": no value to write, so no corrected command and no bare flag to try."""
+    paste = (
+        "ValueError: To serve at least one request with the models's max seq len (131072), "
+        "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+        "(6.52 GiB). Based on the available memory, the estimated maximum model length is "
+        "53376. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+        "initializing the engine.\n"
+    )
+    launch = "vllm serve Qwen/Qwen3-8B --max-model-len 131072"
+    body = diagnose(reader, {"traceback": paste, "launch_command": launch}).json()
+
+    first = body["fixes"][0]
+    assert first["fix"]["outcome"] == "proposed"
+    assert body["summary"].endswith(
+        "Try first: set --max-model-len to at most the estimate printed in the error."
+    )
+    assert body["corrected_command"] is None and first["corrected_command"] is None
 
 
 REFUSED = "launch_server.py: error: unrecognized arguments: --kv-cache-dytpe fp8_e4m3\n"

@@ -59,3 +59,14 @@ def test_a_reviewers_line_in_words_is_summarised_as_an_instruction_without_its_f
 
     assert changes == (Change(ChangeAction.OTHER, "other", "restarted the router."),)
     assert summarize(changes) == "Restart the router"
+
+
+def test_words_after_to_are_a_value_only_when_they_fit_the_flag():
+    """Bug: "lower --max-model-len to the model's own length" set it to "the"."""
+    assert fix_changes(
+        "lower --max-model-len to the model's own length",
+        "set --gpu-memory-utilization to 0.95",
+    ) == [
+        (Change(ChangeAction.SET_FLAG, "max-model-len", None),),
+        (Change(ChangeAction.SET_FLAG, "gpu-memory-utilization", "0.95"),),
+    ]

@@ -12,6 +12,7 @@ from decisiontree.launch import (
     release_written,
     rename_flags,
     words,
+    writable,
 )
 from decisiontree.records import Change, ChangeAction
 
@@ -51,6 +52,17 @@ def test_a_value_flag_takes_one_word_and_leaves_the_model() -> None:
 def test_removing_a_boolean_flag_keeps_the_model_after_it() -> None:
     """Bug: `vllm serve --enforce-eager Qwen/Qwen3-8B -tp 2` became `vllm serve -tp 2`."""
     assert apply_changes(QWEN, [remove_flag("enforce-eager")]) == "vllm serve Qwen/Qwen3-8B -tp 2"
+
+
+def test_a_fix_that_names_a_value_flag_without_a_value_keeps_the_users_value() -> None:
+    """Bug: "raise --gpu-memory-utilization" turned `--gpu-memory-utilization 0.8` into a
+    bare `--gpu-memory-utilization`, which the server refuses."""
+    cmd = "vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.8"
+    changes = [set_flag("gpu-memory-utilization"), set_flag("enforce-eager")]
+
+    assert apply_changes(cmd, changes) == f"{cmd} --enforce-eager"  # a switch needs none
+    assert not writable(set_flag("gpu-memory-utilization"), "vllm")
+    assert writable(set_flag("gpu-memory-utilization", "0.9"), "vllm")
 
 
 def test_setting_a_flag_replaces_its_short_spelling() -> None:

@@ -116,6 +116,19 @@ def test_it_sees_a_finding_edited_after_indexing(
     assert found("flashmla_kv") == [dsa_finding.pk]
 
 
+def test_an_identifier_finds_the_longer_names_it_is_part_of_beside_itself(
+    dsa_finding: Finding, oom_finding: Finding, django_capture_on_commit_callbacks
+) -> None:
+    """`GLM-5` is a word of one finding and a run inside `GLM-5-NVFP4` of another: a
+    finding that writes the short name must not hide those of the longer one."""
+    with django_capture_on_commit_callbacks(execute=True):
+        ErrorSample.objects.create(finding=dsa_finding, text="ValueError: bad config of GLM-5")
+        ErrorSample.objects.create(
+            finding=oom_finding, text="ValueError: GLM-5-NVFP4 weights do not fit"
+        )
+    assert sorted(found("GLM-5")) == sorted([dsa_finding.pk, oom_finding.pk])
+
+
 def test_it_forgets_a_deleted_finding(
     dsa_finding: Finding, django_capture_on_commit_callbacks
 ) -> None:

@@ -25,14 +25,17 @@ def text_of(response) -> str:  # type: ignore[no-untyped-def]
 def test_it_lists_every_published_finding_title_on_the_home_page(
     client: Client, starter_kb: None
 ) -> None:
-    page = text_of(client.get("/"))
-
-    listed = [
-        html.unescape(re.sub(r"</?code>", "`", title))
-        for title in re.findall(r'class="title" href="/findings/\d+/">(.*?)</a>', page, re.S)
-    ]
+    listed: list[str] = []
+    for number in range(1, 10):  # following "Next →" until the last page
+        page = text_of(client.get("/", {"page": number}))
+        listed += [
+            html.unescape(re.sub(r"</?code>", "`", title))
+            for title in re.findall(r'class="title" href="/findings/\d+/">(.*?)</a>', page, re.S)
+        ]
+        if "Next →" not in page:
+            break
     titles = Finding.objects.filter(status="published").values_list("title", flat=True)
-    assert len(titles) >= 8
+    assert len(titles) > 25  # more than one page
     assert sorted(listed) == sorted(titles)
 
 
@@ -192,8 +195,7 @@ def test_it_says_no_known_match_for_an_unrelated_error(client: Client, starter_k
     response = client.post(
         "/diagnose/",
         {
-            "text": "OSError: [Errno 98] error while attempting to bind on address "
-            "('0.0.0.0', 30000): address already in use",
+            "text": "ModuleNotFoundError: No module named 'yaml_loader_plugin'",
         },
         follow=True,
     )
