@@ -7,6 +7,7 @@ read these; field names here are the ones the JSON keeps.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -183,11 +184,15 @@ def first_fix(fixes: Sequence[RankedFix]) -> RankedFix | None:
 
 def changes_beside(summary: str, changes: Sequence[str]) -> tuple[str, ...]:
     """The changes a text answer lists under a fix's summary: none when the summary is
-    the changes themselves ("--kv-cache-dtype bf16 --page-size 64"), and never the one
-    that is the summary (a patch or a step in words)."""
+    the changes themselves ("--kv-cache-dtype bf16 --page-size 64"), and never one the
+    summary already writes out ("raise --mem-fraction-static in steps of 0.05", a patch)."""
     if " ".join(changes) == summary:
         return ()
-    return tuple(change for change in changes if change != summary)
+    return tuple(change for change in changes if not _written_in(change, summary))
+
+
+def _written_in(change: str, summary: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(change)}(?![\w-])", summary) is not None
 
 
 __all__ = [

@@ -188,6 +188,19 @@ def test_the_settings_the_error_names_are_listed_with_the_launch_values(
     ]
 
 
+def test_a_fix_in_words_that_names_its_flag_does_not_list_the_flag_again(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "kv.txt"
+    paste.write_text(
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n"
+    )
+    lines = run(str(paste), "--framework", "sglang").splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("1. "))
+    assert lines[first].startswith("1. raise --mem-fraction-static in steps of 0.05")
+    assert lines[first + 1].strip().startswith("finding ")  # no bare "--mem-fraction-static"
+
+
 def test_the_error_is_quoted_with_its_own_numbers_not_masks(
     starter_kb: None, tmp_path: Path
 ) -> None:
