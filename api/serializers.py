@@ -16,6 +16,7 @@ from rest_framework import serializers
 
 from api.errors import PayloadTooLarge
 from decisiontree import conditions
+from decisiontree.answer import PROPOSED
 from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.fingerprint import UNNAMED_TYPES, error_name
 from decisiontree.launch import FoundCommand, launch_differences, rename_flags
@@ -1087,6 +1088,8 @@ def summary_line(diagnosis: Diagnosis) -> str:
         )
     # The changes as the user's release spells them, when the fix is made of changes.
     what = " ".join(first.command_changes) if first.said_by_changes else first.fix.summary
+    if first.proposed:
+        what += f" ({PROPOSED})"
     return f"{label}: {first.finding.title}. Try first: {what}."
 
 

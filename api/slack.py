@@ -36,7 +36,7 @@ from api.serializers import (
     SlackMessageSerializer,
     SlashCommandSerializer,
 )
-from decisiontree.answer import changes_beside
+from decisiontree.answer import PROPOSED, changes_beside
 from decisiontree.fingerprint import shown_error
 from kb.models import Fix, FixFeedback
 from kb.services import feedback, stored_diagnoses
@@ -177,6 +177,8 @@ def fix_blocks(entry: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, 
         lines[0] += " _(already in your launch command)_"
     if entry.get("fits_nothing"):
         lines[0] += " _(nothing in it fits your setup)_"
+    if entry.get("proposed"):
+        lines[0] += f" _({PROPOSED})_"
     changes = changes_beside(fix["summary"], fix.get("command_changes", []))
     if changes:
         lines.append(" ".join(code(change) for change in changes))

@@ -57,6 +57,10 @@ class WithheldChange:
     reason: str
 
 
+# How every channel marks a fix nobody has confirmed (RankedFix.proposed).
+PROPOSED = "proposed, not confirmed — validate it"
+
+
 @dataclass(frozen=True)
 class RankedFix:
     rank: int
@@ -196,6 +200,7 @@ def _written_in(change: str, summary: str) -> bool:
 
 
 __all__ = [
+    "PROPOSED",
     "Diagnosis",
     "NotAsLaunched",
     "NearMiss",

@@ -202,7 +202,8 @@ def test_a_fix_that_names_a_flag_but_no_value_is_said_in_its_words_and_edits_not
     first = body["fixes"][0]
     assert first["fix"]["outcome"] == "proposed"
     assert body["summary"].endswith(
-        "Try first: set --max-model-len to at most the estimate printed in the error."
+        "Try first: set --max-model-len to at most the estimate printed in the error "
+        "(proposed, not confirmed — validate it)."
     )
     assert body["corrected_command"] is None and first["corrected_command"] is None
 

@@ -356,6 +356,14 @@ def test_beside_a_match_the_verdict_names_the_settings_the_error_names(
     assert "_The error names:_ --mem-fraction-static (yours: 0.95), " in headline
 
 
+def test_a_fix_nobody_confirmed_says_so_in_its_heading(reader, starter_kb: None) -> None:
+    paste = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n"
+    response = reader.post("/api/v1/diagnose/?format=slack", {"traceback": paste}, format="json")
+    first_fix = response.json()["blocks"][1]["text"]["text"]
+    assert first_fix.startswith("*1. raise --mem-fraction-static")
+    assert first_fix.splitlines()[0].endswith("_(proposed, not confirmed — validate it)_")
+
+
 def test_a_fix_in_words_is_said_once(reader, starter_kb: None) -> None:
     paste = (
         "/opt/flashinfer/include/flashinfer/attention/mla.cuh(523): error: static assertion "

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO, TextIO
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from decisiontree.answer import Diagnosis, NotHelpful, RankedFix, Verdict, changes_beside
+from decisiontree.answer import PROPOSED, Diagnosis, NotHelpful, RankedFix, Verdict, changes_beside
 from decisiontree.fingerprint import shown_error
 from decisiontree.logfile import excerpt
 from decisiontree.traceback import InputRejected
@@ -261,7 +261,7 @@ def render_known_good(known_good: dict[str, Any]) -> list[str]:
 
 def render_fix(fix: RankedFix) -> list[str]:
     notes = " (already applied)" if fix.already_applied else ""
-    notes += " (proposed, not confirmed — validate it)" if fix.proposed else ""
+    notes += f" ({PROPOSED})" if fix.proposed else ""
     notes += " (nothing in it fits your setup)" if fix.fits_nothing else ""
     summary = fix.summary or fix.fix.summary
     lines = ["", f"{fix.rank}. {summary}{notes}  [score {fix.score:.3f}]"]
