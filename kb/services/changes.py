@@ -46,6 +46,8 @@ def change_label(change: Mapping[str, Any], framework: str | None, version: str 
         return f"remove {flag}" if action == "remove_flag" else f"{flag} {value}".strip()
     if action == "set_env":
         return f"{name}={value}"
+    if action == "other":  # a step in words; "other" is its kind, not its name
+        return value
     # A patch or a version pin: its words often already name it ("patch the …").
     return value if name.lower() in value.lower() else f"{name} {value}".strip()
 

@@ -51,6 +51,18 @@ def test_it_shows_a_patch_once_not_as_a_chip_repeating_its_words(
     assert fixes.count("gather the KV entries") == 1
 
 
+def test_a_step_in_words_shows_once_not_as_an_other_chip(
+    client: Client, starter_kb: None
+) -> None:
+    finding = finding_titled('"no kernel image is available')
+
+    page = text_of(client.get(f"/findings/{finding.pk}/"))
+
+    fixes = page.split("<h2>Fixes</h2>", 1)[1].split("</ol>", 1)[0]
+    assert fixes.count("install builds made for the GPU") == 1
+    assert "other install" not in fixes
+
+
 def test_it_does_not_repeat_the_summary_as_the_write_up(client: Client, starter_kb: None) -> None:
     finding = finding_titled("GLM-5-NVFP4 serves on 8x")
     assert finding.body.startswith(finding.summary[:40])
