@@ -33,6 +33,7 @@ from decisiontree.answer import NotHelpful, PathStep, RankedFix, WhyStep, Withhe
 from decisiontree.conditions import framework_of
 from decisiontree.context import Context
 from decisiontree.graph import KnowledgeGraph, remedy_key
+from decisiontree.launch import writable
 from decisiontree.match import Candidate, MatchLevel
 from decisiontree.records import (
     Change,
@@ -355,7 +356,10 @@ def ranked(
         rank=0,
         score=round(visit.score * factor, 4),
         fix=fix,
-        command_changes=tuple(spell_change(c, framework, version) for c in fits[0]),
+        # A flag named without a value to write ("raise --x") is said by the summary alone.
+        command_changes=tuple(
+            spell_change(c, framework, version) for c in fits[0] if writable(c, framework)
+        ),
         finding=visit.finding,
         why=(*visit.steps, WhyStep("fix", detail)),
         already_applied=applied,

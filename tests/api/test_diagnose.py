@@ -201,6 +201,7 @@ def test_a_fix_that_names_a_flag_but_no_value_is_said_in_its_words_and_edits_not
 
     first = body["fixes"][0]
     assert first["fix"]["outcome"] == "proposed"
+    assert first["fix"]["command_changes"] == []  # a bot would append a bare flag
     assert body["summary"].endswith(
         "Try first: set --max-model-len to at most the estimate printed in the error "
         "(proposed, not confirmed — validate it)."

@@ -179,6 +179,18 @@ def test_the_settings_the_error_names_are_shown_with_the_launch_values(
     assert "Known issue" in page  # beside the match, not instead of it
 
 
+def test_a_fix_that_names_a_flag_without_a_value_offers_no_change_to_copy(
+    client: Client, starter_kb: None
+) -> None:
+    paste = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n"
+    page = page_of(client, paste, launch_command="python -m sglang.launch_server --tp 2")
+
+    first = page.split('<li class="fix"', 1)[1].split("</li>", 1)[0]
+    heading = re.sub(r"<[^>]+>", "", first.split("<h3>", 1)[1].split("</h3>", 1)[0])
+    assert heading.replace("\u2011", "-").startswith("raise --mem-fraction-static in steps")
+    assert 'class="changes"' not in first and "Copy command" not in first
+
+
 def test_signing_in_to_start_a_finding_comes_back_to_the_diagnosis(client: Client) -> None:
     record = asked(client, UNRELATED)
     page = client.get(record.get_absolute_url()).content.decode()

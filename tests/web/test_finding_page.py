@@ -51,9 +51,7 @@ def test_it_shows_a_patch_once_not_as_a_chip_repeating_its_words(
     assert fixes.count("gather the KV entries") == 1
 
 
-def test_a_step_in_words_shows_once_not_as_an_other_chip(
-    client: Client, starter_kb: None
-) -> None:
+def test_a_step_in_words_shows_once_not_as_an_other_chip(client: Client, starter_kb: None) -> None:
     finding = finding_titled('"no kernel image is available')
 
     page = text_of(client.get(f"/findings/{finding.pk}/"))
