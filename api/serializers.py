@@ -705,7 +705,8 @@ class QuestionSerializer(serializers.Serializer):
 class SetupDifferenceSerializer(serializers.Serializer):
     key = serializers.CharField(help_text='"gpu.arch", "model.arch", "framework", …')
     finding_value = serializers.CharField()
-    here = serializers.CharField(help_text="The user's value")
+    here = serializers.CharField(help_text="The user's value; empty when not known")
+    named = serializers.CharField(help_text='The finding\'s side in words: "GPU sm_120"')
     text = serializers.CharField(source="describe")
 
 
@@ -893,6 +894,11 @@ class DiagnosisSerializer(serializers.Serializer):
         choices=enum_choices(Verdict),
         help_text="The match told truthfully: different_setup when the setup contradicts it",
     )
+    setup_not_known = SetupDifferenceSerializer(
+        many=True,
+        help_text="With match similar: the finding's GPU, model, framework or release when the "
+        "error alone matched and the paste says none of them (`here` is empty)",
+    )
     different_setup = SetupDifferenceSerializer(
         many=True, help_text="The finding's GPU, model, framework or release that differ here"
     )
@@ -1079,13 +1085,7 @@ def summary_line(diagnosis: Diagnosis) -> str:
         if diagnosis.fixes:  # every fix is already in the launch command
             return f"Known issue, but every known fix is already applied: {error}."
         return f"No known match for {error} in FixGraph{next_step(diagnosis)}."
-    label = "Known issue" if diagnosis.match is MatchLevel.KNOWN else "Similar to a known issue"
-    if diagnosis.verdict is Verdict.DIFFERENT_SETUP:
-        label = (
-            "Same error, different setup ("
-            + "; ".join(d.describe() for d in diagnosis.different_setup)
-            + ")"
-        )
+    label = diagnosis.verdict_label
     # The changes as the user's release spells them, when the fix is made of changes.
     what = " ".join(first.command_changes) if first.said_by_changes else first.fix.summary
     if first.proposed:

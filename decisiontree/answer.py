@@ -153,6 +153,8 @@ class Diagnosis:
     context: Context
     candidates: tuple[Candidate, ...] = ()
     different_setup: tuple[SetupDifference, ...] = ()  # why a match is not "known" here
+    # Or: the error alone matched, and the finding's setup is all unknown here.
+    setup_not_known: tuple[SetupDifference, ...] = ()
     nearest: tuple[NearMiss, ...] = ()  # for "none": the closest findings, never as fixes
     search_words: tuple[str, ...] = ()  # for "none": words of the paste the knowledge base has
     launch_flags: tuple[tuple[str, str], ...] = ()  # the context's flags, spelled as the answer
@@ -171,6 +173,19 @@ class Diagnosis:
     def refused_flags(self) -> tuple[FlagProblem, ...]:
         """The flag problems the paste shows the server refusing: its error, explained."""
         return tuple(p for p in self.flag_problems if p.refused)
+
+    @property
+    def verdict_label(self) -> str:
+        """The verdict of a match as every channel words it (not for "none")."""
+        if self.verdict is Verdict.DIFFERENT_SETUP:
+            differences = "; ".join(d.describe() for d in self.different_setup)
+            return f"Same error, different setup ({differences})"
+        if self.verdict is Verdict.KNOWN:
+            return "Known issue"
+        if self.setup_not_known:
+            unknown = ", ".join(d.named() for d in self.setup_not_known)
+            return f"Similar to a known issue (its setup, not known here: {unknown})"
+        return "Similar to a known issue"
 
     @property
     def verdict(self) -> Verdict:

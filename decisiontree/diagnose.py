@@ -49,7 +49,13 @@ from decisiontree.match import Candidate, MatchLevel, Query, shortlist
 from decisiontree.questions import ask_questions
 from decisiontree.records import FindingRecord
 from decisiontree.retrieval import background_documents
-from decisiontree.setup import UNDECIDED_VALUES, State, normal_value, setup_differences
+from decisiontree.setup import (
+    UNDECIDED_VALUES,
+    State,
+    normal_value,
+    setup_differences,
+    setup_not_known,
+)
 from decisiontree.spelling import flag_names, older_spellings, spell_flag
 from decisiontree.traceback import parse
 from decisiontree.vocabulary import Vocabulary, load
@@ -58,6 +64,10 @@ from decisiontree.walk import leading_visit, spelled_summary, spelling_release, 
 NEAREST = 3  # findings shown beside "no known match"
 SEARCH_WORDS = 4
 HALF_AS_RARE = 0.25
+# Matches that tie the paste to the finding by its frames, its message's template or a
+# reviewer's word; the setup need not. A match on words alone ("terms") is "known" only
+# when the setup says so too (see `setup_not_known`).
+PINNED_LAYERS = frozenset({"linked", "fingerprint", "template"})
 
 # SGLang reports the sparse-attention kernels it picked; the picked ones are what ran.
 BACKEND_CHOICE = re.compile(
@@ -111,11 +121,18 @@ def diagnose(
         candidates, context, graph, vocabulary, plain=plain, fixes=result.fixes
     )
     lead = leading_visit(result.fixes, result.visits)
-    level = next(c.level for c in candidates if c.finding_id == lead.matched.id)
+    leader = next(c for c in candidates if c.finding_id == lead.matched.id)
+    level = leader.level
     if level is MatchLevel.NONE:
         level = MatchLevel.SIMILAR  # a runner-up leads where the first match has no usable fix
-    differences = setup_differences(graph.conditions_of(lead.matched.id), context, vocabulary)
-    if differences and level is MatchLevel.KNOWN:
+    conditions = graph.conditions_of(lead.matched.id)
+    differences = setup_differences(conditions, context, vocabulary)
+    # Matched on words alone: only the setup could tell this is the known issue, and
+    # nothing in the paste says it is.
+    not_known = (
+        () if leader.layer in PINNED_LAYERS else setup_not_known(conditions, context, vocabulary)
+    )
+    if (differences or not_known) and level is MatchLevel.KNOWN:
         level = MatchLevel.SIMILAR  # the same error, but not the known issue on this setup
     shown = {visit.matched.id for visit in result.visits}
     return Diagnosis(
@@ -127,6 +144,7 @@ def diagnose(
         context,
         tuple(c for c in candidates if c.finding_id in shown),
         different_setup=differences,
+        setup_not_known=not_known if level is MatchLevel.SIMILAR else (),
         launch_flags=flags,
         not_as_launched=not_as_launched(context),
         error_lines=pasted.lines,

@@ -82,8 +82,14 @@ class SetupDifference:
     finding_value: str  # "sm_120" (or "!=bf16")
     here: str  # "sm_90"
 
+    def named(self) -> str:
+        """The finding's side alone: "GPU sm_120"."""
+        return f"{SETUP_LABELS.get(self.key, self.key)} {self.finding_value}"
+
     def describe(self) -> str:
         label = SETUP_LABELS.get(self.key, self.key)
+        if not self.here:  # see `setup_not_known`
+            return f"{label} {self.finding_value} in the finding, not known here"
         return f"{label} {self.here} here, {self.finding_value} in the finding"
 
 
@@ -100,6 +106,18 @@ def setup_differences(
         for c in conditions
         if c.key in SETUP_KEYS and assess(c, context, vocabulary) is State.CONTRADICTED
     ]
+    return tuple(sorted(found, key=lambda d: (SETUP_KEYS.index(d.key), d.finding_value)))
+
+
+def setup_not_known(
+    conditions: Iterable[Condition], context: Context, vocabulary: Vocabulary
+) -> tuple[SetupDifference, ...]:
+    """The finding's setup conditions when the context meets none of them and contradicts
+    none: the same error, but nothing says it is the same setup (`here` is "")."""
+    setup = [c for c in conditions if c.key in SETUP_KEYS]
+    if any(assess(c, context, vocabulary) is not State.UNKNOWN for c in setup):
+        return ()
+    found = [SetupDifference(c.key, f"!={c.value}" if c.negate else c.value, "") for c in setup]
     return tuple(sorted(found, key=lambda d: (SETUP_KEYS.index(d.key), d.finding_value)))
 
 

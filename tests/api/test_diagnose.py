@@ -209,6 +209,24 @@ def test_a_fix_that_names_a_flag_but_no_value_is_said_in_its_words_and_edits_not
     assert body["corrected_command"] is None and first["corrected_command"] is None
 
 
+def test_a_generic_error_alone_is_similar_and_says_what_setup_is_not_known(
+    reader: APIClient, starter_kb: None
+) -> None:
+    paste = "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0\n"
+    body = diagnose(reader, {"traceback": paste}).json()
+
+    assert body["match"] == "similar"
+    assert [item["named"] for item in body["setup_not_known"]] == [
+        "GPU sm_120",
+        "model glm_moe_dsa",
+        "framework sglang",
+    ]
+    assert body["summary"].startswith(
+        "Similar to a known issue (its setup, not known here: GPU sm_120, model glm_moe_dsa, "
+        "framework sglang): First decode request kills the server"
+    )
+
+
 REFUSED = "launch_server.py: error: unrecognized arguments: --kv-cache-dytpe fp8_e4m3\n"
 TYPO_LAUNCH = (
     "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --kv-cache-dytpe fp8_e4m3"

@@ -237,6 +237,19 @@ def test_it_matches_a_one_line_paste_when_its_words_are_specific() -> None:
     assert result.fixes[0].finding.id == 2
 
 
+def test_a_match_on_words_alone_is_known_only_when_the_setup_says_so() -> None:
+    """A generic message (any NaN logits trip torch's sampler check) matches a finding's
+    words; whether it is that finding's issue, only the finding's setup can tell."""
+    paste = "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0"
+
+    bare = diagnose(paste, Context(), knowledge())
+    given = diagnose(paste, rtx_context(), knowledge())
+
+    assert bare.match == "similar" and bare.setup_not_known
+    assert bare.verdict_label.startswith("Similar to a known issue (its setup, not known here: ")
+    assert given.match == "known" and given.setup_not_known == ()
+
+
 def test_it_answers_none_and_offers_no_fix_for_an_unrelated_traceback() -> None:
     for name in ("unrelated_port_in_use.txt", "unrelated_tokenizer.txt"):
         result = diagnose(sample(name), rtx_context(), knowledge())

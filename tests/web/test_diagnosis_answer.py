@@ -191,6 +191,17 @@ def test_a_fix_that_names_a_flag_without_a_value_offers_no_change_to_copy(
     assert 'class="changes"' not in first and "Copy command" not in first
 
 
+def test_a_generic_error_alone_names_the_setup_the_known_issue_needs(
+    client: Client, starter_kb: None
+) -> None:
+    page = page_of(client, GENERIC_NAN)
+
+    verdict = page.split('<header class="verdict', 1)[1].split("</header>", 1)[0]
+    words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", verdict))
+    assert "Similar to a known issue" in words and "Known issue" not in words
+    assert "the known issue needs GPU sm_120, model glm_moe_dsa, framework sglang" in words
+
+
 def test_signing_in_to_start_a_finding_comes_back_to_the_diagnosis(client: Client) -> None:
     record = asked(client, UNRELATED)
     page = client.get(record.get_absolute_url()).content.decode()

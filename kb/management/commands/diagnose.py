@@ -213,11 +213,7 @@ def headline(diagnosis: Diagnosis) -> str:
         return f"The server refused its command line: {error}"
     if verdict is Verdict.NONE:
         return f"No known match for {error}"
-    if verdict is Verdict.DIFFERENT_SETUP:
-        differences = "; ".join(d.describe() for d in diagnosis.different_setup)
-        return f"Same error, different setup ({differences}): {error}"
-    label = "Known issue" if verdict is Verdict.KNOWN else "Similar to a known issue"
-    return f"{label}: {error}"
+    return f"{diagnosis.verdict_label}: {error}"
 
 
 def render_next_step(diagnosis: Diagnosis) -> list[str]:
