@@ -766,7 +766,7 @@ class FoundCommandSerializer(serializers.Serializer):
 
     text = serializers.CharField()
     source = serializers.ChoiceField(
-        choices=["paste", "ServerArgs", "non-default args"],
+        choices=["paste", "ServerArgs", "non-default args", "Namespace"],
         help_text='"paste": a command line in the text; else the server printout it was '
         "rebuilt from (settings that differ from the defaults)",
     )

@@ -235,7 +235,8 @@ class FoundCommand:
     a command line inside it, or one rebuilt from the settings the server printed."""
 
     text: str
-    source: str  # "paste" | "ServerArgs" | "non-default args" (the printout it was rebuilt from)
+    # "paste", or the printout it was rebuilt from: "ServerArgs" | "non-default args" | "Namespace"
+    source: str
     # Flags written that the server fills in itself when they are not given: the value
     # may be the server's choice rather than the user's.
     server_chosen: tuple[str, ...] = ()

@@ -1,8 +1,9 @@
 """The settings a server prints when it starts, and the launch command they imply.
 
 SGLang logs `server_args=ServerArgs(model_path=..., tp_size=8, ...)` with every field;
-vLLM logs `non-default args: {...}` (what the user changed) and `LLM engine (v0.x)
-with config: ...` (the resolved engine config). `settings_dumps` reads them all;
+vLLM logs `non-default args: {...}` (what the user changed; releases before 0.9 log
+`args: Namespace(...)` with every field instead) and `LLM engine (v0.x) with config:
+...` (the resolved engine config). `settings_dumps` reads them all;
 `context` takes facts from them, and `rebuilt_command` writes a launch command from
 the last SGLang or vLLM argument printout, so a whole log attached without the
 command that started it still gets a corrected command.
@@ -31,7 +32,7 @@ _MODEL_FIELDS = ("model_path", "model", "model_tag")  # in the order they are re
 @dataclass(frozen=True)
 class SettingsDump:
     framework: str  # "sglang" | "vllm"
-    kind: str  # "ServerArgs" | "non-default args" | "engine config"
+    kind: str  # "ServerArgs" | "non-default args" | "Namespace" | "engine config"
     pairs: tuple[tuple[str, str], ...]  # (field, value as printed: a Python literal)
 
 
@@ -47,6 +48,10 @@ def settings_dumps(text: str) -> Iterator[SettingsDump]:
         yield SettingsDump("sglang", "ServerArgs", _pairs(text, found.end(), ")"))
     for found in _last(re.finditer(r"non-default args:\s*\{", text)):
         yield SettingsDump("vllm", "non-default args", _pairs(text, found.end(), "}"))
+    # The log line's own "args:" tells vLLM's server from a benchmark script, which
+    # prints a bare Namespace of its own options.
+    for found in _last(re.finditer(r"\bargs:\s*Namespace\(", text)):
+        yield SettingsDump("vllm", "Namespace", _pairs(text, found.end(), ")"))
     for found in _last(re.finditer(r"LLM engine.{0,200}?with config:\s*(.*)$", text, re.M)):
         yield SettingsDump("vllm", "engine config", _pairs(found.group(1)))
 

@@ -82,6 +82,36 @@ def test_vllm_non_default_args_are_the_command_as_typed() -> None:
     assert parse_launch_command(rebuilt.text).flags["enable-prefix-caching"] == "false"
 
 
+# As vLLM before 0.9 logs it: every option of `vllm serve`, defaults included.
+OLD_VLLM_LOG = (
+    "INFO 11-20 09:00:00 api_server.py:585] vLLM API server version 0.6.4\n"
+    "INFO 11-20 09:00:00 api_server.py:586] args: Namespace(subparser='serve', "
+    "model_tag='Qwen/Qwen2.5-32B-Instruct', config='', host=None, port=8000, "
+    "model='Qwen/Qwen2.5-32B-Instruct', trust_remote_code=False, max_model_len=32768, "
+    "tensor_parallel_size=2, gpu_memory_utilization=0.85, enforce_eager=True, "
+    "dispatch_function=<function serve at 0x7f2b1c3d5e40>)\n"
+)
+
+
+def test_an_older_vllm_namespace_printout_is_read_as_its_launch() -> None:
+    rebuilt = rebuilt_command(settings_dumps(OLD_VLLM_LOG))
+
+    assert rebuilt is not None and rebuilt.source == "Namespace"
+    assert rebuilt.text == (
+        "vllm serve Qwen/Qwen2.5-32B-Instruct --max-model-len 32768 "
+        "--tensor-parallel-size 2 --gpu-memory-utilization 0.85 --enforce-eager"
+    )
+    context = build_context(OLD_VLLM_LOG)
+    assert context.framework == "vllm"
+    assert context.flags["gpu-memory-utilization"] == "0.85"
+
+
+def test_a_benchmark_scripts_bare_namespace_is_no_server_launch() -> None:
+    bench_output = "Namespace(backend='vllm', model='Qwen/Qwen3-8B', num_prompts=1000)\n"
+
+    assert list(settings_dumps(bench_output)) == []
+
+
 def test_the_last_start_in_a_log_is_the_one_rebuilt() -> None:
     restarted = SGLANG_LOG + SGLANG_LOG.replace("tp_size=8", "tp_size=4")
 
