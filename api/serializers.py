@@ -323,6 +323,7 @@ class FlagSerializer(serializers.ModelSerializer):
             "default",
             "deprecated",
             "renamed",
+            "earlier_default",
             "concept",
             "description",
         ]
@@ -830,7 +831,16 @@ class NamedFlagSerializer(serializers.Serializer):
         allow_null=True, help_text="What your launch (or its log) set it to; null: not set"
     )
     default = serializers.CharField(
-        allow_null=True, help_text="The framework's default, for a flag you did not set"
+        source="default.value",
+        allow_null=True,
+        help_text="The default of your release, for a flag you did not set (the newest "
+        "release's when yours is not known)",
+    )
+    default_changed = serializers.CharField(
+        source="default.changed",
+        allow_null=True,
+        help_text='When your release does not settle the default, how it changed: "0.92 in '
+        '0.33.0, 0.9 before"; null otherwise',
     )
     text = serializers.CharField(
         source="describe", help_text='To post: "--max-model-len (yours: 131072)"'

@@ -68,14 +68,14 @@ class NamedFlag:
     flag: str  # as the user's release spells it: "--gpu-memory-utilization"
     written: str  # as the message wrote it: "gpu_memory_utilization"
     value: str | None  # what the launch (or the log) gave it; None: not set
-    default: str | None  # the framework's default, for a flag not set
+    default: flags.ReleaseDefault  # the default of the user's release, for a flag not set
 
     def describe(self) -> str:
         """ "--gpu-memory-utilization (yours: 0.5)", "--max-num-seqs (not set; default 256)"."""
         if self.value is not None:
             return f"{self.flag} (yours: {self.value})"
-        default = f"; default {self.default}" if self.default is not None else ""
-        return f"{self.flag} (not set{default})"
+        default = self.default.describe()
+        return f"{self.flag} (not set{'; ' + default if default else ''})"
 
 
 def named_flags(messages: Sequence[str], context: Context) -> tuple[NamedFlag, ...]:
@@ -91,7 +91,8 @@ def named_flags(messages: Sequence[str], context: Context) -> tuple[NamedFlag, .
             spec = hit.spec
             spelled = flags.spell(spec.name, framework or spec.framework, context.spelling_version)
             value = context.flags.get(spec.name)
-            found[spec.name] = NamedFlag(spelled, written, value, spec.default)
+            default = flags.default_in(spec, context.framework_version)
+            found[spec.name] = NamedFlag(spelled, written, value, default)
     return tuple(found.values())
 
 

@@ -45,6 +45,9 @@ class FlagSpec:
     last_version: str | None = None  # set when the newest release no longer has the flag
     description: str | None = None
     model_archs: tuple[str, ...] = ()  # model architectures it acts on; () = every model
+    # (default, last release known to have it) before the newest release's `default`;
+    # a None release: every release before the newest.
+    earlier_default: tuple[str, str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,37 @@ def canonical_flag(written: str, framework: str | None = None) -> str:
     two spellings of an unknown flag still compare equal.
     """
     return known_flag(written, framework) or flag_key(_written_name(written))
+
+
+@dataclass(frozen=True)
+class ReleaseDefault:
+    """A flag's default as a user's release has it."""
+
+    value: str | None  # that release's default; the newest's when the release is not known
+    # When the release does not settle it, how the default changed: "0.92 in 0.33.0, 0.9 before".
+    changed: str | None = None
+
+    def describe(self) -> str:
+        """ "default 256"; "default 0.92 in 0.33.0, 0.9 before"; "" with no default."""
+        if self.changed:
+            return f"default {self.changed}"
+        return f"default {self.value}" if self.value is not None else ""
+
+
+def default_in(spec: FlagSpec, version: str | None) -> ReleaseDefault:
+    """The default of `spec` in release `version` (None: not known). The tables hold the
+    newest release's defaults and, for the few that changed, the one before."""
+    if spec.earlier_default is None:
+        return ReleaseDefault(spec.default)
+    earlier, until = spec.earlier_default
+    newest = latest_version(spec.framework) or ""
+    if version and versions.at_or_before(newest, version):
+        return ReleaseDefault(spec.default)
+    if version and (until is None or versions.at_or_before(version, until)):
+        return ReleaseDefault(earlier)
+    now = spec.default if spec.default is not None else "none"
+    before = f"{earlier} in {until}" if until else f"{earlier} before"
+    return ReleaseDefault(spec.default, f"{now} in {newest}, {before}")
 
 
 def flags_of(framework: str) -> tuple[FlagSpec, ...]:
@@ -342,7 +376,14 @@ def _spec_from(framework: str, row: Mapping[str, Any]) -> FlagSpec:
         last_version=row.get("last_version"),
         description=row.get("description"),
         model_archs=tuple(row.get("model_archs", ())),
+        earlier_default=_earlier_default(row.get("earlier_default")),
     )
+
+
+def _earlier_default(pair: list[str | None] | None) -> tuple[str, str | None] | None:
+    if not pair or pair[0] is None:
+        return None
+    return pair[0], pair[1]
 
 
 def _index(specs: tuple[FlagSpec, ...]) -> dict[str, FlagHit]:

@@ -105,6 +105,34 @@ DESCRIPTIONS = {
     ("vllm", "enforce-eager"): "Run without CUDA graphs or torch.compile.",
 }
 
+# Flags that act on some model architectures only (config.json model_type). The dsa-*
+# (formerly nsa-*) flags choose DeepSeek Sparse Attention kernels, which SGLang builds
+# only for models with that attention; a corrected command never adds them for another.
+DSA_MODELS = ["deepseek_v32", "glm_moe_dsa"]
+MODEL_ARCHS = {
+    ("sglang", name): DSA_MODELS
+    for name in (
+        "dsa-decode-backend",
+        "dsa-paged-mqa-logits-backend",
+        "dsa-prefill-backend",
+        "dsa-topk-backend",
+        "dsa-triton-union",
+        "nsa-prefill-cp-mode",
+    )
+}
+SGLANG_NOTES = {
+    "model_archs": "Model architectures (config.json model_type) a flag acts on; absent = "
+    "every model. The dsa-* (formerly nsa-*) flags choose DeepSeek Sparse Attention "
+    "kernels, which SGLang builds only for models with that attention: deepseek_v32 and "
+    "glm_moe_dsa. A corrected command never adds them for another model.",
+    "earlier_default": "[default, last release known to have it]: the default before the "
+    "newest release's; a null release means every release before the newest.",
+}
+
+# Defaults the newest vLLM changed. The dump holds only 0.33's; the reference's
+# cross-server table says "default 0.92 in 0.33, 0.9 before".
+VLLM_EARLIER_DEFAULTS = {"gpu-memory-utilization": ["0.9", None]}
+
 # Same concept, different spelling per framework. "approximate": related, not equal values.
 CROSS_ALIASES = [
     ("model", "model-path", "model", "same"),
@@ -195,6 +223,15 @@ def flag_record(framework: str, raw: dict[str, Any]) -> dict[str, Any]:
         record["negations"] = sorted(negations)
     if (framework, name) in DESCRIPTIONS:
         record["description"] = DESCRIPTIONS[(framework, name)]
+    if (framework, name) in MODEL_ARCHS:
+        record["model_archs"] = MODEL_ARCHS[(framework, name)]
+    earlier = default_text(raw.get("default_0_5_9"))
+    # A switch unset (None) is off, as one defaulting to false: no change to tell.
+    both_off = record["type"] == "bool" and {earlier, record["default"]} <= {None, "false"}
+    if framework == "sglang" and earlier not in (None, record["default"]) and not both_off:
+        record["earlier_default"] = [earlier, SGLANG_PREVIOUS]
+    if framework == "vllm" and name in VLLM_EARLIER_DEFAULTS:
+        record["earlier_default"] = VLLM_EARLIER_DEFAULTS[name]
     return record
 
 
@@ -272,7 +309,7 @@ def main(reference: Path) -> None:
     write_lines(DATA / "gpus.json", {"arch_names": arch_names(gpus)}, "gpus", gpu_records(gpus))
     write_lines(
         DATA / "sglang_flags.json",
-        {"framework": "sglang", "latest_version": SGLANG_LATEST},
+        {"framework": "sglang", "latest_version": SGLANG_LATEST, "_notes": SGLANG_NOTES},
         "flags",
         sglang_flags(sglang),
     )

@@ -74,6 +74,12 @@ class Flag(models.Model):
     renamed = models.JSONField(
         default=list, blank=True, help_text="[old name, last version that used it] pairs"
     )
+    earlier_default = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="[default, last release known to have it] before the newest release's; "
+        "a null release: every release before the newest; [] when it never changed",
+    )
     concept = models.CharField(
         max_length=60, blank=True, help_text="Shared by the flags of other frameworks that mean it"
     )

@@ -64,6 +64,7 @@ def load_flags() -> LoadCounts:
                 "default": "" if flag.get("default") is None else str(flag["default"])[:200],
                 "deprecated": bool(flag.get("deprecated")),
                 "renamed": [list(pair) for pair in flag.get("renamed") or []],
+                "earlier_default": list(flag.get("earlier_default") or []),
                 "concept": concepts.get((framework, flag["name"]), ""),
                 "description": flag.get("description") or "",
             },

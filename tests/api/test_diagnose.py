@@ -184,6 +184,27 @@ def test_with_no_known_match_the_summary_names_the_settings_the_error_names(
     )
 
 
+def test_a_named_settings_default_is_the_users_release_and_says_when_that_is_not_known(
+    reader: APIClient, starter_kb: None
+) -> None:
+    paste = "ValueError: Try increasing `gpu_memory_utilization` when initializing the engine.\n"
+    launch = "vllm serve Qwen/Qwen3-8B"
+
+    def named(log: str) -> dict[str, object]:
+        body = diagnose(reader, {"traceback": log + paste, "launch_command": launch}).json()
+        [flag] = body["named_flags"]
+        return {key: flag[key] for key in ("flag", "value", "default", "default_changed")}
+
+    assert named("") == {
+        "flag": "--gpu-memory-utilization",
+        "value": None,
+        "default": "0.92",
+        "default_changed": "0.92 in 0.33.0, 0.9 before",
+    }
+    older = named("INFO 12-03 10:22:14 [api_server.py:1034] vLLM API server version 0.9.1\n")
+    assert (older["default"], older["default_changed"]) == ("0.9", None)
+
+
 def test_a_fix_that_names_a_flag_but_no_value_is_said_in_its_words_and_edits_nothing(
     reader: APIClient, starter_kb: None
 ) -> None:

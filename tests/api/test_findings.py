@@ -145,6 +145,20 @@ def test_reference_lists_are_read_only(reader: APIClient, writer: APIClient, bla
     assert_error(writer.post("/api/v1/hardware/", {"name": "x"}, format="json"), 405)
 
 
+def test_a_flag_says_the_default_of_releases_before_the_newest(
+    reader: APIClient, vocabulary: None
+) -> None:
+    by_name, url = {}, "/api/v1/flags/?framework=vllm"
+    while url:
+        page = reader.get(url).json()
+        by_name.update({row["name"]: row for row in page["results"]})
+        url = page["next"]
+
+    share = by_name["gpu-memory-utilization"]
+    assert (share["default"], share["earlier_default"]) == ("0.92", ["0.9", None])
+    assert by_name["max-num-seqs"]["earlier_default"] == []
+
+
 def test_an_unknown_api_path_is_a_json_404(reader: APIClient) -> None:
     assert_error(reader.get("/api/v1/no-such-thing/"), 404, "not_found")
 

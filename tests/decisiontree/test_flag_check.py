@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from decisiontree.context import build_context
 from decisiontree.diagnose import diagnose
 from decisiontree.flag_check import flag_problems, invalid_values, named_flags, refused_flags
@@ -133,6 +135,42 @@ def test_advice_written_as_code_with_a_value_is_read() -> None:
     [named] = named_flags(said, build_context(framework="vllm"))
 
     assert named.describe() == "--trust-remote-code (not set; default false)"
+
+
+NAMES_MEMORY_SHARE = ["ValueError: Try increasing `gpu_memory_utilization` when initializing"]
+
+
+@pytest.mark.parametrize(
+    ("release", "said"),
+    [
+        ("0.33.0", "--gpu-memory-utilization (not set; default 0.92)"),
+        # vLLM raised the default in 0.33: an older release's user has 0.9.
+        ("0.9.1", "--gpu-memory-utilization (not set; default 0.9)"),
+        (None, "--gpu-memory-utilization (not set; default 0.92 in 0.33.0, 0.9 before)"),
+    ],
+)
+def test_a_named_flags_default_is_the_one_of_the_users_release(
+    release: str | None, said: str
+) -> None:
+    context = build_context(framework="vllm", framework_version=release)
+
+    [named] = named_flags(NAMES_MEMORY_SHARE, context)
+
+    assert named.describe() == said
+
+
+def test_a_default_known_only_for_two_releases_is_not_guessed_between_them() -> None:
+    said = ["RuntimeError: fp4 gemm failed; set --fp4-gemm-backend to another kernel"]
+
+    def described(release: str) -> str:
+        [named] = named_flags(said, build_context(framework="sglang", framework_version=release))
+        return named.describe()
+
+    assert described("0.5.9") == "--fp4-gemm-backend (not set; default flashinfer_cutlass)"
+    assert described("0.5.23") == "--fp4-gemm-backend (not set; default auto)"
+    assert described("0.5.15") == (
+        "--fp4-gemm-backend (not set; default auto in 0.5.23, flashinfer_cutlass in 0.5.9)"
+    )
 
 
 def test_a_refused_command_line_names_no_settings_beside_its_refusal() -> None:

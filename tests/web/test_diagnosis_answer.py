@@ -179,6 +179,24 @@ def test_the_settings_the_error_names_are_shown_with_the_launch_values(
     assert "Known issue" in page  # beside the match, not instead of it
 
 
+def test_a_named_setting_whose_default_changed_says_so_when_the_release_is_unknown(
+    client: Client, starter_kb: None
+) -> None:
+    paste = "ValueError: Try increasing `gpu_memory_utilization` when initializing the engine.\n"
+
+    def notice(log: str) -> str:
+        page = page_of(client, log + paste, launch_command="vllm serve Qwen/Qwen3-8B")
+        box = page.split('<section class="notice named-flags">', 1)[1].split("</section>", 1)[0]
+        return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", box)).strip()
+
+    unknown = notice("")
+    assert "--gpu-memory-utilization: not set; the default depends on your release: " in unknown
+    assert "0.92 in 0.33.0, 0.9 before" in unknown
+    older = notice("INFO 12-03 10:22:14 [api_server.py:1034] vLLM API server version 0.9.1\n")
+    assert "--gpu-memory-utilization: not set, so the default 0.9" in older
+    assert "depends on your release" not in older
+
+
 def test_a_fix_that_names_a_flag_without_a_value_offers_no_change_to_copy(
     client: Client, starter_kb: None
 ) -> None:
