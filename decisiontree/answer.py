@@ -76,6 +76,9 @@ class RankedFix:
     spellings: tuple[str, ...] = ()  # older spellings, when the release is unknown
     path: tuple[PathStep, ...] = ()  # the walk through the graph that reached it
     proposed: bool = False  # suggested, never confirmed: validate it
+    # Its finding states a condition this setup contradicts: what confirmed it was
+    # another setup, so it earns no place above proposals that fit.
+    for_other_setup: bool = False
 
     @property
     def fits_nothing(self) -> bool:

@@ -369,6 +369,10 @@ def ranked(
         spellings=older_spellings(flag_names(fits[0]), framework, version),
         path=(*visit.path, PathStep("fix", summary, fix.id)),
         proposed=is_proposed(fix) and not has_evidence(fix, evidence),
+        for_other_setup=any(
+            not condition.derived and assess(condition, context, vocabulary) is State.CONTRADICTED
+            for condition in visit.finding.conditions
+        ),
     )
 
 
@@ -502,11 +506,12 @@ def remedy_of(fix: FixRecord) -> tuple[object, ...]:
 
 def sort_key(fix: RankedFix) -> tuple[bool, bool, bool, float, int, int]:
     # A fix already in place, or none of whose changes fits this setup, is no next step;
-    # a proposal never outranks a fix with evidence, whatever the scores.
+    # a proposal never outranks a fix with evidence, whatever the scores, unless that
+    # evidence is from a setup the finding says is not this one.
     return (
         fix.already_applied,
         fix.fits_nothing,
-        fix.proposed,
+        fix.proposed or fix.for_other_setup,
         -fix.score,
         fix.finding.id,
         fix.fix.id,

@@ -173,29 +173,42 @@ KV_AUTO_PROPOSED = FixRecord(
 )
 
 
-def proposal_here_and_evidence_elsewhere() -> Diagnosis:
+def proposal_here_and_evidence_elsewhere(*, derived: bool = True) -> Diagnosis:
     """The finding that fits this setup has only a proposal; the fix with evidence comes
-    from a finding seen on Hopper with vLLM."""
+    from a finding on Hopper with vLLM: seen there (`derived`), or stated to need it."""
     fits = finding(10, NAN_ASSERT, (KV_AUTO_PROPOSED,), cause="one cause written in full")
     elsewhere = finding(
         20,
         NAN_ASSERT,
         (UNSET_BACKEND,),
         cause="another cause written in full",
-        conditions=(Condition("gpu.arch", "sm_90"), Condition("framework", "vllm")),
+        conditions=(
+            Condition("gpu.arch", "sm_90", derived=derived),
+            Condition("framework", "vllm", derived=derived),
+        ),
     )
     return diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), build_graph([fits, elsewhere]))
 
 
 def test_a_proposed_fix_ranks_below_every_fix_with_evidence_and_says_validate_it() -> None:
-    # The reported fix's finding contradicts the setup twice, so by score alone the
-    # proposal would come first.
+    # The reported fix's finding was only seen on another setup: its evidence counts.
     result = proposal_here_and_evidence_elsewhere()
 
     assert [f.fix.id for f in result.fixes] == [UNSET_BACKEND.id, KV_AUTO_PROPOSED.id]
-    assert result.fixes[1].score > result.fixes[0].score
     assert result.fixes[1].proposed and not result.fixes[0].proposed
     assert result.not_helpful == ()
+
+
+def test_evidence_from_a_setup_its_finding_says_is_not_this_one_does_not_outrank_a_proposal() -> (
+    None
+):
+    """A fix confirmed for vLLM on Hopper, by a finding that says it needs them, tells an
+    SGLang user on Blackwell little: the proposal of the finding that fits comes first."""
+    result = proposal_here_and_evidence_elsewhere(derived=False)
+
+    assert [f.fix.id for f in result.fixes] == [KV_AUTO_PROPOSED.id, UNSET_BACKEND.id]
+    assert result.fixes[1].for_other_setup and not result.fixes[0].for_other_setup
+    assert result.verdict == "known"
 
 
 def test_a_proposal_is_still_offered_when_nothing_else_is_known() -> None:

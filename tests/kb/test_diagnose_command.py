@@ -188,6 +188,31 @@ def test_the_settings_the_error_names_are_listed_with_the_launch_values(
     ]
 
 
+def test_the_incidents_confirmed_fix_for_another_model_does_not_lead_the_general_advice(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    """The GLM-5 incident confirmed --mem-fraction-static 0.88 for its own model at 0.95;
+    a Llama launch at 0.9 gets SGLang's general advice first, and the incident's fix after
+    it, its contradicted conditions shown."""
+    paste = tmp_path / "oom.txt"
+    paste.write_text(CAPTURE_OOM)
+    llama = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct --tp 4"
+
+    result = json.loads(
+        run(str(paste), "--json", "--launch-cmd", llama + " --mem-fraction-static 0.9")
+    )
+
+    assert result["verdict"] == "known"
+    first = result["fixes"][0]
+    assert first["proposed"] and "glm" not in first["finding"]["title"].lower()
+    incident = next(f for f in result["fixes"] if changes_of(f) == {"mem-fraction-static": "0.88"})
+    assert not incident["proposed"] and incident["rank"] > 1
+    assert result["different_setup"] == []
+    # With the incident's own launch, its confirmed fix leads, as before.
+    own = json.loads(run(str(paste), "--json", "--launch-cmd", CAPTURE_LAUNCH))
+    assert changes_of(own["fixes"][0]) == {"mem-fraction-static": "0.88"}
+
+
 def test_a_fix_in_words_that_names_its_flag_does_not_list_the_flag_again(
     starter_kb: None, tmp_path: Path
 ) -> None:
