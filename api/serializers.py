@@ -16,7 +16,7 @@ from rest_framework import serializers
 
 from api.errors import PayloadTooLarge
 from decisiontree import conditions
-from decisiontree.answer import PROPOSED
+from decisiontree.answer import OTHER_SETUP, PROPOSED
 from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.fingerprint import UNNAMED_TYPES, error_name
 from decisiontree.launch import FoundCommand, launch_differences, rename_flags
@@ -648,7 +648,14 @@ class RankedFixSerializer(serializers.Serializer):
         help_text="Every change is already in the launch command"
     )
     proposed = serializers.BooleanField(
-        help_text="Suggested, never confirmed: validate it (ranks below every fix with evidence)"
+        help_text="Suggested, never confirmed: validate it (ranks below every fix with "
+        "evidence, except those in `for_other_setup`)"
+    )
+    for_other_setup = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="What its finding needs that your setup contradicts: "
+        '"model architecture is glm_moe_dsa (yours: llama)". Its evidence is from that '
+        "setup, so it ranks among the proposals, by score; [] when nothing is contradicted",
     )
     fits_nothing = serializers.BooleanField(
         help_text="None of its changes fits the user's setup (all are in `withheld`); ranks last"
@@ -1100,6 +1107,8 @@ def summary_line(diagnosis: Diagnosis) -> str:
     what = " ".join(first.command_changes) if first.said_by_changes else first.fix.summary
     if first.proposed:
         what += f" ({PROPOSED})"
+    elif first.for_other_setup:
+        what += f" ({OTHER_SETUP} {'; '.join(first.for_other_setup)})"
     return f"{label}: {first.finding.title}. Try first: {what}."
 
 

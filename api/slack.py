@@ -36,7 +36,7 @@ from api.serializers import (
     SlackMessageSerializer,
     SlashCommandSerializer,
 )
-from decisiontree.answer import PROPOSED, changes_beside
+from decisiontree.answer import OTHER_SETUP, PROPOSED, changes_beside
 from decisiontree.fingerprint import shown_error
 from kb.models import Fix, FixFeedback
 from kb.services import feedback, stored_diagnoses
@@ -182,6 +182,8 @@ def fix_blocks(entry: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, 
     changes = changes_beside(fix["summary"], fix.get("command_changes", []))
     if changes:
         lines.append(" ".join(code(change) for change in changes))
+    if entry.get("for_other_setup"):
+        lines.append(f"_{OTHER_SETUP.capitalize()}_ " + escape("; ".join(entry["for_other_setup"])))
     why = [step["detail"] for step in entry.get("why", []) if step["step"] != "signature"]
     if why:
         lines.append("_Why:_ " + escape("; ".join(why[:3])))

@@ -59,6 +59,8 @@ class WithheldChange:
 
 # How every channel marks a fix nobody has confirmed (RankedFix.proposed).
 PROPOSED = "proposed, not confirmed — validate it"
+# How every channel introduces RankedFix.for_other_setup.
+OTHER_SETUP = "for another setup: its finding applies when"
 
 
 @dataclass(frozen=True)
@@ -76,9 +78,10 @@ class RankedFix:
     spellings: tuple[str, ...] = ()  # older spellings, when the release is unknown
     path: tuple[PathStep, ...] = ()  # the walk through the graph that reached it
     proposed: bool = False  # suggested, never confirmed: validate it
-    # Its finding states a condition this setup contradicts: what confirmed it was
-    # another setup, so it earns no place above proposals that fit.
-    for_other_setup: bool = False
+    # The conditions its finding states that this setup contradicts, in words ("model
+    # architecture is glm_moe_dsa (yours: llama)"): what confirmed it was another setup,
+    # so it earns no place above proposals that fit.
+    for_other_setup: tuple[str, ...] = ()
 
     @property
     def fits_nothing(self) -> bool:

@@ -369,10 +369,20 @@ def ranked(
         spellings=older_spellings(flag_names(fits[0]), framework, version),
         path=(*visit.path, PathStep("fix", summary, fix.id)),
         proposed=is_proposed(fix) and not has_evidence(fix, evidence),
-        for_other_setup=any(
-            not condition.derived and assess(condition, context, vocabulary) is State.CONTRADICTED
-            for condition in visit.finding.conditions
-        ),
+        for_other_setup=other_setup(visit.finding, context, vocabulary),
+    )
+
+
+def other_setup(
+    finding: FindingRecord, context: Context, vocabulary: Vocabulary
+) -> tuple[str, ...]:
+    """The conditions `finding` states (not those read off where it was seen) that the
+    user's setup contradicts, each with the user's value."""
+    return tuple(
+        f"{condition_in_words(c, context.framework, context.spelling_version)} "
+        f"(yours: {context.get(c.key)})"
+        for c in finding.conditions
+        if not c.derived and assess(c, context, vocabulary) is State.CONTRADICTED
     )
 
 
@@ -511,7 +521,7 @@ def sort_key(fix: RankedFix) -> tuple[bool, bool, bool, float, int, int]:
     return (
         fix.already_applied,
         fix.fits_nothing,
-        fix.proposed or fix.for_other_setup,
+        fix.proposed or bool(fix.for_other_setup),
         -fix.score,
         fix.finding.id,
         fix.fix.id,

@@ -144,6 +144,25 @@ def flags_unbroken(text: str | None) -> SafeString:
     return unbroken_words(text, flags_only=True)
 
 
+@register.filter
+def reads_as_command(text: str | None) -> bool:
+    """A fix's summary that is flags and their values only ("--kv-cache-dtype bf16"), set
+    as code; one that goes on in words ("--disable-cuda-graph, only to confirm ...") is
+    prose that starts with a flag."""
+    words = (text or "").split()
+    if not words or not words[0].startswith("-"):
+        return False
+    value_allowed = False
+    for word in words:
+        if word.startswith("-") and word[-1] not in ",.;:":
+            value_allowed = True
+        elif value_allowed and re.fullmatch(r"[\w.:/=+@'\"{}\[\]-]+", word):
+            value_allowed = False
+        else:
+            return False
+    return True
+
+
 def unbroken_words(text: str | None, *, flags_only: bool) -> SafeString:
     pieces = re.split(r"(\s+)", text or "")
     html: list[str] = []

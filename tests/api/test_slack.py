@@ -364,6 +364,17 @@ def test_a_fix_nobody_confirmed_says_so_in_its_heading(reader, starter_kb: None)
     assert first_fix.splitlines()[0].endswith("_(proposed, not confirmed — validate it)_")
 
 
+def test_a_fix_confirmed_for_another_setup_says_which(reader, starter_kb: None) -> None:
+    llama = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct"
+    body = {"traceback": CAPTURE_OOM, "launch_command": llama + " --mem-fraction-static 0.9"}
+    response = reader.post("/api/v1/diagnose/?format=slack", body, format="json")
+
+    texts = [b["text"]["text"] for b in response.json()["blocks"] if b["type"] == "section"]
+    incident = next(t for t in texts if "--mem-fraction-static 0.88" in t.splitlines()[0])
+    assert "_For another setup: its finding applies when_ " in incident
+    assert "model architecture is glm_moe_dsa (yours: llama)" in incident
+
+
 def test_a_fix_in_words_is_said_once(reader, starter_kb: None) -> None:
     paste = (
         "/opt/flashinfer/include/flashinfer/attention/mla.cuh(523): error: static assertion "

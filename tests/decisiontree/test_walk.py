@@ -207,7 +207,11 @@ def test_evidence_from_a_setup_its_finding_says_is_not_this_one_does_not_outrank
     result = proposal_here_and_evidence_elsewhere(derived=False)
 
     assert [f.fix.id for f in result.fixes] == [KV_AUTO_PROPOSED.id, UNSET_BACKEND.id]
-    assert result.fixes[1].for_other_setup and not result.fixes[0].for_other_setup
+    assert result.fixes[1].for_other_setup == (
+        "GPU architecture is sm_90 (yours: sm_120)",
+        "framework is vllm (yours: sglang)",
+    )
+    assert result.fixes[0].for_other_setup == ()
     assert result.verdict == "known"
 
 

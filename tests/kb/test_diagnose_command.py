@@ -207,7 +207,10 @@ def test_the_incidents_confirmed_fix_for_another_model_does_not_lead_the_general
     assert first["proposed"] and "glm" not in first["finding"]["title"].lower()
     incident = next(f for f in result["fixes"] if changes_of(f) == {"mem-fraction-static": "0.88"})
     assert not incident["proposed"] and incident["rank"] > 1
+    assert "model architecture is glm_moe_dsa (yours: llama)" in incident["for_other_setup"]
     assert result["different_setup"] == []
+    lines = run(str(paste), "--launch-cmd", llama + " --mem-fraction-static 0.9")
+    assert "for another setup: its finding applies when " in lines
     # With the incident's own launch, its confirmed fix leads, as before.
     own = json.loads(run(str(paste), "--json", "--launch-cmd", CAPTURE_LAUNCH))
     assert changes_of(own["fixes"][0]) == {"mem-fraction-static": "0.88"}

@@ -131,6 +131,37 @@ def test_a_fix_in_words_is_its_own_heading_not_repeated_as_a_change(
     assert first.count("revert the kv_data_type patch in flashinfer_mla_backend.py") == 1
 
 
+def test_a_fix_heading_is_set_as_code_only_when_it_is_flags_and_values(
+    client: Client, starter_kb: None
+) -> None:
+    page = page_of(client, CAPTURE_OOM, launch_command=CAPTURE_LAUNCH)
+
+    heads = dict(
+        (re.sub(r"<[^>]+>", "", heading), "in-words" in css)
+        for css, heading in re.findall(
+            r'<div class="fix-head([^"]*)">.*?<h3>(.*?)</h3>', page, re.S
+        )
+    )
+    assert heads["--mem-fraction-static 0.88"] is False
+    said = next(h for h in heads if h.startswith("--disable-cuda-graph, only to confirm"))
+    assert heads[said] is True  # prose that starts with a flag
+
+
+def test_a_fix_confirmed_for_another_setup_says_which_beneath_its_heading(
+    client: Client, starter_kb: None
+) -> None:
+    llama = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct"
+    page = page_of(client, CAPTURE_OOM, launch_command=llama + " --mem-fraction-static 0.9")
+
+    notes = [
+        re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", note))
+        for note in re.findall(r'<p class="muted other-setup">(.*?)</p>', page, re.S)
+    ]
+    assert len(notes) == 1
+    assert notes[0].startswith("For another setup: its finding applies when ")
+    assert "model architecture is glm_moe_dsa (yours: llama)" in notes[0]
+
+
 def test_a_refused_command_line_is_shown_above_everything_else(
     client: Client, starter_kb: None
 ) -> None:

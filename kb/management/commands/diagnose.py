@@ -14,7 +14,15 @@ from typing import Any, BinaryIO, TextIO
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from decisiontree.answer import PROPOSED, Diagnosis, NotHelpful, RankedFix, Verdict, changes_beside
+from decisiontree.answer import (
+    OTHER_SETUP,
+    PROPOSED,
+    Diagnosis,
+    NotHelpful,
+    RankedFix,
+    Verdict,
+    changes_beside,
+)
 from decisiontree.fingerprint import shown_error
 from decisiontree.logfile import excerpt
 from decisiontree.traceback import InputRejected
@@ -264,6 +272,8 @@ def render_fix(fix: RankedFix) -> list[str]:
     lines += [f"     {change}" for change in changes_beside(summary, fix.command_changes)]
     lines += [f"     not for your setup: {w.command_change} ({w.reason})" for w in fix.withheld]
     lines += [f"     ({note})" for note in fix.spellings]
+    if fix.for_other_setup:
+        lines.append(f"     {OTHER_SETUP} {'; '.join(fix.for_other_setup)}")
     lines.append(f"   finding {fix.finding.id}: {fix.finding.title}")
     lines += [f"   - {step.step}: {step.detail}" for step in fix.why]
     return lines
