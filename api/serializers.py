@@ -849,6 +849,11 @@ class NamedFlagSerializer(serializers.Serializer):
         help_text='When your release does not settle the default, how it changed: "0.92 in '
         '0.33.0, 0.9 before"; null otherwise',
     )
+    older = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="With your release unknown, the names it had before a rename: "
+        '"--cuda-graph-max-bs in sglang 0.5.9 and older"',
+    )
     text = serializers.CharField(
         source="describe", help_text='To post: "--max-model-len (yours: 131072)"'
     )

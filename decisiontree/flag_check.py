@@ -27,6 +27,7 @@ from rapidfuzz.distance import DamerauLevenshtein
 from decisiontree import flags, versions
 from decisiontree.context import Context
 from decisiontree.logline import strip_prefix
+from decisiontree.spelling import older_names
 
 # argparse's messages (Lib/argparse.py), after the program name: "prog: error: ...".
 UNRECOGNIZED = re.compile(r"\berror: unrecognized arguments: (?P<args>.+)$")
@@ -69,13 +70,16 @@ class NamedFlag:
     written: str  # as the message wrote it: "gpu_memory_utilization"
     value: str | None  # what the launch (or the log) gave it; None: not set
     default: flags.ReleaseDefault  # the default of the user's release, for a flag not set
+    # With the release unknown, the flag's names before a rename: "--cuda-graph-max-bs in
+    # sglang 0.5.9 and older".
+    older: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """ "--gpu-memory-utilization (yours: 0.5)", "--max-num-seqs (not set; default 256)"."""
-        if self.value is not None:
-            return f"{self.flag} (yours: {self.value})"
-        default = self.default.describe()
-        return f"{self.flag} (not set{'; ' + default if default else ''})"
+        notes = [f"yours: {self.value}"] if self.value is not None else ["not set"]
+        if self.value is None and self.default.describe():
+            notes.append(self.default.describe())
+        return f"{self.flag} ({'; '.join([*notes, *self.older])})"
 
 
 def named_flags(messages: Sequence[str], context: Context) -> tuple[NamedFlag, ...]:
@@ -92,7 +96,8 @@ def named_flags(messages: Sequence[str], context: Context) -> tuple[NamedFlag, .
             spelled = flags.spell(spec.name, framework or spec.framework, context.spelling_version)
             value = context.flags.get(spec.name)
             default = flags.default_in(spec, context.framework_version)
-            found[spec.name] = NamedFlag(spelled, written, value, default)
+            older = () if context.spelling_version else older_names(spec, spec.framework)
+            found[spec.name] = NamedFlag(spelled, written, value, default, older)
     return tuple(found.values())
 
 

@@ -81,11 +81,14 @@ def older_spellings(
     notes: list[str] = []
     for name in dict.fromkeys(names):
         spec = flags.flag(name, framework)
-        if spec is None:
-            continue
-        for old, last in spec.renamed:
-            notes.append(f"--{spec.name} is --{old} in {framework} {last} and older")
+        if spec is not None:
+            notes += [f"--{spec.name} is {old}" for old in older_names(spec, framework)]
     return tuple(notes)
+
+
+def older_names(spec: flags.FlagSpec, framework: str) -> tuple[str, ...]:
+    """ "--nsa-decode-backend in sglang 0.5.9 and older": the flag's names before a rename."""
+    return tuple(f"--{old} in {framework} {last} and older" for old, last in spec.renamed)
 
 
 def flag_names(changes: Iterable[Change]) -> tuple[str, ...]:
@@ -97,6 +100,7 @@ def flag_names(changes: Iterable[Change]) -> tuple[str, ...]:
 __all__ = [
     "condition_in_words",
     "flag_names",
+    "older_names",
     "older_spellings",
     "respell",
     "spell_change",

@@ -188,6 +188,19 @@ def test_the_settings_the_error_names_are_listed_with_the_launch_values(
     ]
 
 
+def test_a_named_setting_says_its_older_name_when_the_release_is_unknown(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "capture.txt"
+    paste.write_text(CAPTURE_OOM)
+    lines = run(str(paste), "--framework", "sglang")
+    block = lines.split("The error names these settings of your launch:\n", 1)[1]
+    assert (
+        "  --cuda-graph-max-bs-decode (not set; --cuda-graph-max-bs in sglang 0.5.9 and older)"
+        in block.split("\n\n", 1)[0].splitlines()
+    )
+
+
 def test_the_incidents_confirmed_fix_for_another_model_does_not_lead_the_general_advice(
     starter_kb: None, tmp_path: Path
 ) -> None:
