@@ -48,6 +48,15 @@ QUERY_SCHEMA = {
             "items": {"type": "string"},
             "description": "Words no finding has and nothing is close to: left out.",
         },
+        "architectures": {
+            "type": "array",
+            "description": "GPU names searched with their architecture too: `5090` "
+            "also finds the findings for `sm_120`.",
+            "items": {
+                "type": "object",
+                "properties": {"written": {"type": "string"}, "arch": {"type": "string"}},
+            },
+        },
     },
 }
 INVALID_CURSOR = "Not a cursor of this list: follow the `next` or `previous` link as given."
@@ -63,6 +72,9 @@ def query_reading(result: SearchResult | None) -> dict[str, Any] | None:
             {"written": written, "searched": searched} for written, searched in reading.corrected
         ],
         "ignored": list(reading.ignored),
+        "architectures": [
+            {"written": written, "arch": arch} for written, arch in reading.architectures
+        ],
     }
 
 

@@ -10,9 +10,10 @@ from django.db import connection
 from rapidfuzz import fuzz, process
 
 from decisiontree import flags
+from decisiontree.vocabulary import load as load_vocabulary
 from kb.models.search import SearchWord
 from kb.search.backend import postgres
-from kb.search.text import ALNUM, Term
+from kb.search.text import ALNUM, Term, searchable
 
 # Past this many terms a query is a pasted log, not a search: any term may match.
 ALL_TERMS_UP_TO = 8
@@ -39,11 +40,18 @@ class Reading:
     terms: tuple[Term, ...]
     corrected: tuple[tuple[str, str], ...] = ()  # (as written, as searched)
     ignored: tuple[str, ...] = ()  # words no finding has, left out
+    # (as written, the architecture searched beside it): "5090" also finds sm_120.
+    architectures: tuple[tuple[str, str], ...] = ()
 
     @property
     def spellings(self) -> tuple[str, ...]:
         """Indexed words searched for a flag's other spellings (marked in snippets)."""
         return tuple(word for term in self.terms if term.option for word in term.completions)
+
+    @property
+    def architecture_words(self) -> tuple[str, ...]:
+        """The indexed words of `architectures` ("sm120"), marked in snippets too."""
+        return tuple(searchable(arch) for _, arch in self.architectures)
 
 
 def read_query(terms: tuple[Term, ...]) -> Reading:
@@ -55,10 +63,19 @@ def read_query(terms: tuple[Term, ...]) -> Reading:
     kept: list[Term] = []
     corrected: list[tuple[str, str]] = []
     ignored: list[str] = []
+    architectures: list[tuple[str, str]] = []
     for term in terms:
         spellings = indexed_spellings(term)
         if spellings:
             kept.append(replace(term, completions=spellings))
+            continue
+        gpu_words = gpu_and_architecture(term)
+        if gpu_words and gpu_words[0]:
+            kept.append(replace(term, completions=gpu_words[0]))
+            architectures.append((term.written, gpu_words[1]))
+            continue
+        if gpu_words:  # a GPU no finding is for: never read as another GPU's name
+            ignored.append(term.written)
             continue
         # An identifier (`GLM-5`) is also a run inside longer ones (`GLM-5-NVFP4`), which
         # the index holds only as words it starts (kb.search.text.identifier_wholes).
@@ -77,7 +94,22 @@ def read_query(terms: tuple[Term, ...]) -> Reading:
         else:
             kept.append(Term((closest,), written=term.written))
             corrected.append((term.written, closest))
-    return Reading(tuple(dict.fromkeys(kept)), tuple(corrected), tuple(ignored))
+    return Reading(
+        tuple(dict.fromkeys(kept)), tuple(corrected), tuple(ignored), tuple(architectures)
+    )
+
+
+def gpu_and_architecture(term: Term) -> tuple[tuple[str, ...], str] | None:
+    """A GPU's name or short name (`5090`, `B200`, `rtx-5090`) is searched as itself and
+    as its architecture, which the findings for that GPU family name (`sm_120` holds for
+    every Blackwell workstation card): the indexed words of the two (none when the index
+    has neither), and the architecture. None for any other word."""
+    gpu = load_vocabulary().gpu_named(term.written)
+    if gpu is None or not gpu.arch:
+        return None
+    wanted = (term.joined, searchable(gpu.arch))
+    present = set(SearchWord.objects.filter(word__in=wanted).values_list("word", flat=True))
+    return tuple(word for word in wanted if word in present), gpu.arch
 
 
 def indexed_spellings(term: Term) -> tuple[str, ...]:

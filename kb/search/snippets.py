@@ -157,10 +157,15 @@ def marked_terms(query: str) -> tuple[Term, ...]:
 
 
 def corrected_words(reading: Reading | None) -> list[str]:
-    """Words the search read in place of the written ones: corrections, flag spellings."""
+    """Words the search read in place of, or beside, the written ones: corrections, flag
+    spellings, a GPU's architecture."""
     if reading is None:
         return []
-    return [*(searched for _, searched in reading.corrected), *reading.spellings]
+    return [
+        *(searched for _, searched in reading.corrected),
+        *reading.spellings,
+        *reading.architecture_words,
+    ]
 
 
 def windows(sources: list[Source], pattern: re.Pattern[str] | None) -> list[Window]:

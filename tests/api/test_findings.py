@@ -40,8 +40,12 @@ def test_it_says_how_it_read_the_query(
         "every_word": True,
         "corrected": [{"written": "set_kv_bufer", "searched": "setkvbuffer"}],
         "ignored": ["zq"],
+        "architectures": [],
     }
     assert reader.get(FINDINGS).json()["query"] is None
+    by_gpu = reader.get(FINDINGS, {"q": "5090"}).json()
+    assert [row["id"] for row in by_gpu["results"]] == [dsa_finding.pk]
+    assert by_gpu["query"]["architectures"] == [{"written": "5090", "arch": "sm_120"}]
 
 
 def test_it_filters_by_facets(

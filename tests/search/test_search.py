@@ -89,6 +89,42 @@ def test_it_reads_a_misspelt_word_as_the_closest_word_of_the_index(
     assert result.reading.corrected == ((query.lower(), read_as),)
 
 
+@pytest.mark.parametrize(
+    ("query", "arch", "finds"),
+    [
+        # No finding names the RTX 5090; the sm_120 one holds for it.
+        ("5090", "sm_120", "dsa"),
+        ("RTX-5090 assertion", "sm_120", "dsa"),
+        ("B200", None, None),  # sm_100: no finding is for it, nothing is guessed
+        # The Hopper finding names H100 itself, and an H200 is the same sm_90.
+        ("H200 graph capture", "sm_90", "oom"),
+    ],
+)
+def test_a_gpu_name_also_finds_the_findings_for_its_architecture(
+    query: str, arch: str | None, finds: str | None, dsa_finding: Finding, oom_finding: Finding
+) -> None:
+    result = search(query)
+
+    expected = {"dsa": [dsa_finding.pk], "oom": [oom_finding.pk], None: []}[finds]
+    assert [f.pk for f in result.findings] == expected
+    written = query.split()[0].lower()
+    assert result.reading.architectures == (((written, arch),) if arch else ())
+    if arch is None:  # left out, not read as the name of a GPU the index has
+        assert result.reading.ignored == (written,) and result.reading.corrected == ()
+
+
+def test_the_architecture_a_gpu_name_found_is_marked_in_the_snippet(
+    dsa_finding: Finding, django_capture_on_commit_callbacks
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        dsa_finding.body = "Only the sm_120 kernels of the decode path refuse it."
+        dsa_finding.save()
+
+    result = search("5090")
+    snippet = snippet_for(result.findings[0], "5090", result.reading)
+    assert "<mark>sm_120</mark>" in snippet
+
+
 def test_a_misspelt_word_with_nothing_close_finds_nothing(dsa_finding: Finding) -> None:
     result = search("kangaroo")
     assert result.count == 0 and result.reading.ignored == ("kangaroo",)

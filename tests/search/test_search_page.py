@@ -86,6 +86,18 @@ def test_the_page_and_the_api_list_the_same_findings(
     assert from_api == from_page
 
 
+def test_a_gpu_name_finds_its_architectures_findings_and_says_so(
+    client: Client, starter_kb: None
+) -> None:
+    """No starter finding names the RTX 5090; those for its sm_120 hold for it."""
+    page = text_of(client.get("/", {"q": "5090"}))
+
+    assert "is an <strong>sm_120</strong> GPU: findings for sm_120 are searched too." in page
+    titles = titles_listed(page)
+    assert any("RTX PRO 6000" in title for title in titles)
+    assert titles == titles_listed(text_of(client.get("/", {"q": "sm_120"})))
+
+
 def test_titles_show_markdown_rendered_never_backticks(client: Client, starter_kb: None) -> None:
     page = text_of(client.get("/", {"q": "nsa_kv_cache_store_fp8"}))
     titles = re.findall(r'class="title" href="/findings/\d+/">(.*?)</a>', page, re.S)
