@@ -21,6 +21,7 @@ from django import template
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils.safestring import SafeString, mark_safe
 
+from decisiontree.answer import OTHER_SETUP, PROPOSED
 from decisiontree.fingerprint import error_name, shown_error
 from kb.models import Fix, ValidationRun
 from kb.services import occurrences
@@ -142,6 +143,14 @@ def flags_unbroken(text: str | None) -> SafeString:
     """Prose that names flags (a fix's summary): a flag, with its value when they fit,
     never splits after one of its hyphens; the other words are left as they are."""
     return unbroken_words(text, flags_only=True)
+
+
+@register.simple_tag
+def answer_words(name: str) -> str:
+    """A fixed wording every channel of an answer shares (decisiontree.answer), as a
+    sentence starts: {% answer_words "proposed" %} -> "Proposed, not confirmed — ..."."""
+    words = {"proposed": PROPOSED, "other_setup": OTHER_SETUP}[name]
+    return words[:1].upper() + words[1:]
 
 
 @register.filter
