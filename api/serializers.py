@@ -655,7 +655,8 @@ class RankedFixSerializer(serializers.Serializer):
         child=serializers.CharField(),
         help_text="What its finding needs that your setup contradicts: "
         '"model architecture is glm_moe_dsa (yours: llama)". Its evidence is from that '
-        "setup, so it ranks among the proposals, by score; [] when nothing is contradicted",
+        "setup, so it ranks after every fix whose finding fits, proposals included; [] when "
+        "nothing is contradicted",
     )
     fits_nothing = serializers.BooleanField(
         help_text="None of its changes fits the user's setup (all are in `withheld`); ranks last"

@@ -514,14 +514,16 @@ def remedy_of(fix: FixRecord) -> tuple[object, ...]:
     return remedy_key(fix.changes) if fix.changes else ("fix", fix.id)
 
 
-def sort_key(fix: RankedFix) -> tuple[bool, bool, bool, float, int, int]:
+def sort_key(fix: RankedFix) -> tuple[bool, bool, bool, bool, float, int, int]:
     # A fix already in place, or none of whose changes fits this setup, is no next step;
-    # a proposal never outranks a fix with evidence, whatever the scores, unless that
-    # evidence is from a setup the finding says is not this one.
+    # one whose finding states it is for another setup comes after every fix whose
+    # finding fits (its evidence is from that setup); a proposal never outranks a fix
+    # with evidence, whatever the scores.
     return (
         fix.already_applied,
         fix.fits_nothing,
-        fix.proposed or bool(fix.for_other_setup),
+        bool(fix.for_other_setup),
+        fix.proposed,
         -fix.score,
         fix.finding.id,
         fix.fix.id,

@@ -173,7 +173,9 @@ KV_AUTO_PROPOSED = FixRecord(
 )
 
 
-def proposal_here_and_evidence_elsewhere(*, derived: bool = True) -> Diagnosis:
+def proposal_here_and_evidence_elsewhere(
+    *, derived: bool = True, only_the_gpu: bool = False
+) -> Diagnosis:
     """The finding that fits this setup has only a proposal; the fix with evidence comes
     from a finding on Hopper with vLLM: seen there (`derived`), or stated to need it."""
     fits = finding(10, NAN_ASSERT, (KV_AUTO_PROPOSED,), cause="one cause written in full")
@@ -184,7 +186,7 @@ def proposal_here_and_evidence_elsewhere(*, derived: bool = True) -> Diagnosis:
         cause="another cause written in full",
         conditions=(
             Condition("gpu.arch", "sm_90", derived=derived),
-            Condition("framework", "vllm", derived=derived),
+            *(() if only_the_gpu else (Condition("framework", "vllm", derived=derived),)),
         ),
     )
     return diagnose(NAN_ASSERT_ELSEWHERE, on_sm120(), build_graph([fits, elsewhere]))
@@ -213,6 +215,16 @@ def test_evidence_from_a_setup_its_finding_says_is_not_this_one_does_not_outrank
     )
     assert result.fixes[0].for_other_setup == ()
     assert result.verdict == "known"
+
+
+def test_a_fix_for_another_setup_comes_after_a_fitting_proposal_whatever_the_scores() -> None:
+    """One contradicted condition (x0.2) leaves the reported fix a higher score than the
+    proposal (x0.1); its finding still says it is for another GPU."""
+    result = proposal_here_and_evidence_elsewhere(derived=False, only_the_gpu=True)
+
+    assert [f.fix.id for f in result.fixes] == [KV_AUTO_PROPOSED.id, UNSET_BACKEND.id]
+    assert result.fixes[1].score > result.fixes[0].score
+    assert result.fixes[1].for_other_setup == ("GPU architecture is sm_90 (yours: sm_120)",)
 
 
 def test_a_proposal_is_still_offered_when_nothing_else_is_known() -> None:

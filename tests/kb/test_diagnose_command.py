@@ -229,6 +229,27 @@ def test_the_incidents_confirmed_fix_for_another_model_does_not_lead_the_general
     assert changes_of(own["fixes"][0]) == {"mem-fraction-static": "0.88"}
 
 
+def test_with_the_model_unknown_it_asks_which_and_another_model_gets_the_general_advice(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    """The incident's fix needs GLM-5's architecture; whether it leads depends on the
+    model, so the answer asks, and answering re-ranks."""
+    paste = tmp_path / "oom.txt"
+    paste.write_text(CAPTURE_OOM)
+
+    unknown = json.loads(run(str(paste), "--json", "--framework", "sglang"))
+    asked = {q["key"]: q for q in unknown["questions"]}
+    assert "model.arch" in asked and "glm_moe_dsa" in asked["model.arch"]["answers"]
+    assert changes_of(unknown["fixes"][0]) == {"mem-fraction-static": "0.88"}
+
+    other = json.loads(
+        run(str(paste), "--json", "--framework", "sglang", "--answer", "model.arch=other")
+    )
+    assert other["fixes"][0]["proposed"] and other["fixes"][0]["for_other_setup"] == []
+    incident = next(f for f in other["fixes"] if changes_of(f) == {"mem-fraction-static": "0.88"})
+    assert incident["for_other_setup"]
+
+
 def test_a_fix_in_words_that_names_its_flag_does_not_list_the_flag_again(
     starter_kb: None, tmp_path: Path
 ) -> None:
