@@ -378,12 +378,13 @@ def other_setup(
 ) -> tuple[str, ...]:
     """The conditions `finding` states (not those read off where it was seen) that the
     user's setup contradicts, each with the user's value."""
-    return tuple(
+    said = (
         f"{condition_in_words(c, context.framework, context.spelling_version)} "
         f"(yours: {context.get(c.key)})"
         for c in finding.conditions
         if not c.derived and assess(c, context, vocabulary) is State.CONTRADICTED
     )
+    return tuple(dict.fromkeys(said))
 
 
 def spelling_release(context: Context, finding: FindingRecord) -> tuple[str | None, str | None]:
