@@ -14,7 +14,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from decisiontree.flags import canonical_flag, python_value
-from decisiontree.launch import FoundCommand, LaunchCommand, command_in_text, release_written
+from decisiontree.launch import (
+    PINNED_RELEASE,
+    FoundCommand,
+    LaunchCommand,
+    command_in_text,
+    release_written,
+)
 from decisiontree.logline import strip_ansi
 from decisiontree.server_settings import (
     VLLM_FIELDS,
@@ -22,7 +28,7 @@ from decisiontree.server_settings import (
     rebuilt_command,
     settings_dumps,
 )
-from decisiontree.versions import VERSION_TEXT, package_key, version_text
+from decisiontree.versions import package_key, version_text
 from decisiontree.vocabulary import Vocabulary, load
 
 Facts = dict[str, str]  # condition-style key ("gpu.arch", "flag.tp-size", "version.torch") -> value
@@ -152,6 +158,8 @@ def build_context(
         ("text", _prose_facts(text, vocab)),
         ("log", _path_facts(text)),
         ("launch_command", _command_facts(found)),
+        # The release a command names (an image tag, a pin); a log's own beats it.
+        ("launch_command", _release_facts(found) | _release_facts(typed)),
         ("nvidia-smi", nvidia_smi_facts(text, vocab)),
         ("collect_env", collect_env_facts(text, vocab)),
         ("check_env", check_env_facts(text, vocab)),
@@ -281,6 +289,12 @@ def _gpu_list_facts(names: list[str], vocab: Vocabulary) -> Facts:
     return facts
 
 
+def _release_facts(command: LaunchCommand | None) -> Facts:
+    if command is None or not command.release or not command.framework:
+        return {}
+    return {"framework": command.framework, "framework.version": command.release}
+
+
 def _command_facts(command: LaunchCommand | None) -> Facts:
     if command is None:
         return {}
@@ -347,7 +361,7 @@ def _path_facts(text: str) -> Facts:
     python = re.search(r"python(3\.\d{1,2})[/\\](?:site|dist)-packages", text)
     if python:
         facts["version.python"] = python.group(1)
-    pinned = re.search(rf"\b(sglang|vllm)(?:\[[\w,]+\])?=={VERSION_TEXT}", text)
+    pinned = PINNED_RELEASE.search(text)
     if pinned:
         facts["framework"], facts["framework.version"] = pinned.group(1), pinned.group(2)
     return facts

@@ -33,6 +33,10 @@ class LaunchCommand:
     flags: Mapping[str, str]  # canonical name -> value as launched ("true" for bare booleans)
     unknown_flags: tuple[str, ...]  # as written, e.g. "--nsa-foo"
     env: Mapping[str, str]  # VAR=value prefixes, `export`, `docker -e`
+    # The framework's release the command names before the server: a pinned package
+    # (`pip install sglang==0.5.9 &&`, `uv run --with vllm==0.9.1`) or a server image's
+    # tag (`vllm/vllm-openai:v0.9.1`, `lmsysorg/sglang:v0.5.9-cu129`).
+    release: str | None = None
 
 
 # ---------------------------------------------------------------- words
@@ -170,6 +174,13 @@ _IMAGE_IN_TEXT = re.compile(
     r"(?<![\w/.:-])(?:" + "|".join(image for _, image in _SERVER_IMAGES) + r")(?=\s|$)"
 )
 _SERVE_CLIS = {"sglang": "sglang", "vllm": "vllm"}
+# A framework's package pinned, in a command or in any text ("sglang[all]==0.5.9").
+PINNED_RELEASE = re.compile(rf"\b(sglang|vllm)(?:\[[\w,]+\])?=={versions.VERSION_TEXT}")
+# A framework's image with a release tag: its repository is named for the framework
+# (`lmsysorg/sglang`, `vllm/vllm-openai`); `latest` or `nightly` name no release.
+_RELEASE_IMAGE = re.compile(
+    rf"^(?:[\w.-]+/)*(sglang|vllm)(?:-openai)?:{versions.VERSION_TEXT}(?:$|[-_])"
+)
 _ENV_ASSIGN = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$", re.S)
 _BOOL_WORDS = {"true": "true", "false": "false", "1": "true", "0": "false"}
 
@@ -207,10 +218,11 @@ def parse_launch_command(cmd: str, framework: str | None = None) -> LaunchComman
     nested = _nested(found)
     if nested is not None:
         index, inner = nested
-        outer_env = _env_assignments([w.text for w in found[:index]])
+        outer = [w.text for w in found[:index]]
         return LaunchCommand(
             inner.framework, inner.model, inner.flags, inner.unknown_flags,
-            {**outer_env, **inner.env},
+            {**_env_assignments(outer), **inner.env},
+            inner.release or release_named(outer, inner.framework),
         )  # fmt: skip
     server = _server(found, framework)
     texts = [w.text for w in found]
@@ -220,7 +232,19 @@ def parse_launch_command(cmd: str, framework: str | None = None) -> LaunchComman
     if model is None and server.framework == "vllm" and server.positional:
         model = server.positional[0]
     unknown = tuple(texts[o.first].partition("=")[0] for o in server.options if not o.known)
-    return LaunchCommand(server.framework, model, values, unknown, env)
+    release = release_named(texts[: server.args], server.framework)
+    return LaunchCommand(server.framework, model, values, unknown, env, release)
+
+
+def release_named(texts: Iterable[str], framework: str | None) -> str | None:
+    """The release of `framework` that words before a server name (see
+    `LaunchCommand.release`); the last one, as a later pin is the one installed."""
+    found = None
+    for text in texts:
+        match = PINNED_RELEASE.fullmatch(text) or _RELEASE_IMAGE.match(text)
+        if match and match.group(1) == framework:
+            found = match.group(2)
+    return found
 
 
 def names_server(cmd: str) -> bool:

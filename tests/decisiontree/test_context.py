@@ -338,3 +338,18 @@ def test_every_known_gpu_is_counted_in_prose(gpu):
     """The longest name wins over a shorter alias inside it ("H100 80GB HBM3", not "H100")."""
     mentions = load_vocabulary().gpus_in_text(f"We run 8x {gpu} GPUs on one node.")
     assert [(found.name, count) for found, count in mentions] == [(gpu, 8)]
+
+
+def test_the_image_tag_of_the_launch_command_is_the_release_unless_the_log_says_otherwise() -> None:
+    launch = "docker run --gpus all vllm/vllm-openai:v0.9.1 --model Qwen/Qwen3-8B"
+
+    tagged = build_context("RuntimeError: boom", launch_command=launch)
+    assert (tagged.framework, tagged.framework_version) == ("vllm", "0.9.1")
+    assert tagged.sources["framework.version"] == "launch_command"
+
+    logged = build_context(
+        "INFO 12-01 08:00:00 [api_server.py:1034] vLLM API server version 0.10.0\n"
+        "RuntimeError: boom",
+        launch_command=launch,
+    )
+    assert logged.framework_version == "0.10.0"  # what ran, as the server printed it

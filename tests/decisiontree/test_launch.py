@@ -331,3 +331,30 @@ def test_the_same_launch_differs_in_nothing() -> None:
     assert launch_differences(WORKS, WORKS) == []
     newer = WORKS.replace("--nsa-", "--dsa-")
     assert launch_differences(newer, WORKS, framework="sglang", version="0.5.23") == []
+
+
+@pytest.mark.parametrize(
+    ("command", "release"),
+    [
+        ("docker run --gpus all vllm/vllm-openai:v0.9.1 --model Qwen/Qwen3-8B", "0.9.1"),
+        (
+            "docker run --gpus all lmsysorg/sglang:v0.5.9-cu129 python3 -m sglang.launch_server "
+            "--model-path zai-org/GLM-5-NVFP4",
+            "0.5.9",
+        ),
+        (
+            "uv run --with 'sglang[all]==0.5.9' python -m sglang.launch_server --model-path m",
+            "0.5.9",
+        ),
+        ("pip install vllm==0.9.1 && vllm serve Qwen/Qwen3-8B", "0.9.1"),
+        (
+            "ssh gpu1 'docker run lmsysorg/sglang:v0.4.6.post1-cu124 sglang serve --model-path m'",
+            "0.4.6.post1",
+        ),  # fmt: skip
+        # No release: a floating tag, or another framework's pin.
+        ("docker run vllm/vllm-openai:latest --model m", None),
+        ("pip install vllm==0.9.1 && python -m sglang.launch_server --model-path m", None),
+    ],
+)
+def test_the_release_a_command_installs_or_runs_is_read(command: str, release: str | None) -> None:
+    assert parse_launch_command(command).release == release
