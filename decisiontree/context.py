@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from decisiontree.flags import canonical_flag, python_value
+from decisiontree.flags import FRAMEWORKS, canonical_flag, python_value
 from decisiontree.launch import (
     PINNED_RELEASE,
     FoundCommand,
@@ -28,7 +28,7 @@ from decisiontree.server_settings import (
     rebuilt_command,
     settings_dumps,
 )
-from decisiontree.versions import package_key, version_text
+from decisiontree.versions import VERSION_TEXT, package_key, version_text
 from decisiontree.vocabulary import Vocabulary, load
 
 Facts = dict[str, str]  # condition-style key ("gpu.arch", "flag.tp-size", "version.torch") -> value
@@ -263,6 +263,14 @@ def _explicit_facts(
     if framework_version:
         facts["framework.version"] = framework_version.strip().lstrip("v")
     return facts
+
+
+def release_in_words(text: str) -> tuple[str | None, str | None]:
+    """(framework, release) as a user types them into one field: "sglang 0.5.9",
+    "vLLM v0.11.0", "0.5.9" (the framework then comes from the paste), "sglang"."""
+    framework = next((w for w in re.findall(r"[a-z]+", text.lower()) if w in FRAMEWORKS), None)
+    release = re.search(rf"(?<![\w.]){VERSION_TEXT}", text, re.IGNORECASE)
+    return framework, release.group(1) if release else None
 
 
 def _gpu_facts_from_words(words: str, vocab: Vocabulary) -> Facts:
@@ -560,4 +568,4 @@ def _add_setting(facts: Facts, framework: str, name: str, raw: str, vocab: Vocab
         facts[f"flag.{spec.name}"] = value
 
 
-__all__ = ["Context", "build_context", "clean", "key_values"]
+__all__ = ["Context", "build_context", "clean", "key_values", "release_in_words"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
 from django.conf import settings
 
 from decisiontree import conditions, vocabulary
+from decisiontree.context import release_in_words
 from decisiontree.documents.changes import changes_from_lines, summarize
 from decisiontree.logfile import size
 from decisiontree.records import Change, ChangeAction
@@ -34,6 +36,9 @@ class DiagnoseForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
     )
     gpu = forms.CharField(label="GPU (optional)", required=False, max_length=120)
+    release = forms.CharField(
+        label="Framework and release (optional)", required=False, max_length=80
+    )
 
     def __init__(self, *args: Any, allow_log: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -57,6 +62,24 @@ class DiagnoseForm(forms.Form):
         if len(text.encode("utf-8", "replace")) > settings.FIXGRAPH_MAX_PASTE_BYTES:
             raise forms.ValidationError(paste_too_large_message())
         return text
+
+    def clean_release(self) -> str:
+        """ "sglang 0.5.9", "vllm 0.11.0" or "0.5.9"; sets `framework` and
+        `framework_version` in cleaned_data."""
+        written: str = self.cleaned_data["release"].strip()
+        framework, version = release_in_words(written)
+        if (
+            written
+            and framework is None
+            and (version is None or re.search(r"[A-Za-z]{2}", written))
+        ):
+            raise forms.ValidationError(
+                "Write the framework and its release, e.g. “sglang 0.5.9” or “vllm 0.11.0” "
+                "(FixGraph knows SGLang and vLLM)."
+            )
+        self.cleaned_data["framework"] = framework or ""
+        self.cleaned_data["framework_version"] = version or ""
+        return written
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

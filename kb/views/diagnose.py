@@ -116,6 +116,8 @@ def diagnosed(request: HttpRequest, form: DiagnoseForm) -> HttpResponse:
             data["text"],
             launch_command=data["launch_command"],
             gpu=data["gpu"],
+            framework=data.get("framework", ""),
+            framework_version=data.get("framework_version", ""),
             answers=answers_from(request.POST),
             refines=stored_diagnoses.stored(str(request.POST.get("refines", ""))),
             channel=StoredDiagnosis.Channel.WEB,
@@ -159,8 +161,14 @@ def diagnosis_detail(request: HttpRequest, slug: str) -> HttpResponse:
     record = stored_diagnoses.stored(slug)
     if record is None:
         raise Http404("No diagnosis has this link. It may have been deleted.")
+    release = f"{record.framework} {record.framework_version}".strip()
     form = DiagnoseForm(
-        {"text": record.text, "launch_command": record.launch_command, "gpu": record.gpu},
+        {
+            "text": record.text,
+            "launch_command": record.launch_command,
+            "gpu": record.gpu,
+            "release": release,
+        },
         allow_log=may_attach_log(request),
     )
     form.is_valid()  # for cleaned_data: the follow-up question forms re-post it

@@ -162,6 +162,25 @@ def test_a_fix_confirmed_for_another_setup_says_which_beneath_its_heading(
     assert "model architecture is glm_moe_dsa (yours: llama)" in notes[0]
 
 
+def test_the_release_typed_beside_the_paste_spells_the_answer_and_stays_with_it(
+    client: Client, starter_kb: None
+) -> None:
+    page = page_of(client, CAPTURE_OOM, release="sglang 0.5.9")
+
+    notice = page.split('<section class="notice named-flags">', 1)[1].split("</section>", 1)[0]
+    words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", notice))
+    assert "--cuda-graph-max-bs: not set" in words  # 0.5.9's name, and no other
+    assert "0.5.9 and older" not in words
+    assert 'name="release" value="sglang 0.5.9"' in page  # the form, to run it again
+
+
+def test_a_release_of_another_framework_is_refused_with_what_to_write(client: Client) -> None:
+    response = client.post("/diagnose/", {"text": CAPTURE_OOM, "release": "tgi 2.0"})
+
+    assert response.status_code == 400
+    assert "e.g. “sglang 0.5.9” or “vllm 0.11.0”" in response.content.decode()
+
+
 def test_a_refused_command_line_is_shown_above_everything_else(
     client: Client, starter_kb: None
 ) -> None:
