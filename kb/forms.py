@@ -36,9 +36,7 @@ class DiagnoseForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
     )
     gpu = forms.CharField(label="GPU (optional)", required=False, max_length=120)
-    release = forms.CharField(
-        label="Framework and release (optional)", required=False, max_length=80
-    )
+    release = forms.CharField(label="Release (optional)", required=False, max_length=80)
 
     def __init__(self, *args: Any, allow_log: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
