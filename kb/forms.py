@@ -66,11 +66,9 @@ class DiagnoseForm(forms.Form):
         `framework_version` in cleaned_data."""
         written: str = self.cleaned_data["release"].strip()
         framework, version = release_in_words(written)
-        if (
-            written
-            and framework is None
-            and (version is None or re.search(r"[A-Za-z]{2}", written))
-        ):
+        # Another word than a release ("tgi 2.0") names a framework FixGraph does not know.
+        words = written.replace(version, " ") if version else written
+        if written and framework is None and (version is None or re.search(r"[A-Za-z]{2}", words)):
             raise forms.ValidationError(
                 "Write the framework and its release, e.g. “sglang 0.5.9” or “vllm 0.11.0” "
                 "(FixGraph knows SGLang and vLLM)."

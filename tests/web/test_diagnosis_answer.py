@@ -179,6 +179,9 @@ def test_a_release_of_another_framework_is_refused_with_what_to_write(client: Cl
 
     assert response.status_code == 400
     assert "e.g. “sglang 0.5.9” or “vllm 0.11.0”" in response.content.decode()
+    # A release alone is the paste's framework's; a post-release is part of it.
+    alone = client.post("/diagnose/", {"text": CAPTURE_OOM, "release": "v0.4.6.post1"})
+    assert alone.status_code == 303
 
 
 def test_a_refused_command_line_is_shown_above_everything_else(
