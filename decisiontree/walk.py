@@ -29,9 +29,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from decisiontree import flags
 from decisiontree.answer import NotHelpful, PathStep, RankedFix, WhyStep, WithheldChange
 from decisiontree.conditions import framework_of
 from decisiontree.context import Context
+from decisiontree.documents.changes import step_of
 from decisiontree.graph import KnowledgeGraph, remedy_key
 from decisiontree.launch import writable
 from decisiontree.match import Candidate, MatchLevel
@@ -351,6 +353,7 @@ def ranked(
         detail += "; already in your launch command"
     fits = fitted_changes(fix.changes, context, visit.finding)
     framework, version = spelling_release(context, visit.finding)
+    fits = (with_steps(fits[0], fix.summary, context, framework), fits[1])
     summary = spelled_summary(fix, context, visit.finding)
     return RankedFix(
         rank=0,
@@ -403,6 +406,43 @@ def spelled_text(text: str, context: Context, finding: FindingRecord) -> str:
     the rest of the answer writes them: one spelling per answer."""
     framework, version = spelling_release(context, finding)
     return respell(text, framework, version, source=framework_of(finding.conditions))
+
+
+def with_steps(
+    changes: Iterable[Change], summary: str, context: Context, framework: str | None
+) -> tuple[Change, ...]:
+    """A flag the fix names with a step but no value ("lower --mem-fraction-static by
+    0.05") gets the launch's value plus that step, when the launch has a number for it:
+    the corrected command then holds it, ready to copy."""
+    return tuple(
+        dataclasses.replace(change, value=stepped)
+        if change.action is ChangeAction.SET_FLAG
+        and change.value is None
+        and (stepped := stepped_value(change.name, summary, context, framework)) is not None
+        else change
+        for change in changes
+    )
+
+
+def stepped_value(name: str, summary: str, context: Context, framework: str | None) -> str | None:
+    spec = flags.flag(name, framework)
+    if spec is None or spec.type not in ("int", "float"):
+        return None
+    have, step = context.flags.get(spec.name), step_of(summary, spec.name, framework)
+    try:
+        value = float(have) + step if have is not None and step is not None else None
+    except ValueError:  # a value the launch wrote that is no number
+        return None
+    if value is None or value <= 0:
+        return None
+    if spec.type == "int":
+        return str(round(value))
+    places = max(_decimals(have or ""), _decimals(f"{abs(step or 0):g}"))
+    return f"{value:.{places}f}"
+
+
+def _decimals(number: str) -> int:
+    return len(number.partition(".")[2])
 
 
 def fitted_changes(

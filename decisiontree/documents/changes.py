@@ -295,6 +295,33 @@ def _without_loose_pins(changes: list[Change]) -> list[Change]:
     ]
 
 
+# "lower --mem-fraction-static by 0.05", "raise --x in steps of 0.05": a change by a step
+# from the value the launch has, which the fix cannot write by itself.
+_STEP_DOWN = re.compile(r"\b(?:lower|reduc|decreas|drop|cut|shrink)\w*\b[^.;:]{0,20}$", re.I)
+_STEP_UP = re.compile(r"\b(?:rais|increas|bump|grow)\w*\b[^.;:]{0,20}$", re.I)
+_STEP = re.compile(
+    r"^\s+(?:by|in\s+(?:steps|increments)\s+of)\s+(\d+(?:\.\d+)?)(?![\d.]*\s*%)", re.I
+)
+
+
+def step_of(text: str, flag: str, framework: str | None = None) -> float | None:
+    """The signed step a fix's words give `flag` (canonical name): -0.05 for "lower
+    --mem-fraction-static by 0.05 to 0.1", +0.05 for "raise it in steps of 0.05"; None
+    when they give none (an absolute value, a step in percent, no direction)."""
+    for match in FLAG_TOKEN.finditer(text):
+        if match.group(2) or flags.canonical_flag(match.group(1), framework) != flag:
+            continue
+        step = _STEP.match(text[match.end() : match.end() + 60])
+        before = text[max(0, match.start() - 40) : match.start()]
+        if step is None:
+            continue
+        if _STEP_DOWN.search(before):
+            return -float(step.group(1))
+        if _STEP_UP.search(before):
+            return float(step.group(1))
+    return None
+
+
 def changes_from_lines(
     text: str, vocabulary: VocabularyLike, framework: str | None = None
 ) -> tuple[Change, ...]:

@@ -250,6 +250,20 @@ def test_with_the_model_unknown_it_asks_which_and_another_model_gets_the_general
     assert incident["for_other_setup"]
 
 
+def test_a_fix_by_a_step_corrects_the_launchs_own_value(starter_kb: None, tmp_path: Path) -> None:
+    paste = tmp_path / "kv.txt"
+    paste.write_text(
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n"
+    )
+    launch = "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --mem-fraction-static 0.7"
+
+    result = json.loads(run(str(paste), "--json", "--launch-cmd", launch))
+
+    first = result["fixes"][0]
+    assert first["fix"]["summary"].startswith("raise --mem-fraction-static in steps of 0.05")
+    assert first["corrected_command"] == launch.replace("0.7", "0.75")
+
+
 def test_a_fix_in_words_that_names_its_flag_does_not_list_the_flag_again(
     starter_kb: None, tmp_path: Path
 ) -> None:
