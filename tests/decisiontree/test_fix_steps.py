@@ -9,14 +9,8 @@ from decisiontree.context import build_context
 from decisiontree.diagnose import diagnose
 from decisiontree.documents.changes import step_of
 from decisiontree.graph import build_graph
-from decisiontree.records import (
-    Change,
-    ChangeAction,
-    Condition,
-    FindingRecord,
-    FixRecord,
-    Outcome,
-)
+from decisiontree.records import Change, ChangeAction, FixRecord, Outcome
+from tests.decisiontree.test_walk import finding
 
 CAPTURE_OOM = (
     "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1.02 GiB.\n"
@@ -46,17 +40,9 @@ def lower_by_step(launch: str | None) -> tuple[str, ...]:
         (Change(ChangeAction.SET_FLAG, "mem-fraction-static", None),),
         Outcome.PROPOSED,
     )
-    finding = FindingRecord(
-        id=1,
-        title="capture runs out of memory",
-        kind="oom",
-        cause="graph capture buffers do not fit beside the KV pool",
-        samples=(CAPTURE_OOM,),
-        conditions=(Condition("framework", "sglang"),),
-        fixes=(fix,),
-    )
+    graph = build_graph([finding(1, CAPTURE_OOM, (fix,), cause="graph buffers do not fit")])
     context = build_context(CAPTURE_OOM, launch_command=launch, framework="sglang")
-    answer = diagnose(CAPTURE_OOM, context, build_graph([finding]))
+    answer = diagnose(CAPTURE_OOM, context, graph)
     return answer.fixes[0].command_changes
 
 
