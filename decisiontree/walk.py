@@ -351,9 +351,9 @@ def ranked(
     applied = already_applied(fix, context, vocabulary)
     if applied:
         detail += "; already in your launch command"
-    fits = fitted_changes(fix.changes, context, visit.finding)
+    fits, withheld = fitted_changes(fix.changes, context, visit.finding)
     framework, version = spelling_release(context, visit.finding)
-    fits = (with_steps(fits[0], fix.summary, context, framework), fits[1])
+    fits = with_steps(fits, fix.summary, context, framework)
     summary = spelled_summary(fix, context, visit.finding)
     return RankedFix(
         rank=0,
@@ -361,15 +361,15 @@ def ranked(
         fix=fix,
         # A flag named without a value to write ("raise --x") is said by the summary alone.
         command_changes=tuple(
-            spell_change(c, framework, version) for c in fits[0] if writable(c, framework)
+            spell_change(c, framework, version) for c in fits if writable(c, framework)
         ),
         finding=visit.finding,
         why=(*visit.steps, WhyStep("fix", detail)),
         already_applied=applied,
-        changes=fits[0],
+        changes=fits,
         summary=summary,
-        withheld=fits[1],
-        spellings=older_spellings(flag_names(fits[0]), framework, version),
+        withheld=withheld,
+        spellings=older_spellings(flag_names(fits), framework, version),
         path=(*visit.path, PathStep("fix", summary, fix.id)),
         proposed=is_proposed(fix) and not has_evidence(fix, evidence),
         for_other_setup=other_setup(visit.finding, context, vocabulary),
@@ -429,15 +429,17 @@ def stepped_value(name: str, summary: str, context: Context, framework: str | No
     if spec is None or spec.type not in ("int", "float"):
         return None
     have, step = context.flags.get(spec.name), step_of(summary, spec.name, framework)
+    if have is None or step is None:
+        return None
     try:
-        value = float(have) + step if have is not None and step is not None else None
+        value = float(have) + step
     except ValueError:  # a value the launch wrote that is no number
         return None
-    if value is None or value <= 0:
+    if value <= 0:
         return None
     if spec.type == "int":
         return str(round(value))
-    places = max(_decimals(have or ""), _decimals(f"{abs(step or 0):g}"))
+    places = max(_decimals(have), _decimals(f"{abs(step):g}"))
     return f"{value:.{places}f}"
 
 

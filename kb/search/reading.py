@@ -69,13 +69,14 @@ def read_query(terms: tuple[Term, ...]) -> Reading:
         if spellings:
             kept.append(replace(term, completions=spellings))
             continue
-        gpu_words = gpu_and_architecture(term)
-        if gpu_words and gpu_words[0]:
-            kept.append(replace(term, completions=gpu_words[0]))
-            architectures.append((term.written, gpu_words[1]))
-            continue
-        if gpu_words:  # a GPU no finding is for: never read as another GPU's name
-            ignored.append(term.written)
+        gpu = gpu_and_architecture(term)
+        if gpu is not None:
+            words, arch = gpu
+            if words:
+                kept.append(replace(term, completions=words))
+                architectures.append((term.written, arch))
+            else:  # a GPU no finding is for: never read as another GPU's name
+                ignored.append(term.written)
             continue
         # An identifier (`GLM-5`) is also a run inside longer ones (`GLM-5-NVFP4`), which
         # the index holds only as words it starts (kb.search.text.identifier_wholes).
