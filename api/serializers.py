@@ -19,6 +19,7 @@ from decisiontree import conditions
 from decisiontree.answer import OTHER_SETUP, PROPOSED
 from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.fingerprint import UNNAMED_TYPES, error_name
+from decisiontree.gpu_memory import READINGS, OutOfMemory
 from decisiontree.launch import FoundCommand, launch_differences, rename_flags
 from decisiontree.match import MatchLevel
 from decisiontree.records import Change, ChangeAction, Outcome
@@ -860,6 +861,49 @@ class NamedFlagSerializer(serializers.Serializer):
     )
 
 
+class ProcessMemorySerializer(serializers.Serializer):
+    pid = serializers.IntegerField()
+    bytes = serializers.IntegerField(help_text="GPU memory it held")
+
+
+class OutOfMemorySerializer(serializers.Serializer):
+    """One out-of-memory message's figures, in bytes (null where the message has none)."""
+
+    gpu = serializers.IntegerField(allow_null=True, help_text="The GPU's index")
+    requested = serializers.IntegerField(help_text="The allocation that failed")
+    total = serializers.IntegerField(allow_null=True)
+    free = serializers.IntegerField(allow_null=True)
+    this_process = serializers.IntegerField(
+        allow_null=True, help_text="All this process held, PyTorch's tensors and the rest"
+    )
+    allocated = serializers.IntegerField(allow_null=True, help_text="By PyTorch's tensors")
+    cached_unused = serializers.IntegerField(
+        allow_null=True, help_text="Reserved by PyTorch's cache but unallocated"
+    )
+    processes = serializers.SerializerMethodField(
+        help_text="The processes the message lists; `self_listed` says whether this one was "
+        "told apart from them (a container hides it)"
+    )
+    self_listed = serializers.BooleanField()
+    others = serializers.IntegerField(
+        help_text="Held by other processes: listed, and unlisted beyond the figures' rounding"
+    )
+    text = serializers.CharField(
+        source="describe",
+        help_text='To post: "GPU 0: asked for 3.09 GiB; 159.12 MiB free of 139.80 GiB; ..."',
+    )
+
+    @extend_schema_field(ProcessMemorySerializer(many=True))
+    def get_processes(self, oom: OutOfMemory) -> list[dict[str, int]]:
+        return [{"pid": pid, "bytes": used} for pid, used in oom.processes]
+
+
+class MemoryReadingSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=list(READINGS))
+    text = serializers.CharField(help_text="What the figures show, in a sentence")
+    helps = serializers.BooleanField(help_text="False: it says what would not help")
+
+
 class DraftWaitingSerializer(serializers.Serializer):
     """A draft in the review queue, started from a paste of the same error."""
 
@@ -957,6 +1001,17 @@ class DiagnosisSerializer(serializers.Serializer):
         many=True,
         help_text="Launch flags the error's own message names (\"try increasing "
         '`gpu_memory_utilization`"), with the value this launch gave each',
+    )
+    memory_at_failure = OutOfMemorySerializer(
+        many=True,
+        help_text="The GPU memory as the paste's out-of-memory messages give it, one entry a "
+        "distinct message",
+    )
+    memory_readings = MemoryReadingSerializer(
+        many=True,
+        help_text="What those figures show: another process holding memory, fragmentation, "
+        "an allocation larger than the GPU, or that the message's expandable_segments hint "
+        "cannot help",
     )
     not_as_launched = NotAsLaunchedSerializer(
         many=True,

@@ -103,6 +103,7 @@ def headline_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
     named = answer.get("named_flags") or []
     if named and answer.get("match") != "none":  # with no match the summary names them
         lines.append("_The error names:_ " + escape(", ".join(n["text"] for n in named)))
+    lines += [f"_GPU memory:_ {escape(r['text'])}" for r in answer.get("memory_readings") or []]
     block = section("\n".join(lines))
     if answer.get("html_url"):
         block["accessory"] = url_button("Open in FixGraph", OPEN, answer["html_url"])

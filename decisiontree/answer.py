@@ -15,6 +15,7 @@ from enum import StrEnum
 from decisiontree.context import Context
 from decisiontree.fingerprint import Signature
 from decisiontree.flag_check import FlagProblem, NamedFlag
+from decisiontree.gpu_memory import MemoryReading, OutOfMemory
 from decisiontree.launch import writable
 from decisiontree.match import Candidate, MatchLevel
 from decisiontree.records import Change, FindingRecord, FixRecord
@@ -174,6 +175,10 @@ class Diagnosis:
     flag_problems: tuple[FlagProblem, ...] = ()
     # Launch flags the error's own message names ("try increasing `max_model_len`").
     named_flags: tuple[NamedFlag, ...] = ()
+    # The GPU's memory as the paste's out-of-memory messages give it, and what it shows
+    # (another process holding it, fragmentation, an allocation larger than the GPU).
+    memory_at_failure: tuple[OutOfMemory, ...] = ()
+    memory_readings: tuple[MemoryReading, ...] = ()
 
     @property
     def refused_flags(self) -> tuple[FlagProblem, ...]:

@@ -44,6 +44,7 @@ from decisiontree.fingerprint import (
 )
 from decisiontree.flag_check import flag_problems, named_flags
 from decisiontree.flags import canonical_flag, flags_in_text
+from decisiontree.gpu_memory import out_of_memory, readings
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.match import Candidate, MatchLevel, Query, shortlist
 from decisiontree.questions import ask_questions
@@ -100,22 +101,41 @@ def diagnose(
     queries = queries_for(signatures, text)
     found = graph.index.lookup(queries)
     signature = signatures[0] if signatures else None
-    flags = launch_flags(context)
     pasted = quoted_error(parsed, signature.exception_type if signature else None)
     problems = flag_problems(text, context)
     # A refused command line is the whole answer; what its message names is in `problems`.
     named = () if any(p.refused for p in problems) else named_flags(pasted.said, context)
     candidates = matched(found)
-    if not candidates:
+    if candidates:
+        answer = ranked_answer(candidates, signature, context, graph, vocabulary, plain=plain)
+    else:
         nearest = explained(found[:NEAREST], queries, graph)
-        answer = no_match(signature, nearest, context, graph, vocabulary, text, flags)
-        return dataclasses.replace(
-            answer,
-            error_lines=pasted.lines,
-            type_as_pasted=pasted.renamed_from,
-            flag_problems=problems,
-            named_flags=named,
+        answer = no_match(
+            signature, nearest, context, graph, vocabulary, text, launch_flags(context)
         )
+    memory = out_of_memory(text)
+    return dataclasses.replace(
+        answer,
+        error_lines=pasted.lines,
+        type_as_pasted=pasted.renamed_from,
+        flag_problems=problems,
+        named_flags=named,
+        memory_at_failure=memory,
+        memory_readings=readings(memory),
+    )
+
+
+def ranked_answer(
+    candidates: Sequence[Candidate],
+    signature: Signature | None,
+    context: Context,
+    graph: KnowledgeGraph,
+    vocabulary: Vocabulary,
+    *,
+    plain: bool,
+) -> Diagnosis:
+    """The answer of a paste that matched: the walk's fixes, its questions, and the
+    verdict told truthfully about the setup."""
     result = walk(candidates, context, graph, vocabulary, plain=plain)
     questions = ask_questions(
         candidates, context, graph, vocabulary, plain=plain, fixes=result.fixes
@@ -145,12 +165,8 @@ def diagnose(
         tuple(c for c in candidates if c.finding_id in shown),
         different_setup=differences,
         setup_not_known=not_known if level is MatchLevel.SIMILAR else (),
-        launch_flags=flags,
+        launch_flags=launch_flags(context),
         not_as_launched=not_as_launched(context),
-        error_lines=pasted.lines,
-        type_as_pasted=pasted.renamed_from,
-        flag_problems=problems,
-        named_flags=named,
     )
 
 

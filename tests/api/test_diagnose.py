@@ -445,3 +445,31 @@ def test_with_no_known_match_it_names_the_draft_a_teammate_started(reader: APICl
 
     assert again["match"] == "none"
     assert [(d["id"], d["title"]) for d in again["drafts_waiting"]] == [(draft.pk, draft.title)]
+
+
+def test_an_out_of_memory_error_comes_with_the_gpus_figures_and_what_they_show(
+    reader: APIClient, starter_kb: None
+) -> None:
+    paste = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 1 has a "
+        "total capacity of 79.10 GiB of which 1.25 GiB is free. Including non-PyTorch memory, "
+        "this process has 77.84 GiB memory in use. Of the allocated memory 60.02 GiB is "
+        "allocated by PyTorch, and 16.92 GiB is reserved by PyTorch but unallocated.\n"
+    )
+    body = diagnose(reader, {"traceback": paste}).json()
+
+    [oom] = body["memory_at_failure"]
+    assert (oom["gpu"], oom["requested"], oom["cached_unused"]) == (
+        1,
+        4 * 1024**3,
+        round(16.92 * 1024**3),
+    )
+    assert oom["others"] == 0 and oom["processes"] == [] and oom["self_listed"]
+    [reading] = body["memory_readings"]
+    assert reading["kind"] == "fragmented" and reading["helps"]
+
+    slack = reader.post(f"{DIAGNOSE}?format=slack", {"traceback": paste}, format="json").json()
+    assert (
+        "_GPU memory:_ PyTorch had 16.92 GiB reserved but unused"
+        in slack["blocks"][0]["text"]["text"]
+    )

@@ -494,3 +494,28 @@ def test_with_no_known_match_it_names_a_draft_a_teammate_started(
     out = run(str(paste))
     assert f"A draft of this error waits in the review queue: #{draft.pk} {draft.title}" in out
     assert "Once you solve it" not in out
+
+
+# A server's weights loading onto a GPU another server still holds (torch 2.x's message).
+SHARED_GPU_OOM = """\
+  File "/opt/sglang/python/sglang/srt/model_executor/model_runner.py", line 420, in load_model
+    self.model = get_model(model_config=self.model_config, load_config=self.load_config)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 30.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 19.29 GiB is free. Process 4242 has 100.00 GiB memory in use. Including non-PyTorch memory, this process has 20.50 GiB memory in use. Of the allocated memory 20.00 GiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.
+"""
+
+
+def test_an_out_of_memory_error_shows_the_gpus_memory_and_who_held_it(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "oom.txt"
+    paste.write_text(SHARED_GPU_OOM)
+    text = run(str(paste))
+
+    block = text.split("GPU memory when the allocation failed:\n", 1)[1].split("\n\n", 1)[0]
+    lines = block.splitlines()
+    assert lines[0] == (
+        "  GPU 0: asked for 30.00 GiB; 19.29 GiB free of 139.80 GiB; this process 20.50 GiB; "
+        "PyTorch's tensors 20.00 GiB, cached unused 0 bytes; other processes: 4242 (100.00 GiB)"
+    )
+    assert lines[1].startswith("  - Other processes held 100.00 GiB of GPU 0 (process 4242")
+    assert lines[2].startswith("  - Not fragmentation:")

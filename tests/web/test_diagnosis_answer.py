@@ -400,3 +400,19 @@ def test_a_draft_of_a_diagnosis_that_is_gone_is_a_404(client: Client) -> None:
 
     assert response.status_code == 404
     assert not Finding.objects.exists()
+
+
+def test_an_out_of_memory_error_shows_the_gpus_memory_and_what_will_not_help(
+    client: Client, starter_kb: None
+) -> None:
+    paste = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.09 GiB. GPU 0 has a "
+        "total capacity of 139.80 GiB of which 159.12 MiB is free. Including non-PyTorch "
+        "memory, this process has 139.64 GiB memory in use. Of the allocated memory 139.05 GiB "
+        "is allocated by PyTorch, and 87.19 MiB is reserved by PyTorch but unallocated.\n"
+    )
+    page = page_of(client, paste)
+
+    notice = page.split('<section class="notice gpu-memory">', 1)[1].split("</section>", 1)[0]
+    assert "<li>GPU 0: asked for 3.09 GiB; 159.12 MiB free of 139.80 GiB;" in notice
+    assert '<p class="reading not-helping">Not fragmentation:' in notice

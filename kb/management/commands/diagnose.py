@@ -166,6 +166,10 @@ def render_text(
     if diagnosis.named_flags:
         lines += ["", "The error names these settings of your launch:"]
         lines += [f"  {named.describe()}" for named in diagnosis.named_flags]
+    if diagnosis.memory_at_failure:
+        lines += ["", "GPU memory when the allocation failed:"]
+        lines += [f"  {oom.describe()}" for oom in diagnosis.memory_at_failure]
+        lines += [f"  - {reading.text}" for reading in diagnosis.memory_readings]
     if diagnosis.not_as_launched:
         lines += ["", "The server did not run what its launch command said (from its log):"]
         lines += [

@@ -1,0 +1,306 @@
+"""What an out-of-memory message says about the GPU's memory when the allocation failed.
+
+PyTorch's caching allocator prints the numbers that decide the fix: how much was asked
+for, the GPU's size and what was free, how much this process held and how much of that
+PyTorch had cached without using it, and, where NVML lists them, the other processes on
+the GPU. Read together they tell apart causes that one message text shares:
+
+- the allocation is larger than the whole GPU: no memory setting makes it fit;
+- other processes held memory that would have made room (a server left running, another
+  tenant): stop them before lowering the server's own memory settings;
+- PyTorch held enough cached-but-unused memory, in pieces too small: fragmentation, where
+  `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` (the message's own hint) helps;
+- cached and free memory together fall short of the request: that hint cannot help.
+
+Every reading is arithmetic on the message's numbers; none needs a finding.
+
+The message's shapes, oldest first (c10/cuda/CUDACachingAllocator.cpp):
+    Tried to allocate 16.00 MiB (GPU 0; 4.00 GiB total capacity; 1.40 GiB already
+      allocated; 0 bytes free; 16.43 MiB cached)
+    Tried to allocate 160.00 MiB (GPU 0; 79.35 GiB total capacity; 78.58 GiB already
+      allocated; 145.19 MiB free; 78.58 GiB reserved in total by PyTorch)
+    Tried to allocate 3.09 GiB. GPU 0 has a total capacity of 139.80 GiB of which
+      159.12 MiB is free. [Process 4242 has 100.00 GiB memory in use. ]Including
+      non-PyTorch memory, this process has 139.64 GiB memory in use. Of the allocated
+      memory 139.05 GiB is allocated by PyTorch, and 87.19 MiB is reserved by PyTorch but
+      unallocated.
+In a container NVML reports host process ids, so PyTorch may not find itself among the
+processes: every one is then "Process N", this one too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_SIZE = r"(\d+(?:\.\d+)?)\s*(bytes|[KMGT]i?B)"
+_UNITS = {"bytes": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+_UNITS |= {"KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
+
+REQUEST = re.compile(rf"Tried to allocate {_SIZE}")
+# The older shape: "(GPU 0; 4.00 GiB total capacity; ...; 16.43 MiB cached)".
+OLD_FIGURES = re.compile(r"\(GPU (\d+); ([^)]*total capacity[^)]*)\)")
+OLD_PART = re.compile(rf"^\s*{_SIZE} (.+?)\s*$")
+# The newer one, sentence by sentence (2.1 spelled it "capacty").
+CAPACITY = re.compile(rf"GPU (\d+) has a total capac\w* of {_SIZE} of which {_SIZE} is free")
+PROCESS = re.compile(rf"Process (\d+) has {_SIZE} memory in use")
+THIS_PROCESS = re.compile(rf"this process has {_SIZE} memory in use")
+HELD = re.compile(
+    rf"Of the allocated memory {_SIZE} is allocated by PyTorch, and {_SIZE} is reserved"
+    r" by PyTorch but unallocated"
+)
+# One message runs from "Tried to allocate" to the next one or the end of its line.
+MESSAGE = re.compile(r"Tried to allocate[^\n]*")
+
+
+def size_of(number: str, unit: str) -> int:
+    return round(float(number) * _UNITS[unit])
+
+
+def rounding_of(number: str, unit: str) -> int:
+    """How far a printed size may be from the true one: half its last digit."""
+    decimals = len(number.partition(".")[2])
+    return round(_UNITS[unit] / (2 * 10.0**decimals))
+
+
+def in_words(size: int) -> str:
+    """Bytes as PyTorch prints them: "3.09 GiB", "159.12 MiB", "0 bytes"."""
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size >= scale:
+            return f"{size / scale:.2f} {unit}"
+    return f"{size} bytes"
+
+
+@dataclass(frozen=True)
+class OutOfMemory:
+    """One out-of-memory message's figures, in bytes; None where the message has none."""
+
+    requested: int
+    gpu: int | None = None
+    total: int | None = None
+    free: int | None = None
+    allocated: int | None = None  # in use by PyTorch's tensors
+    cached_unused: int | None = None  # reserved by PyTorch but unallocated
+    this_process: int | None = None  # all this process held, PyTorch's and other
+    # (pid, bytes) of the processes the message names; `self_listed` says whether this
+    # process was told apart from them (not so in a container).
+    processes: tuple[tuple[int, int], ...] = ()
+    self_listed: bool = False
+    slack: int = 0  # the rounding of total, free and this process's figures together
+
+    @property
+    def listed_others(self) -> int:
+        """Memory the listed processes held, where the message tells them from this one."""
+        return sum(used for _, used in self.processes) if self.self_listed else 0
+
+    @property
+    def others(self) -> int:
+        """Memory other processes held: the listed ones and those NVML does not show."""
+        return self.listed_others + self.unlisted
+
+    @property
+    def unlisted(self) -> int:
+        """GPU memory in use that is neither free, nor this process's, nor a listed
+        process's: processes NVML does not show (another container's), beyond rounding."""
+        if not self.self_listed or self.total is None or self.free is None:
+            return 0
+        assert self.this_process is not None  # self_listed: the message gave it
+        rest = self.total - self.free - self.this_process - self.listed_others
+        return rest if rest > self.slack else 0
+
+    def describe(self) -> str:
+        """ "GPU 0: asked for 3.09 GiB; 159.12 MiB free of 139.80 GiB; this process 139.64
+        GiB (PyTorch's tensors 139.05 GiB, cached unused 87.19 MiB)"."""
+        parts = [f"asked for {in_words(self.requested)}"]
+        if self.total is not None and self.free is not None:
+            parts.append(f"{in_words(self.free)} free of {in_words(self.total)}")
+        held = [
+            f"{label} {in_words(size)}"
+            for label, size in (
+                ("PyTorch's tensors", self.allocated),
+                ("cached unused", self.cached_unused),
+            )
+            if size is not None
+        ]
+        if self.this_process is not None:
+            parts.append(f"this process {in_words(self.this_process)}")
+        if held:
+            parts.append(", ".join(held))
+        if self.processes:
+            label = "other processes" if self.self_listed else "processes"
+            listed = ", ".join(f"{pid} ({in_words(used)})" for pid, used in self.processes)
+            parts.append(f"{label}: {listed}")
+        where = f"GPU {self.gpu}" if self.gpu is not None else "The GPU"
+        return f"{where}: " + "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class MemoryReading:
+    """What the figures of an out-of-memory message show, in a sentence."""
+
+    kind: str  # one of READINGS
+    text: str
+    helps: bool = True  # False: it says what will not help
+
+
+READINGS = (
+    "larger_than_gpu",
+    "other_processes",
+    "unknown_processes",
+    "fragmented",
+    "not_fragmented",
+)
+
+
+def out_of_memory(text: str) -> tuple[OutOfMemory, ...]:
+    """Each distinct out-of-memory message of the text, in the order printed."""
+    found: list[OutOfMemory] = []
+    for message in MESSAGE.finditer(text):
+        oom = _read(message[0])
+        if oom is not None and oom not in found:
+            found.append(oom)
+    return tuple(found)
+
+
+def _read(message: str) -> OutOfMemory | None:
+    request = REQUEST.match(message)
+    if request is None:
+        return None
+    requested = size_of(*request.groups())
+    if old := OLD_FIGURES.search(message):
+        return _read_old(requested, int(old[1]), old[2])
+    figures: dict[str, object] = {}
+    slack = 0
+    if capacity := CAPACITY.search(message):
+        figures.update(
+            gpu=int(capacity[1]),
+            total=size_of(capacity[2], capacity[3]),
+            free=size_of(capacity[4], capacity[5]),
+        )
+        slack += rounding_of(capacity[2], capacity[3]) + rounding_of(capacity[4], capacity[5])
+    if this := THIS_PROCESS.search(message):
+        figures.update(this_process=size_of(*this.groups()), self_listed=True)
+        slack += rounding_of(*this.groups())
+    if held := HELD.search(message):
+        figures.update(allocated=size_of(held[1], held[2]), cached_unused=size_of(held[3], held[4]))
+    processes = tuple((int(p[1]), size_of(p[2], p[3])) for p in PROCESS.finditer(message))
+    return OutOfMemory(requested, processes=processes, slack=slack, **figures)  # type: ignore[arg-type]
+
+
+def _read_old(requested: int, gpu: int, figures: str) -> OutOfMemory:
+    sizes: dict[str, int] = {}
+    for part in figures.split(";"):
+        if match := OLD_PART.match(part):
+            sizes[match[3]] = size_of(match[1], match[2])
+    allocated = sizes.get("already allocated")
+    reserved = sizes.get("reserved in total by PyTorch")
+    cached = sizes.get("cached")  # before "reserved": the cache on top of the tensors
+    if reserved is not None and allocated is not None:
+        cached = max(reserved - allocated, 0)
+    return OutOfMemory(
+        requested,
+        gpu=gpu,
+        total=sizes.get("total capacity"),
+        free=sizes.get("free"),
+        allocated=allocated,
+        cached_unused=cached,
+    )
+
+
+def readings(messages: Iterable[OutOfMemory]) -> tuple[MemoryReading, ...]:
+    """What the messages' figures show, a sentence for each kind (the first message that
+    shows it speaks; the GPUs of the others that show it too are named)."""
+    first: dict[str, MemoryReading] = {}
+    also: dict[str, list[str]] = {}
+    for oom in messages:
+        for reading in _readings_of(oom):
+            if reading.kind in first:
+                also[reading.kind].append(str(oom.gpu) if oom.gpu is not None else "?")
+            else:
+                first[reading.kind], also[reading.kind] = reading, []
+    shown = []
+    for kind in READINGS:
+        if kind not in first:
+            continue
+        reading = first[kind]
+        if gpus := sorted(set(also[kind]) - {"?"}):
+            reading = MemoryReading(
+                kind, f"{reading.text} The same on GPU {', '.join(gpus)}.", reading.helps
+            )
+        shown.append(reading)
+    return tuple(shown)
+
+
+def _readings_of(oom: OutOfMemory) -> list[MemoryReading]:
+    gpu = f"GPU {oom.gpu}" if oom.gpu is not None else "the GPU"
+    asked = in_words(oom.requested)
+    if oom.total is not None and oom.requested > oom.total:
+        return [
+            MemoryReading(
+                "larger_than_gpu",
+                f"The one allocation asked for {asked}, more than all of {gpu} "
+                f"({in_words(oom.total)}): no memory setting makes it fit on one GPU; "
+                "it has to be split across GPUs or made smaller.",
+            )
+        ]
+    found: list[MemoryReading] = []
+    if held := oom.others:
+        named = [f"process {pid}: {in_words(used)}" for pid, used in oom.processes]
+        if oom.unlisted:
+            named.append(
+                f"{in_words(oom.unlisted)} by processes not listed, as in another container"
+            )
+        listed = ", ".join(named)
+        fits = oom.free is not None and oom.free + held >= oom.requested
+        then = (
+            f"without them the {asked} asked for would have fit. Stop them (a server left "
+            "from an earlier launch?) or move to a free GPU before lowering this server's "
+            "memory settings."
+            if fits
+            else f"even without them the {asked} asked for would not have fit."
+        )
+        found.append(
+            MemoryReading(
+                "other_processes",
+                f"Other processes held {in_words(held)} of {gpu} ({listed}); {then}",
+                helps=fits,
+            )
+        )
+    elif len(oom.processes) > 1:
+        listed = ", ".join(f"{pid} ({in_words(used)})" for pid, used in oom.processes)
+        found.append(
+            MemoryReading(
+                "unknown_processes",
+                f"{len(oom.processes)} processes were using {gpu}: {listed}. One is probably "
+                "this server (PyTorch could not tell which, as in a container); memory the "
+                "others hold is not this launch's to use.",
+            )
+        )
+    if oom.cached_unused is None:
+        return found
+    cached = in_words(oom.cached_unused)
+    if oom.cached_unused >= oom.requested:
+        found.append(
+            MemoryReading(
+                "fragmented",
+                f"PyTorch had {cached} reserved but unused, more than the {asked} asked for, "
+                "yet in pieces too small for it: the memory is fragmented. "
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets the cache grow one "
+                "segment instead.",
+            )
+        )
+    elif oom.free is not None and oom.cached_unused + oom.free < oom.requested:
+        found.append(
+            MemoryReading(
+                "not_fragmented",
+                f"Not fragmentation: cached-but-unused ({cached}) and free "
+                f"({in_words(oom.free)}) memory together are less than the {asked} asked "
+                "for, so expandable_segments (the message's own hint) would not make it fit.",
+                helps=False,
+            )
+        )
+    return found
+
+
+__all__ = ["READINGS", "MemoryReading", "OutOfMemory", "in_words", "out_of_memory", "readings"]
