@@ -1174,8 +1174,10 @@ def summary_line(diagnosis: Diagnosis) -> str:
 
 
 def next_step(diagnosis: Diagnosis) -> str:
-    """After "no known match", where to look: the settings the error itself names, else
-    the nearest finding, else words to search by."""
+    """After "no known match", where to look: what the GPU's memory figures show, the
+    settings the error itself names, else the nearest finding, else words to search by."""
+    if telling := [r for r in diagnosis.memory_readings if r.helps]:
+        return f"; {telling[0].text[0].lower()}{telling[0].text[1:].rstrip('.')}"
     if diagnosis.named_flags:
         named = ", ".join(n.describe() for n in diagnosis.named_flags)
         return f"; the error names {named}"

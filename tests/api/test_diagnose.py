@@ -473,3 +473,22 @@ def test_an_out_of_memory_error_comes_with_the_gpus_figures_and_what_they_show(
         "_GPU memory:_ PyTorch had 16.92 GiB reserved but unused"
         in slack["blocks"][0]["text"]["text"]
     )
+
+
+def test_with_no_known_match_the_summary_says_what_the_memory_figures_show(
+    reader: APIClient, starter_kb: None
+) -> None:
+    paste = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 400.00 GiB. GPU 0 has a "
+        "total capacity of 139.80 GiB of which 139.29 GiB is free. Including non-PyTorch "
+        "memory, this process has 518.00 MiB memory in use. Of the allocated memory 0 bytes is "
+        "allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.\n"
+    )
+    body = diagnose(reader, {"traceback": paste}).json()
+
+    assert body["match"] == "none"
+    assert body["summary"] == (
+        "No known match for OutOfMemoryError in FixGraph; the one allocation asked for "
+        "400.00 GiB, more than all of GPU 0 (139.80 GiB): no memory setting makes it fit on one "
+        "GPU; it has to be split across GPUs or made smaller."
+    )

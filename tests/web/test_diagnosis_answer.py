@@ -415,4 +415,4 @@ def test_an_out_of_memory_error_shows_the_gpus_memory_and_what_will_not_help(
 
     notice = page.split('<section class="notice gpu-memory">', 1)[1].split("</section>", 1)[0]
     assert "<li>GPU 0: asked for 3.09 GiB; 159.12 MiB free of 139.80 GiB;" in notice
-    assert '<p class="reading not-helping">Not fragmentation:' in notice
+    assert '<p class="memory-reading not-helping">Not fragmentation:' in notice
