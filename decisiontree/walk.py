@@ -29,11 +29,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from decisiontree import flags
 from decisiontree.answer import NotHelpful, PathStep, RankedFix, WhyStep, WithheldChange
 from decisiontree.conditions import framework_of
 from decisiontree.context import Context
-from decisiontree.documents.changes import step_of
+from decisiontree.documents.changes import with_steps
 from decisiontree.graph import KnowledgeGraph, remedy_key
 from decisiontree.launch import writable
 from decisiontree.match import Candidate, MatchLevel
@@ -353,7 +352,7 @@ def ranked(
         detail += "; already in your launch command"
     fits, withheld = fitted_changes(fix.changes, context, visit.finding)
     framework, version = spelling_release(context, visit.finding)
-    fits = with_steps(fits, fix.summary, context, framework)
+    fits = with_steps(fits, fix.summary, context.flags, framework)
     summary = spelled_summary(fix, context, visit.finding)
     return RankedFix(
         rank=0,
@@ -406,45 +405,6 @@ def spelled_text(text: str, context: Context, finding: FindingRecord) -> str:
     the rest of the answer writes them: one spelling per answer."""
     framework, version = spelling_release(context, finding)
     return respell(text, framework, version, source=framework_of(finding.conditions))
-
-
-def with_steps(
-    changes: Iterable[Change], summary: str, context: Context, framework: str | None
-) -> tuple[Change, ...]:
-    """A flag the fix names with a step but no value ("lower --mem-fraction-static by
-    0.05") gets the launch's value plus that step, when the launch has a number for it:
-    the corrected command then holds it, ready to copy."""
-    return tuple(
-        dataclasses.replace(change, value=stepped)
-        if change.action is ChangeAction.SET_FLAG
-        and change.value is None
-        and (stepped := stepped_value(change.name, summary, context, framework)) is not None
-        else change
-        for change in changes
-    )
-
-
-def stepped_value(name: str, summary: str, context: Context, framework: str | None) -> str | None:
-    spec = flags.flag(name, framework)
-    if spec is None or spec.type not in ("int", "float"):
-        return None
-    have, step = context.flags.get(spec.name), step_of(summary, spec.name, framework)
-    if have is None or step is None:
-        return None
-    try:
-        value = float(have) + step
-    except ValueError:  # a value the launch wrote that is no number
-        return None
-    if value <= 0:
-        return None
-    if spec.type == "int":
-        return str(round(value))
-    places = max(_decimals(have), _decimals(f"{abs(step):g}"))
-    return f"{value:.{places}f}"
-
-
-def _decimals(number: str) -> int:
-    return len(number.partition(".")[2])
 
 
 def fitted_changes(

@@ -6,8 +6,10 @@ an unknown `--x` stays in the fix text, where a reviewer still sees it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
+from collections.abc import Iterable, Mapping
 
 from decisiontree import flags
 from decisiontree.documents._vocab import VocabularyLike
@@ -320,6 +322,53 @@ def step_of(text: str, flag: str, framework: str | None = None) -> float | None:
         if _STEP_UP.search(before):
             return float(step.group(1))
     return None
+
+
+def with_steps(
+    changes: Iterable[Change],
+    summary: str,
+    launched: Mapping[str, str | None],
+    framework: str | None,
+) -> tuple[Change, ...]:
+    """A flag the fix names with a step but no value ("lower --mem-fraction-static by
+    0.05") gets the launched value plus that step, when the launch has a number for it:
+    the corrected command then holds it, ready to copy, and a validation run launches it."""
+    by_name = {flags.canonical_flag(name, framework): value for name, value in launched.items()}
+    return tuple(
+        dataclasses.replace(change, value=stepped)
+        if change.action is ChangeAction.SET_FLAG
+        and change.value is None
+        and (stepped := stepped_value(change.name, summary, by_name, framework)) is not None
+        else change
+        for change in changes
+    )
+
+
+def stepped_value(
+    name: str, summary: str, launched: Mapping[str, str | None], framework: str | None
+) -> str | None:
+    """`launched`'s value of flag `name` (keys canonical) moved by the step `summary`
+    gives it; None without either, or where the result is no longer a positive number."""
+    spec = flags.flag(name, framework)
+    if spec is None or spec.type not in ("int", "float"):
+        return None
+    have, step = launched.get(spec.name), step_of(summary, spec.name, framework)
+    if have is None or step is None:
+        return None
+    try:
+        value = float(have) + step
+    except ValueError:  # a value the launch wrote that is no number
+        return None
+    if value <= 0:
+        return None
+    if spec.type == "int":
+        return str(round(value))
+    places = max(_decimals(have), _decimals(f"{abs(step):g}"))
+    return f"{value:.{places}f}"
+
+
+def _decimals(number: str) -> int:
+    return len(number.partition(".")[2])
 
 
 def changes_from_lines(

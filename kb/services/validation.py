@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from decisiontree.documents.changes import with_steps
 from decisiontree.recipes import (
     BenchMetrics,
     LaunchPlan,
@@ -101,7 +102,9 @@ def settings_for_fix(fix: Fix, over: dict[str, Any]) -> RunSettings:
     base = over.get("flags")
     if base is None:
         base = {s.name: s.value or None for s in finding.flag_settings.all()}
-    changes = [change_of(c) for c in fix.changes]
+    # A fix by a step ("lower --mem-fraction-static by 0.05") runs at the launch's own
+    # value moved by that step.
+    changes = with_steps([change_of(c) for c in fix.changes], fix.summary, base, recipe.framework)
     flags, env = lay_changes_over(base, over.get("env", {}), changes, framework=recipe.framework)
     model = over.get("model") or (finding.model.name if finding.model else "")
     model = model or str(flags.get("model-path") or flags.get("model") or "")

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from kb import remote
-from kb.models import Fix, Host, ValidationRun
+from kb.models import Fix, FlagSetting, Host, ValidationRun
 from kb.services import hosts, validation
 from kb.services.diagnosis import fix_evidence
 
@@ -62,6 +62,23 @@ def test_it_launches_the_fix_spelled_for_the_hosts_release_and_records_the_host(
     assert host.facts["packages"]["sglang"] == "0.5.9" and host.facts["python"]
     assert host.locked_by_id is None
     assert "The server is fired up" in run.log
+
+
+def test_a_fix_by_a_step_runs_at_the_findings_value_moved_by_that_step(
+    make_host: Callable[..., Host], make_fix: Callable[..., Fix]
+) -> None:
+    """ "Lower --mem-fraction-static by 0.05" stores no value; the finding launched 0.9."""
+    change = {"action": "set_flag", "name": "mem-fraction-static", "value": None}
+    fix = make_fix(changes=[change])
+    fix.summary = "lower --mem-fraction-static by 0.05 and try again"
+    fix.save()
+    FlagSetting.objects.create(finding=fix.finding, name="mem-fraction-static", value="0.9")
+
+    run = queue_run(fix, make_host())
+    validation.run(run.pk)
+    run.refresh_from_db()
+    assert run.status == Status.PASSED, run.error + run.log
+    assert "--mem-fraction-static 0.85" in run.command
 
 
 def test_it_counts_a_passed_run_as_validated_evidence_on_its_architecture(
