@@ -888,6 +888,11 @@ class OutOfMemorySerializer(serializers.Serializer):
     others = serializers.IntegerField(
         help_text="Held by other processes: listed, and unlisted beyond the figures' rounding"
     )
+    startup_share = serializers.CharField(
+        allow_null=True,
+        help_text="Of vLLM's start-up check: the --gpu-memory-utilization asked for "
+        "(`requested` is that share of the GPU); null for an allocation that failed",
+    )
     text = serializers.CharField(
         source="describe",
         help_text='To post: "GPU 0: asked for 3.09 GiB; 159.12 MiB free of 139.80 GiB; ..."',

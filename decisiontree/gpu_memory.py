@@ -30,6 +30,7 @@ processes: every one is then "Process N", this one too.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -52,6 +53,13 @@ HELD = re.compile(
 )
 # One message runs from "Tried to allocate" to the next one or the end of its line.
 MESSAGE = re.compile(r"Tried to allocate[^\n]*")
+# vLLM's check before it loads anything: what is free against what its
+# --gpu-memory-utilization asks for (vllm/v1/worker/utils.py; "device cuda:3" or "device").
+STARTUP = re.compile(
+    r"Free memory on device(?: \w+:(?P<gpu>\d+))? \((?P<free>\d+(?:\.\d+)?)/"
+    r"(?P<total>\d+(?:\.\d+)?) GiB\) on startup is less than desired GPU memory utilization "
+    r"\((?P<share>\d*\.?\d+), (?P<asked>\d+(?:\.\d+)?) GiB\)"
+)
 
 
 def size_of(number: str, unit: str) -> int:
@@ -87,7 +95,12 @@ class OutOfMemory:
     # process was told apart from them (not so in a container).
     processes: tuple[tuple[int, int], ...] = ()
     self_listed: bool = False
-    slack: int = 0  # the rounding of total, free and this process's figures together
+    slack: int = 0
+    # vLLM's start-up check: `requested` is its --gpu-memory-utilization share of the GPU,
+    # and all memory in use then was others' (but for this process's CUDA context).
+    startup_share: str | None = (
+        None  # the rounding of total, free and this process's figures together
+    )
 
     @property
     def listed_others(self) -> int:
@@ -98,6 +111,13 @@ class OutOfMemory:
     def others(self) -> int:
         """Memory other processes held: the listed ones and those NVML does not show."""
         return self.listed_others + self.unlisted
+
+    @property
+    def in_use_at_start(self) -> int:
+        """At vLLM's start-up check, what was already in use."""
+        if self.startup_share is None or self.total is None or self.free is None:
+            return 0
+        return max(self.total - self.free, 0)
 
     @property
     def unlisted(self) -> int:
@@ -112,6 +132,13 @@ class OutOfMemory:
     def describe(self) -> str:
         """ "GPU 0: asked for 3.09 GiB; 159.12 MiB free of 139.80 GiB; this process 139.64
         GiB (PyTorch's tensors 139.05 GiB, cached unused 87.19 MiB)"."""
+        where = f"GPU {self.gpu}" if self.gpu is not None else "The GPU"
+        if self.startup_share is not None and self.total is not None and self.free is not None:
+            return (
+                f"{where} at start-up: {in_words(self.free)} free of {in_words(self.total)}; "
+                f"--gpu-memory-utilization {self.startup_share} asks for "
+                f"{in_words(self.requested)}"
+            )
         parts = [f"asked for {in_words(self.requested)}"]
         if self.total is not None and self.free is not None:
             parts.append(f"{in_words(self.free)} free of {in_words(self.total)}")
@@ -131,7 +158,6 @@ class OutOfMemory:
             label = "other processes" if self.self_listed else "processes"
             listed = ", ".join(f"{pid} ({in_words(used)})" for pid, used in self.processes)
             parts.append(f"{label}: {listed}")
-        where = f"GPU {self.gpu}" if self.gpu is not None else "The GPU"
         return f"{where}: " + "; ".join(parts)
 
 
@@ -146,6 +172,7 @@ class MemoryReading:
 
 READINGS = (
     "larger_than_gpu",
+    "in_use_at_start",
     "other_processes",
     "unknown_processes",
     "fragmented",
@@ -155,12 +182,24 @@ READINGS = (
 
 def out_of_memory(text: str) -> tuple[OutOfMemory, ...]:
     """Each distinct out-of-memory message of the text, in the order printed."""
+    read = [(m.start(), _read(m[0])) for m in MESSAGE.finditer(text)]
+    read += [(m.start(), _read_startup(m)) for m in STARTUP.finditer(text)]
     found: list[OutOfMemory] = []
-    for message in MESSAGE.finditer(text):
-        oom = _read(message[0])
+    for _, oom in sorted(read, key=lambda item: item[0]):
         if oom is not None and oom not in found:
             found.append(oom)
     return tuple(found)
+
+
+def _read_startup(match: re.Match[str]) -> OutOfMemory:
+    gib = _UNITS["GiB"]
+    return OutOfMemory(
+        requested=round(float(match["asked"]) * gib),
+        gpu=int(match["gpu"]) if match["gpu"] else None,
+        total=round(float(match["total"]) * gib),
+        free=round(float(match["free"]) * gib),
+        startup_share=match["share"],
+    )
 
 
 def _read(message: str) -> OutOfMemory | None:
@@ -242,6 +281,21 @@ def _readings_of(oom: OutOfMemory) -> list[MemoryReading]:
                 f"The one allocation asked for {asked}, more than all of {gpu} "
                 f"({in_words(oom.total)}): no memory setting makes it fit on one GPU; "
                 "it has to be split across GPUs or made smaller.",
+            )
+        ]
+    if busy := oom.in_use_at_start:
+        assert oom.total is not None and oom.free is not None  # in_use_at_start needs them
+        # Two decimals, rounded down: the share that still fits what was free.
+        fits_share = math.floor(oom.free / oom.total * 100) / 100
+        return [
+            MemoryReading(
+                "in_use_at_start",
+                f"When the server started, {in_words(busy)} of {gpu} ({in_words(oom.total)}) "
+                "was already in use, by other processes (a server left from an earlier "
+                f"launch?) and this one's CUDA context: {in_words(oom.free)} was free, less "
+                f"than the {asked} that --gpu-memory-utilization {oom.startup_share} asks "
+                "for. Free the GPU, or to share it set --gpu-memory-utilization to at most "
+                f"{fits_share:.2f}.",
             )
         ]
     found: list[MemoryReading] = []

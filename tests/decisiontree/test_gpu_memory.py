@@ -158,3 +158,27 @@ def test_each_gpu_of_a_tensor_parallel_run_is_read_and_a_reading_says_where_it_h
 )
 def test_other_out_of_memory_errors_give_no_figures(text: str) -> None:
     assert out_of_memory(text) == ()
+
+
+def test_vllms_start_up_check_says_what_was_in_use_and_the_share_that_fits() -> None:
+    log = (
+        "(Worker_TP3 pid=1502) ERROR 12-02 18:30:40 [multiproc_executor.py:671] ValueError: "
+        "Free memory on device cuda:3 (12.4/139.8 GiB) on startup is less than desired GPU "
+        "memory utilization (0.92, 128.62 GiB). Decrease GPU memory utilization or reduce GPU "
+        "memory used by other processes.\n"
+    )
+    [oom] = out_of_memory(log)
+
+    assert (oom.gpu, oom.startup_share) == (3, "0.92")
+    assert abs(oom.in_use_at_start - 127.4 * GIB) < 2
+    assert oom.describe() == (
+        "GPU 3 at start-up: 12.40 GiB free of 139.80 GiB; --gpu-memory-utilization 0.92 asks "
+        "for 128.62 GiB"
+    )
+    [reading] = readings([oom])
+    assert reading.kind == "in_use_at_start"
+    assert "127.40 GiB of GPU 3 (139.80 GiB) was already in use" in reading.text
+    # 12.4 of 139.8 is 0.0887: the share rounds down, so it still fits.
+    assert reading.text.endswith("set --gpu-memory-utilization to at most 0.08.")
+    unnamed = log.replace("device cuda:3 ", "device ")
+    assert out_of_memory(unnamed)[0].gpu is None

@@ -511,7 +511,7 @@ def test_an_out_of_memory_error_shows_the_gpus_memory_and_who_held_it(
     paste.write_text(SHARED_GPU_OOM)
     text = run(str(paste))
 
-    block = text.split("GPU memory when the allocation failed:\n", 1)[1].split("\n\n", 1)[0]
+    block = text.split("The GPU's memory, as the error gives it:\n", 1)[1].split("\n\n", 1)[0]
     lines = block.splitlines()
     assert lines[0] == (
         "  GPU 0: asked for 30.00 GiB; 19.29 GiB free of 139.80 GiB; this process 20.50 GiB; "

@@ -167,7 +167,7 @@ def render_text(
         lines += ["", "The error names these settings of your launch:"]
         lines += [f"  {named.describe()}" for named in diagnosis.named_flags]
     if diagnosis.memory_at_failure:
-        lines += ["", "GPU memory when the allocation failed:"]
+        lines += ["", "The GPU's memory, as the error gives it:"]
         lines += [f"  {oom.describe()}" for oom in diagnosis.memory_at_failure]
         lines += [f"  - {reading.text}" for reading in diagnosis.memory_readings]
     if diagnosis.not_as_launched:
