@@ -224,6 +224,9 @@ def _read(message: str) -> OutOfMemory | None:
     if held := HELD.search(message):
         figures.update(allocated=size_of(held[1], held[2]), cached_unused=size_of(held[3], held[4]))
     processes = tuple((int(p[1]), size_of(p[2], p[3])) for p in PROCESS.finditer(message))
+    if not figures and not processes:
+        return None  # the request alone ("Capture cuda graph failed: ... Tried to allocate
+        # 1.02 GiB."): the quoted error says it already
     return OutOfMemory(requested, processes=processes, slack=slack, **figures)  # type: ignore[arg-type]
 
 
