@@ -15,7 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api.errors import PayloadTooLarge
-from decisiontree import conditions
+from decisiontree import conditions, server_memory
 from decisiontree.answer import OTHER_SETUP, PROPOSED
 from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.fingerprint import UNNAMED_TYPES, error_name
@@ -903,8 +903,27 @@ class OutOfMemorySerializer(serializers.Serializer):
         return [{"pid": pid, "bytes": used} for pid, used in oom.processes]
 
 
+class MemoryStageSerializer(serializers.Serializer):
+    stage = serializers.ChoiceField(choices=list(server_memory.STAGES))
+    free = serializers.IntegerField(allow_null=True, help_text="Bytes free after it")
+    used = serializers.IntegerField(
+        allow_null=True,
+        help_text='Bytes it took; for "KV cache budget", what was left for the KV cache '
+        "(negative: short by that much)",
+    )
+
+
+class RankMemorySerializer(serializers.Serializer):
+    rank = serializers.CharField(allow_null=True, help_text='"TP0"; null without ranks')
+    stages = MemoryStageSerializer(many=True)
+    stopped_capturing = serializers.BooleanField(
+        help_text="A CUDA-graph capture began and the log shows no end of it"
+    )
+    text = serializers.CharField(source="describe", help_text="To post, in one line")
+
+
 class MemoryReadingSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=list(READINGS))
+    kind = serializers.ChoiceField(choices=[*READINGS, *server_memory.READINGS])
     text = serializers.CharField(help_text="What the figures show, in a sentence")
     helps = serializers.BooleanField(help_text="False: it says what would not help")
 
@@ -1011,6 +1030,11 @@ class DiagnosisSerializer(serializers.Serializer):
         many=True,
         help_text="The GPU memory as the paste's out-of-memory messages give it, one entry a "
         "distinct message",
+    )
+    memory_log = RankMemorySerializer(
+        many=True,
+        help_text="For an error about memory: the server log's start-up memory stages of "
+        "the first rank, and of the rank with the least room at its last stage",
     )
     memory_readings = MemoryReadingSerializer(
         many=True,

@@ -19,6 +19,7 @@ from decisiontree.gpu_memory import MemoryReading, OutOfMemory
 from decisiontree.launch import writable
 from decisiontree.match import Candidate, MatchLevel
 from decisiontree.records import Change, FindingRecord, FixRecord
+from decisiontree.server_memory import RankMemory
 from decisiontree.setup import SetupDifference, State
 
 
@@ -178,6 +179,8 @@ class Diagnosis:
     # The GPU's memory as the paste's out-of-memory messages give it, and what it shows
     # (another process holding it, fragmentation, an allocation larger than the GPU).
     memory_at_failure: tuple[OutOfMemory, ...] = ()
+    # Where the memory went as the server started (its log's stages), for an error about memory.
+    memory_log: tuple[RankMemory, ...] = ()
     memory_readings: tuple[MemoryReading, ...] = ()
 
     @property

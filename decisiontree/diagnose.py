@@ -50,6 +50,7 @@ from decisiontree.match import Candidate, MatchLevel, Query, shortlist
 from decisiontree.questions import ask_questions
 from decisiontree.records import FindingRecord
 from decisiontree.retrieval import background_documents
+from decisiontree.server_memory import log_readings, memory_log
 from decisiontree.setup import (
     UNDECIDED_VALUES,
     State,
@@ -76,6 +77,7 @@ BACKEND_CHOICE = re.compile(
     r"\s*decode=(?P<decode>\w+)"
 )
 KV_DTYPE_CHOICE = re.compile(r"Setting KV cache dtype to (?P<kv>\w+)")
+MEMORY_WORD = re.compile(r"\bmemory\b", re.IGNORECASE)
 
 
 # --- the pipeline ---------------------------------------------------------------
@@ -114,6 +116,9 @@ def diagnose(
             signature, nearest, context, graph, vocabulary, text, launch_flags(context)
         )
     memory = out_of_memory(text)
+    # The start-up log's memory stages matter to an error about memory, not to a crash.
+    about_memory = memory or any(MEMORY_WORD.search(line) for line in pasted.lines)
+    log = memory_log(text) if about_memory else ()
     return dataclasses.replace(
         answer,
         error_lines=pasted.lines,
@@ -121,7 +126,8 @@ def diagnose(
         flag_problems=problems,
         named_flags=named,
         memory_at_failure=memory,
-        memory_readings=readings(memory),
+        memory_log=log,
+        memory_readings=readings(memory) + log_readings(log, text),
     )
 
 

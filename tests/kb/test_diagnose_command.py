@@ -511,7 +511,9 @@ def test_an_out_of_memory_error_shows_the_gpus_memory_and_who_held_it(
     paste.write_text(SHARED_GPU_OOM)
     text = run(str(paste))
 
-    block = text.split("The GPU's memory, as the error gives it:\n", 1)[1].split("\n\n", 1)[0]
+    block = text.split("The GPU's memory, as the error and the log give it:\n", 1)[1].split(
+        "\n\n", 1
+    )[0]
     lines = block.splitlines()
     assert lines[0] == (
         "  GPU 0: asked for 30.00 GiB; 19.29 GiB free of 139.80 GiB; this process 20.50 GiB; "
@@ -519,3 +521,28 @@ def test_an_out_of_memory_error_shows_the_gpus_memory_and_who_held_it(
     )
     assert lines[1].startswith("  - Other processes held 100.00 GiB of GPU 0 (process 4242")
     assert lines[2].startswith("  - Not fragmentation:")
+
+
+STARTUP_STAGES = """\
+[2026-02-18 22:41:09 TP0] Load weight end. type=GlmMoeDsaForCausalLM, dtype=torch.bfloat16, avail mem=24.51 GB, mem usage=70.12 GB.
+[2026-02-18 22:41:12 TP0] KV Cache is allocated. #tokens: 611840, KV size: 21.80 GB
+[2026-02-18 22:41:14 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=1.92 GB
+"""
+
+
+def test_a_memory_error_shows_where_the_start_up_log_says_the_memory_went(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "capture.txt"
+    paste.write_text(STARTUP_STAGES + CAPTURE_OOM)
+    text = run(str(paste), "--launch-cmd", CAPTURE_LAUNCH)
+
+    block = text.split("The GPU's memory, as the error and the log give it:\n", 1)[1]
+    assert block.split("\n\n", 1)[0].splitlines() == [
+        "  TP0: weights loaded (70.12 GiB, 24.51 GiB free) → KV cache allocated (21.80 GiB) → "
+        "capturing CUDA graphs (1.92 GiB free), not finished"
+    ]
+
+    crash = tmp_path / "crash.txt"
+    crash.write_text(STARTUP_STAGES + DECODE_CRASH)
+    assert "The GPU's memory" not in run(str(crash))

@@ -166,9 +166,10 @@ def render_text(
     if diagnosis.named_flags:
         lines += ["", "The error names these settings of your launch:"]
         lines += [f"  {named.describe()}" for named in diagnosis.named_flags]
-    if diagnosis.memory_at_failure:
-        lines += ["", "The GPU's memory, as the error gives it:"]
+    if diagnosis.memory_at_failure or diagnosis.memory_log:
+        lines += ["", "The GPU's memory, as the error and the log give it:"]
         lines += [f"  {oom.describe()}" for oom in diagnosis.memory_at_failure]
+        lines += [f"  {rank.describe()}" for rank in diagnosis.memory_log]
         lines += [f"  - {reading.text}" for reading in diagnosis.memory_readings]
     if diagnosis.not_as_launched:
         lines += ["", "The server did not run what its launch command said (from its log):"]

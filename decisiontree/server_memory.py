@@ -1,0 +1,168 @@
+"""Where a server's GPU memory went on its way up, from the lines its log prints.
+
+SGLang logs the free memory at each start-up stage ("Load weight end. ... avail mem=24.51
+GB, mem usage=70.12 GB.", "KV Cache is allocated. ... KV size: 21.80 GB", "Capture cuda
+graph begin. ... avail mem=1.92 GB"); vLLM what the weights took and what was left for
+the KV cache ("Model loading took 30.71 GiB", "Available KV cache memory: -1.43 GiB").
+Each tensor-parallel rank prints its own. Read in order, they say where a start-up that
+ran out of memory stopped and how much room that stage had: the figure a memory fix
+moves. (Both print binary units: SGLang's "GB" is bytes / 2**30.)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from decisiontree.gpu_memory import MemoryReading, in_words
+
+GIB = 1024**3
+_NUMBER = r"(-?\d+(?:\.\d+)?)"
+
+# stage -> the line that marks it; `free` and `used` groups where the line has them.
+STAGES: dict[str, re.Pattern[str]] = {
+    "loading weights": re.compile(rf"Load weight begin\. avail mem=(?P<free>{_NUMBER}) GB"),
+    "weights loaded": re.compile(
+        rf"Load weight end\..*?avail mem=(?P<free>{_NUMBER}) GB, mem usage=(?P<used>{_NUMBER}) GB"
+        rf"|Model loading took (?P<used2>{_NUMBER}) GiB"
+    ),
+    "KV cache allocated": re.compile(
+        rf"KV Cache is allocated\..*?(?:KV size: (?P<used>{_NUMBER}) GB"
+        rf"|K size: (?P<k>{_NUMBER}) GB, V size: (?P<v>{_NUMBER}) GB)"
+    ),
+    "KV cache budget": re.compile(rf"Available KV cache memory: (?P<used>{_NUMBER}) GiB"),
+    "memory pool ready": re.compile(rf"Memory pool end\. avail mem=(?P<free>{_NUMBER}) GB"),
+    "capturing CUDA graphs": re.compile(
+        rf"Capture cuda graph begin\..*?avail mem=(?P<free>{_NUMBER}) GB"
+    ),
+    "CUDA graphs captured": re.compile(
+        rf"Capture cuda graph end\..*?mem usage=(?P<used>{_NUMBER}) GB\. "
+        rf"avail mem=(?P<free>{_NUMBER}) GB"
+    ),
+}
+# "[2026-02-18 22:41:03 DP3 TP3]", "(VllmWorker TP0 pid=2291)", "(Worker_TP3 pid=1502)"
+RANK = re.compile(r"\bTP[ _]?(\d+)\b|Worker_TP(\d+)")
+READINGS = ("no_kv_cache_room", "request_does_not_fit")
+CONCURRENCY = re.compile(
+    r"Maximum concurrency for (?P<tokens>[\d,]+) tokens per request: (?P<times>\d+(?:\.\d+)?)x"
+)
+
+
+@dataclass(frozen=True)
+class MemoryStage:
+    stage: str  # a key of STAGES
+    free: int | None = None  # bytes free after it (SGLang); None where the line has none
+    used: int | None = None  # bytes it took (for "KV cache budget": what was left for it)
+
+    def describe(self) -> str:
+        figures = []
+        if self.used is not None:
+            figures.append(in_words(self.used) if self.used >= 0 else f"-{in_words(-self.used)}")
+        if self.free is not None:
+            figures.append(f"{in_words(self.free)} free")
+        return f"{self.stage} ({', '.join(figures)})" if figures else self.stage
+
+
+@dataclass(frozen=True)
+class RankMemory:
+    """One rank's start-up stages, in the order its log printed them."""
+
+    rank: str | None  # "TP0"; None for a log without ranks
+    stages: tuple[MemoryStage, ...]
+
+    @property
+    def stopped_capturing(self) -> bool:
+        """Its log began a CUDA-graph capture and shows no end of it."""
+        return self.stages[-1].stage == "capturing CUDA graphs"
+
+    def describe(self) -> str:
+        """ "TP0: weights loaded (70.12 GiB, 24.51 GiB free) → KV cache allocated (21.80
+        GiB) → capturing CUDA graphs (1.92 GiB free), not finished"."""
+        steps = " → ".join(stage.describe() for stage in self.stages)
+        if self.stopped_capturing:
+            steps += ", not finished"
+        return f"{self.rank}: {steps}" if self.rank else steps
+
+
+def memory_log(text: str) -> tuple[RankMemory, ...]:
+    """The first rank's start-up memory stages, and the rank that had the least room at
+    its last stage where that is another (ranks of one model mostly print alike)."""
+    by_rank: dict[str | None, list[MemoryStage]] = {}
+    for line in text.splitlines():
+        stage = _stage_of(line)
+        if stage is None:
+            continue
+        rank = RANK.search(line)
+        name = f"TP{rank[1] or rank[2]}" if rank else None
+        stages = by_rank.setdefault(name, [])
+        if not stages or stages[-1] != stage:
+            stages.append(stage)
+    ranks = [RankMemory(rank, tuple(stages)) for rank, stages in by_rank.items()]
+    if not ranks:
+        return ()
+    first = ranks[0]
+    tightest = min(ranks, key=_room_at_end)
+    if _room_at_end(tightest) < _room_at_end(first):
+        return (first, tightest)
+    return (first,)
+
+
+def _room_at_end(rank: RankMemory) -> float:
+    free = rank.stages[-1].free
+    return float("inf") if free is None else free
+
+
+def _stage_of(line: str) -> MemoryStage | None:
+    for stage, pattern in STAGES.items():
+        match = pattern.search(line)
+        if match is None:
+            continue
+        found = {k: v for k, v in match.groupdict().items() if v is not None}
+        if "k" in found:  # SGLang's older line gives K and V apart
+            found["used"] = str(float(found.pop("k")) + float(found.pop("v")))
+        used = found.get("used") or found.get("used2")
+        return MemoryStage(
+            stage,
+            free=round(float(found["free"]) * GIB) if "free" in found else None,
+            used=round(float(used) * GIB) if used is not None else None,
+        )
+    return None
+
+
+def log_readings(ranks: tuple[RankMemory, ...], text: str) -> tuple[MemoryReading, ...]:
+    """What the start-up figures show: no room left for vLLM's KV cache, or not room
+    enough for one request of the full context."""
+    found: list[MemoryReading] = []
+    for rank in ranks:
+        budget = next((s for s in rank.stages if s.stage == "KV cache budget"), None)
+        if budget is None or budget.used is None or budget.used > 0:
+            continue
+        weights = next((s for s in rank.stages if s.stage == "weights loaded"), None)
+        took = (
+            f" after the weights took {in_words(weights.used)}" if weights and weights.used else ""
+        )
+        short = f" ({in_words(-budget.used)} short)" if budget.used < 0 else ""
+        found.append(
+            MemoryReading(
+                "no_kv_cache_room",
+                f"{rank.rank + ': ' if rank.rank else ''}the --gpu-memory-utilization share "
+                f"left no room for the KV cache{short}{took}: the weights and the "
+                "activation peak already fill it. Raise --gpu-memory-utilization if the GPU "
+                "has room, or spread the model over more GPUs, or load it quantized.",
+            )
+        )
+        break
+    if (concurrency := CONCURRENCY.search(text)) and float(concurrency["times"]) < 1:
+        found.append(
+            MemoryReading(
+                "request_does_not_fit",
+                f"The KV cache holds {concurrency['times']} of one "
+                f"{concurrency['tokens']}-token request: "
+                "a request of the full context length does not fit; lower --max-model-len or "
+                "give the KV cache more memory.",
+            )
+        )
+    return tuple(found)
+
+
+__all__ = ["READINGS", "MemoryStage", "RankMemory", "log_readings", "memory_log"]
