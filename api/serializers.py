@@ -861,6 +861,18 @@ class NamedFlagSerializer(serializers.Serializer):
     )
 
 
+class HostFaultSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["hardware", "driver", "application"])
+    seen = serializers.CharField(help_text='"Xid 79", or the error\'s own words')
+    meaning = serializers.CharField()
+    action = serializers.CharField(help_text="What to do; empty for an application fault")
+    where = serializers.CharField(allow_null=True, help_text='The device: "PCI:0000:3b:00"')
+    serious = serializers.BooleanField(
+        help_text="Hardware or driver: no server flag, release or model change fixes it"
+    )
+    text = serializers.CharField(source="describe", help_text="To post, in one line")
+
+
 class ProcessMemorySerializer(serializers.Serializer):
     pid = serializers.IntegerField()
     bytes = serializers.IntegerField(help_text="GPU memory it held")
@@ -1026,6 +1038,12 @@ class DiagnosisSerializer(serializers.Serializer):
         help_text="Launch flags the error's own message names (\"try increasing "
         '`gpu_memory_utilization`"), with the value this launch gave each',
     )
+    host_faults = HostFaultSerializer(
+        many=True,
+        help_text="Faults of the GPU or its driver the paste shows (kernel-log Xid lines, "
+        "CUDA's and NVML's fault messages): hardware and driver ones, or with none of those "
+        "the Xids the GPU raised for the program's own faults",
+    )
     memory_at_failure = OutOfMemorySerializer(
         many=True,
         help_text="The GPU memory as the paste's out-of-memory messages give it, one entry a "
@@ -1180,6 +1198,8 @@ def summary_line(diagnosis: Diagnosis) -> str:
     if diagnosis.refused_flags:
         problems = "; ".join(p.describe() for p in diagnosis.refused_flags)
         return f"The server refused its command line: {problems}. Fix that first."
+    if serious := [fault for fault in diagnosis.host_faults if fault.serious]:
+        return f"The {serious[0].kind} failed, not the server: {serious[0].describe()}"
     signature = diagnosis.signature
     first = first_fix_to_try(diagnosis.fixes)
     if diagnosis.match is MatchLevel.NONE or first is None:

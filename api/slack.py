@@ -100,6 +100,11 @@ def headline_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
         + (f"; use {code(p['instead'])}" if p["instead"] else "")
         for p in answer.get("flag_problems", [])
     ]
+    lines += [
+        f"• *{escape(fault['seen'])}*: {escape(fault['meaning'])}"
+        for fault in answer.get("host_faults") or []
+        if fault["serious"]
+    ]
     named = answer.get("named_flags") or []
     if named and answer.get("match") != "none":  # with no match the summary names them
         lines.append("_The error names:_ " + escape(", ".join(n["text"] for n in named)))

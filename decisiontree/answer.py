@@ -16,6 +16,7 @@ from decisiontree.context import Context
 from decisiontree.fingerprint import Signature
 from decisiontree.flag_check import FlagProblem, NamedFlag
 from decisiontree.gpu_memory import MemoryReading, OutOfMemory
+from decisiontree.host_faults import HostFault
 from decisiontree.launch import writable
 from decisiontree.match import Candidate, MatchLevel
 from decisiontree.records import Change, FindingRecord, FixRecord
@@ -178,6 +179,9 @@ class Diagnosis:
     named_flags: tuple[NamedFlag, ...] = ()
     # The GPU's memory as the paste's out-of-memory messages give it, and what it shows
     # (another process holding it, fragmentation, an allocation larger than the GPU).
+    # Faults of the GPU or its driver the paste shows (Xid lines, ECC errors): the host
+    # failed, and no server setting fixes a hardware or driver one.
+    host_faults: tuple[HostFault, ...] = ()
     memory_at_failure: tuple[OutOfMemory, ...] = ()
     # Where the memory went as the server started (its log's stages), for an error about memory.
     memory_log: tuple[RankMemory, ...] = ()

@@ -46,6 +46,7 @@ from decisiontree.flag_check import flag_problems, named_flags
 from decisiontree.flags import canonical_flag, flags_in_text
 from decisiontree.gpu_memory import out_of_memory, readings
 from decisiontree.graph import KnowledgeGraph
+from decisiontree.host_faults import host_faults
 from decisiontree.match import Candidate, MatchLevel, Query, shortlist
 from decisiontree.questions import ask_questions
 from decisiontree.records import FindingRecord
@@ -125,6 +126,7 @@ def diagnose(
         type_as_pasted=pasted.renamed_from,
         flag_problems=problems,
         named_flags=named,
+        host_faults=host_faults(text),
         memory_at_failure=memory,
         memory_log=log,
         memory_readings=readings(memory) + log_readings(log, text),

@@ -492,3 +492,23 @@ def test_with_no_known_match_the_summary_says_what_the_memory_figures_show(
         "400.00 GiB, more than all of GPU 0 (139.80 GiB): no memory setting makes it fit on one "
         "GPU; it has to be split across GPUs or made smaller."
     )
+
+
+def test_a_gpu_that_fell_off_the_bus_is_said_first_not_a_server_fix(
+    reader: APIClient, starter_kb: None
+) -> None:
+    paste = (
+        "[Tue Dec  1 03:12:44 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=48213, name=python3, "
+        "GPU has fallen off the bus.\n"
+        "RuntimeError: CUDA error: unspecified launch failure\n"
+    )
+    body = diagnose(reader, {"traceback": paste}).json()
+
+    [fault] = body["host_faults"]
+    assert (fault["seen"], fault["kind"], fault["serious"]) == ("Xid 79", "hardware", True)
+    assert body["summary"].startswith(
+        "The hardware failed, not the server: Xid 79 on PCI:0000:3b:00: the GPU has fallen off "
+        "the bus;"
+    )
+    slack = reader.post(f"{DIAGNOSE}?format=slack", {"traceback": paste}, format="json").json()
+    assert "• *Xid 79*: the GPU has fallen off the bus" in slack["blocks"][0]["text"]["text"]

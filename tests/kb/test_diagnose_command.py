@@ -546,3 +546,12 @@ def test_a_memory_error_shows_where_the_start_up_log_says_the_memory_went(
     crash = tmp_path / "crash.txt"
     crash.write_text(STARTUP_STAGES + DECODE_CRASH)
     assert "The GPU's memory" not in run(str(crash))
+
+
+def test_a_driver_mismatch_is_named_as_the_hosts_driver(starter_kb: None, tmp_path: Path) -> None:
+    paste = tmp_path / "nvml.txt"
+    paste.write_text("Failed to initialize NVML: Driver/library version mismatch\n")
+    text = run(str(paste))
+
+    block = text.split("The GPU or its driver failed:\n", 1)[1].split("\n\n", 1)[0]
+    assert block.startswith("  Driver/library version mismatch: the loaded kernel module")

@@ -416,3 +416,16 @@ def test_an_out_of_memory_error_shows_the_gpus_memory_and_what_will_not_help(
     notice = page.split('<section class="notice gpu-memory">', 1)[1].split("</section>", 1)[0]
     assert "<li>GPU 0: asked for 3.09 GiB; 159.12 MiB free of 139.80 GiB;" in notice
     assert '<p class="memory-reading not-helping">Not fragmentation:' in notice
+
+
+def test_an_ecc_error_is_shown_as_the_gpus_fault_before_any_fix(
+    client: Client, starter_kb: None
+) -> None:
+    page = page_of(client, "RuntimeError: CUDA error: uncorrectable ECC error encountered\n")
+
+    notice = page.split('<section class="notice host-faults serious" role="alert">', 1)[1]
+    notice = notice.split("</section>", 1)[0]
+    assert "The GPU or its driver failed, not the server" in notice
+    assert "<strong>uncorrectable ECC error encountered</strong>: the GPU&#x27;s memory" in notice
+    fixes = page.find('<li class="fix"')
+    assert fixes == -1 or page.index("host-faults") < fixes

@@ -163,6 +163,10 @@ def render_text(
         unknown = "Flags FixGraph's flag tables do not know:"
         lines += ["", "Fix these first:" if diagnosis.refused_flags else unknown]
         lines += [f"  {problem.describe()}" for problem in diagnosis.flag_problems]
+    if diagnosis.host_faults:
+        serious = diagnosis.host_faults[0].serious
+        lines += ["", "The GPU or its driver failed:" if serious else "The GPU reported:"]
+        lines += [f"  {fault.describe()}" for fault in diagnosis.host_faults]
     if diagnosis.named_flags:
         lines += ["", "The error names these settings of your launch:"]
         lines += [f"  {named.describe()}" for named in diagnosis.named_flags]
