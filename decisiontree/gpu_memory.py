@@ -11,6 +11,9 @@ the GPU. Read together they tell apart causes that one message text shares:
 - PyTorch held enough cached-but-unused memory, in pieces too small: fragmentation, where
   `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` (the message's own hint) helps;
 - cached and free memory together fall short of the request: that hint cannot help.
+vLLM's check before it loads anything ("Free memory on device ... is less than desired
+GPU memory utilization") is read the same way: what was in use before it started, and the
+largest --gpu-memory-utilization that fits what was free.
 
 Every reading is arithmetic on the message's numbers; none needs a finding.
 
