@@ -434,6 +434,23 @@ def _listed_gpus(text: str, vocab: Vocabulary) -> dict[str, str]:
     return gpu_lines(listed, vocab)
 
 
+# A row of the table's process list: "|    0   N/A  N/A    4242      C   python3    71680MiB |"
+# (drivers before MIG print no GI/CI columns).
+_PROCESS_ROW = re.compile(
+    r"^\|\s+(?P<gpu>\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(?P<pid>\d+)\s+[CGM+]+\s+"
+    r"(?P<name>\S.*?)\s+(?P<mib>\d+)MiB\s*\|\s*$",
+    re.M,
+)
+
+
+def nvidia_smi_processes(text: str) -> tuple[tuple[int, int, str, int], ...]:
+    """(GPU index, pid, process name, bytes) of each process the nvidia-smi table lists."""
+    return tuple(
+        (int(row["gpu"]), int(row["pid"]), row["name"], int(row["mib"]) * 1024**2)
+        for row in _PROCESS_ROW.finditer(text)
+    )
+
+
 def _gpus_by_index(rows: Mapping[str, str], vocab: Vocabulary) -> Facts:
     if not rows:
         return {}

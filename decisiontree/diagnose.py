@@ -34,7 +34,7 @@ from decisiontree.answer import (
     WithheldChange,
     worth_trying,
 )
-from decisiontree.context import Context
+from decisiontree.context import Context, nvidia_smi_processes
 from decisiontree.fingerprint import (
     UNNAMED_TYPES,
     Signature,
@@ -44,7 +44,7 @@ from decisiontree.fingerprint import (
 )
 from decisiontree.flag_check import flag_problems, named_flags
 from decisiontree.flags import canonical_flag, flags_in_text
-from decisiontree.gpu_memory import out_of_memory, readings
+from decisiontree.gpu_memory import listed_processes, out_of_memory, readings
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.host_faults import host_faults
 from decisiontree.match import Candidate, MatchLevel, Query, shortlist
@@ -129,7 +129,9 @@ def diagnose(
         host_faults=host_faults(text),
         memory_at_failure=memory,
         memory_log=log,
-        memory_readings=readings(memory) + log_readings(log, text),
+        memory_readings=readings(memory)
+        + log_readings(log, text)
+        + (listed_processes(nvidia_smi_processes(text)) if about_memory else ()),
     )
 
 

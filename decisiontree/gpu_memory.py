@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 _SIZE = r"(\d+(?:\.\d+)?)\s*(bytes|[KMGT]i?B)"
@@ -180,7 +180,9 @@ READINGS = (
     "unknown_processes",
     "fragmented",
     "not_fragmented",
+    "processes_listed",
 )
+LISTED_AT_MOST = 8  # processes named in a reading; more are counted
 
 
 def out_of_memory(text: str) -> tuple[OutOfMemory, ...]:
@@ -277,6 +279,28 @@ def readings(messages: Iterable[OutOfMemory]) -> tuple[MemoryReading, ...]:
     return tuple(shown)
 
 
+def listed_processes(processes: Sequence[tuple[int, int, str, int]]) -> tuple[MemoryReading, ...]:
+    """nvidia-smi's process list, pasted beside a memory error: what held GPU memory when
+    it ran. Taken after the failure, a process there is not the failed server's."""
+    if not processes:
+        return ()
+    named = [
+        f"GPU {gpu}: {name} (pid {pid}) {in_words(used)}"
+        for gpu, pid, name, used in processes[:LISTED_AT_MOST]
+    ]
+    if len(processes) > LISTED_AT_MOST:
+        named.append(f"{len(processes) - LISTED_AT_MOST} more")
+    return (
+        MemoryReading(
+            "processes_listed",
+            f"nvidia-smi, as pasted, lists processes holding GPU memory: {'; '.join(named)}. "
+            "If the server that failed is no longer running, they are something else's (a "
+            "server left from an earlier launch?): stop them or use other GPUs before "
+            "lowering memory settings.",
+        ),
+    )
+
+
 def _readings_of(oom: OutOfMemory) -> list[MemoryReading]:
     gpu = f"GPU {oom.gpu}" if oom.gpu is not None else "the GPU"
     asked = in_words(oom.requested)
@@ -363,4 +387,12 @@ def _readings_of(oom: OutOfMemory) -> list[MemoryReading]:
     return found
 
 
-__all__ = ["READINGS", "MemoryReading", "OutOfMemory", "in_words", "out_of_memory", "readings"]
+__all__ = [
+    "READINGS",
+    "MemoryReading",
+    "OutOfMemory",
+    "in_words",
+    "listed_processes",
+    "out_of_memory",
+    "readings",
+]

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from decisiontree.gpu_memory import MemoryReading, out_of_memory, readings
+from decisiontree.context import nvidia_smi_processes
+from decisiontree.gpu_memory import MemoryReading, listed_processes, out_of_memory, readings
 
 CAPTURED = Path(__file__).resolve().parent / "fixtures" / "captured"
 GIB = 1024**3
@@ -184,3 +185,23 @@ def test_vllms_start_up_check_says_what_was_in_use_and_the_share_that_fits() -> 
     assert reading.text.endswith("set --gpu-memory-utilization to at most 0.08.")
     unnamed = log.replace("device cuda:3 ", "device ")
     assert out_of_memory(unnamed)[0].gpu is None
+
+
+def test_nvidia_smis_process_list_beside_a_memory_error_names_who_holds_the_gpu() -> None:
+    table = """\
+|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |
+|=========================================================================================|
+|    0   N/A  N/A            4242      C   python3                               71680MiB |
+|    1   N/A  N/A            4243      C   python3                               71680MiB |
+"""
+    [reading] = listed_processes(nvidia_smi_processes(table))
+
+    assert reading.kind == "processes_listed"
+    assert "GPU 0: python3 (pid 4242) 70.00 GiB; GPU 1: python3 (pid 4243) 70.00 GiB." in (
+        reading.text
+    )
+    older_driver = (
+        "|    0     12345      C   python                                    10000MiB |\n"
+    )
+    assert nvidia_smi_processes(older_driver) == ((0, 12345, "python", 10000 * MIB),)
+    assert listed_processes(()) == ()

@@ -555,3 +555,17 @@ def test_a_driver_mismatch_is_named_as_the_hosts_driver(starter_kb: None, tmp_pa
 
     block = text.split("The GPU or its driver failed:\n", 1)[1].split("\n\n", 1)[0]
     assert block.startswith("  Driver/library version mismatch: the loaded kernel module")
+
+
+def test_nvidia_smis_processes_are_named_beside_a_memory_error_only(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    smi = Path(__file__).parents[1] / "decisiontree/fixtures/env/nvidia_smi_rtx_pro_6000_x8.txt"
+    paste = tmp_path / "oom.txt"
+    paste.write_text(smi.read_text() + CAPTURE_OOM)
+    text = run(str(paste))
+
+    assert "  - nvidia-smi, as pasted, lists processes holding GPU memory: GPU 0: " in text
+    crash = tmp_path / "crash.txt"
+    crash.write_text(smi.read_text() + DECODE_CRASH)
+    assert "lists processes holding GPU memory" not in run(str(crash))

@@ -170,7 +170,7 @@ def render_text(
     if diagnosis.named_flags:
         lines += ["", "The error names these settings of your launch:"]
         lines += [f"  {named.describe()}" for named in diagnosis.named_flags]
-    if diagnosis.memory_at_failure or diagnosis.memory_log:
+    if diagnosis.memory_at_failure or diagnosis.memory_log or diagnosis.memory_readings:
         lines += ["", "The GPU's memory, as the error and the log give it:"]
         lines += [f"  {oom.describe()}" for oom in diagnosis.memory_at_failure]
         lines += [f"  {rank.describe()}" for rank in diagnosis.memory_log]
