@@ -435,20 +435,35 @@ def _listed_gpus(text: str, vocab: Vocabulary) -> dict[str, str]:
 
 
 # A row of the table's process list: "|    0   N/A  N/A    4242      C   python3    71680MiB |"
-# (drivers before MIG print no GI/CI columns).
+# (drivers before MIG print no GI/CI columns; a long row's memory is cut to "10291...").
 _PROCESS_ROW = re.compile(
     r"^\|\s+(?P<gpu>\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(?P<pid>\d+)\s+[CGM+]+\s+"
-    r"(?P<name>\S.*?)\s+(?P<mib>\d+)MiB\s*\|\s*$",
+    r"(?P<name>\S.*?)\s+(?:(?P<mib>\d+)MiB|\d+\.\.\.)\s*\|\s*$",
     re.M,
 )
+# `nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`
+_APPS_HEADER = re.compile(r"^pid, process_name, used_gpu_memory \[MiB\]\s*$", re.M)
+_APPS_ROW = re.compile(r"^(?P<pid>\d+), (?P<name>[^,\n]+), (?P<mib>\d+) MiB\s*$", re.M)
+
+GpuProcess = tuple[int | None, int, str, int | None]  # GPU index, pid, name, bytes
 
 
-def nvidia_smi_processes(text: str) -> tuple[tuple[int, int, str, int], ...]:
-    """(GPU index, pid, process name, bytes) of each process the nvidia-smi table lists."""
-    return tuple(
-        (int(row["gpu"]), int(row["pid"]), row["name"], int(row["mib"]) * 1024**2)
-        for row in _PROCESS_ROW.finditer(text)
-    )
+def nvidia_smi_processes(text: str) -> tuple[GpuProcess, ...]:
+    """(GPU index, pid, process name, bytes) of each process nvidia-smi lists: its table,
+    with a memory figure the table cut short taken from `--query-compute-apps` where the
+    paste has it too; None where neither gives one."""
+    apps: dict[int, tuple[str, int]] = {}
+    if header := _APPS_HEADER.search(text):
+        for row in _APPS_ROW.finditer(text, header.end()):
+            apps[int(row["pid"])] = (row["name"], int(row["mib"]) * 1024**2)
+    listed: list[GpuProcess] = []
+    for row in _PROCESS_ROW.finditer(text):
+        pid = int(row["pid"])
+        used = int(row["mib"]) * 1024**2 if row["mib"] else apps.get(pid, ("", None))[1]
+        listed.append((int(row["gpu"]), pid, row["name"], used))
+    shown = {pid for _, pid, _, _ in listed}
+    listed += [(None, pid, name, used) for pid, (name, used) in apps.items() if pid not in shown]
+    return tuple(listed)
 
 
 def _gpus_by_index(rows: Mapping[str, str], vocab: Vocabulary) -> Facts:

@@ -279,13 +279,16 @@ def readings(messages: Iterable[OutOfMemory]) -> tuple[MemoryReading, ...]:
     return tuple(shown)
 
 
-def listed_processes(processes: Sequence[tuple[int, int, str, int]]) -> tuple[MemoryReading, ...]:
+def listed_processes(
+    processes: Sequence[tuple[int | None, int, str, int | None]],
+) -> tuple[MemoryReading, ...]:
     """nvidia-smi's process list, pasted beside a memory error: what held GPU memory when
     it ran. Taken after the failure, a process there is not the failed server's."""
     if not processes:
         return ()
     named = [
-        f"GPU {gpu}: {name} (pid {pid}) {in_words(used)}"
+        f"{f'GPU {gpu}: ' if gpu is not None else ''}{name} (pid {pid})"
+        + (f" {in_words(used)}" if used is not None else "")
         for gpu, pid, name, used in processes[:LISTED_AT_MOST]
     ]
     if len(processes) > LISTED_AT_MOST:

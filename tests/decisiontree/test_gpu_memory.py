@@ -68,15 +68,15 @@ def test_a_full_gpu_with_little_cached_says_expandable_segments_cannot_help() ->
 
 
 def test_another_process_holding_the_room_is_named_with_its_memory() -> None:
-    [oom] = out_of_memory(
-        SHARED_GPU.format(asked="30.00 GiB", free="19.29 GiB", other="100.00 GiB")
-    )
+    """Captured: 30 GiB asked while a second process on the H200 held 100 GiB."""
+    [oom] = out_of_memory(captured("torch_cuda_oom_other_process"))
 
-    assert oom.processes == ((4242, 100 * GIB),) and oom.self_listed
+    assert oom.processes == ((669, round(100.51 * GIB)),) and oom.self_listed
+    assert oom.others == round(100.51 * GIB)  # the rest of the figures is rounding
     first, *_ = readings([oom])
     assert first.kind == "other_processes" and first.helps
-    assert first.text.startswith("Other processes held 100.00 GiB of GPU 0 (process 4242")
-    assert "would have fit" in first.text
+    assert first.text.startswith("Other processes held 100.51 GiB of GPU 0 (process 669")
+    assert "without them the 30.00 GiB asked for would have fit" in first.text
 
 
 def test_another_process_too_small_to_matter_is_said_not_to_be_the_cause() -> None:
@@ -122,12 +122,17 @@ def test_in_a_container_the_listed_processes_are_not_taken_for_others() -> None:
 
 
 def test_cached_memory_enough_for_the_request_is_fragmentation() -> None:
-    [oom] = out_of_memory(TORCH_1_FRAGMENTED)
+    """Captured: 70 GiB cached in 1 GiB holes, 8 GiB asked (expandable segments ran it)."""
+    [oom] = out_of_memory(captured("torch_cuda_oom_fragmented"))
 
-    assert oom.allocated == round(20.50 * GIB) and oom.cached_unused == GIB
+    assert (oom.allocated, oom.cached_unused) == (65 * GIB, 70 * GIB)
     [reading] = readings([oom])
     assert reading.kind == "fragmented" and reading.helps
+    assert reading.text.startswith("PyTorch had 70.00 GiB reserved but unused")
     assert "expandable_segments:True" in reading.text
+
+    [old] = out_of_memory(TORCH_1_FRAGMENTED)  # torch 1.x gives the cache's total
+    assert old.cached_unused == GIB and readings([old])[0].kind == "fragmented"
 
 
 def test_torch_1_0_cached_figure_is_the_cache_beyond_the_tensors() -> None:
@@ -188,18 +193,15 @@ def test_vllms_start_up_check_says_what_was_in_use_and_the_share_that_fits() -> 
 
 
 def test_nvidia_smis_process_list_beside_a_memory_error_names_who_holds_the_gpu() -> None:
-    table = """\
-|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |
-|=========================================================================================|
-|    0   N/A  N/A            4242      C   python3                               71680MiB |
-|    1   N/A  N/A            4243      C   python3                               71680MiB |
-"""
-    [reading] = listed_processes(nvidia_smi_processes(table))
+    """Captured while another process held 100 GiB: the table cuts its memory figure
+    short ("10291..."); the --query-compute-apps lines below it give it whole."""
+    table_and_apps = captured("nvidia_smi_other_process")
 
+    [reading] = listed_processes(nvidia_smi_processes(table_and_apps))
     assert reading.kind == "processes_listed"
-    assert "GPU 0: python3 (pid 4242) 70.00 GiB; GPU 1: python3 (pid 4243) 70.00 GiB." in (
-        reading.text
-    )
+    assert "GPU 0: /opt/torch/.venv/bin/python3 (pid 693) 100.51 GiB." in reading.text
+    table_only = table_and_apps.split("pid, process_name")[0]
+    assert nvidia_smi_processes(table_only) == ((0, 693, "/opt/torch/.venv/bin/python3", None),)
     older_driver = (
         "|    0     12345      C   python                                    10000MiB |\n"
     )
