@@ -29,6 +29,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from decisiontree.documents.changes import with_steps
+from decisiontree.host_faults import host_faults
 from decisiontree.recipes import (
     BenchMetrics,
     LaunchPlan,
@@ -528,8 +529,17 @@ def _heartbeat(
     if _cancelled(vrun.pk):
         return Verdict(Status.CANCELLED)
     if not alive:
-        return Verdict(Status.FAILED, "the server exited:\n" + tail[-3000:])
+        return exit_verdict(tail)
     return None
+
+
+def exit_verdict(tail: str) -> Verdict:
+    """A server that exited failed the fix, unless its output shows the GPU or its driver
+    failing under it (an Xid, an uncorrectable ECC error): that says nothing of the fix, so
+    the host is marked unhealthy and the fix keeps its evidence."""
+    if serious := [fault for fault in host_faults(tail) if fault.serious]:
+        return Verdict(Status.HOST_UNHEALTHY, f"{serious[0].describe()}\n{tail[-3000:]}")
+    return Verdict(Status.FAILED, "the server exited:\n" + tail[-3000:])
 
 
 def _benchmark(

@@ -107,6 +107,20 @@ def test_it_sends_a_resolving_fix_back_to_review_when_the_server_crashes(
     assert not remote_group_alive(ssh_target, run)
 
 
+def test_a_server_killed_by_a_gpu_fault_marks_the_host_not_the_fix(
+    make_host: Callable[..., Host], make_fix: Callable[..., Fix], ssh_target: remote.Target
+) -> None:
+    fix = make_fix()
+    run = queue_run(fix, make_host(FAKE_GPU_CRASH="ecc"))
+    validation.run(run.pk)
+    run.refresh_from_db()
+    fix.refresh_from_db()
+    assert run.status == Status.HOST_UNHEALTHY
+    assert run.error.startswith("uncorrectable ECC error encountered: the GPU's memory")
+    assert fix.needs_review is False and fix.outcome == Fix.Outcome.RESOLVES
+    assert not remote_group_alive(ssh_target, run)
+
+
 def test_it_runs_no_command_hidden_in_a_flag_value(
     make_host: Callable[..., Host], make_fix: Callable[..., Fix], ssh_target: remote.Target
 ) -> None:
