@@ -44,14 +44,20 @@ from decisiontree.fingerprint import (
 )
 from decisiontree.flag_check import flag_problems, named_flags
 from decisiontree.flags import canonical_flag, flags_in_text
-from decisiontree.gpu_memory import listed_processes, out_of_memory, readings
+from decisiontree.gpu_memory import (
+    MemoryReading,
+    OutOfMemory,
+    listed_processes,
+    out_of_memory,
+    readings,
+)
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.host_faults import host_faults
 from decisiontree.match import Candidate, MatchLevel, Query, shortlist
 from decisiontree.questions import ask_questions
 from decisiontree.records import FindingRecord
 from decisiontree.retrieval import background_documents
-from decisiontree.server_memory import log_readings, memory_log
+from decisiontree.server_memory import RankMemory, log_readings, memory_log
 from decisiontree.setup import (
     UNDECIDED_VALUES,
     State,
@@ -116,10 +122,7 @@ def diagnose(
         answer = no_match(
             signature, nearest, context, graph, vocabulary, text, launch_flags(context)
         )
-    memory = out_of_memory(text)
-    # The start-up log's memory stages matter to an error about memory, not to a crash.
-    about_memory = memory or any(MEMORY_WORD.search(line) for line in pasted.lines)
-    log = memory_log(text) if about_memory else ()
+    memory, log, memory_readings = memory_told(text, pasted.lines)
     return dataclasses.replace(
         answer,
         error_lines=pasted.lines,
@@ -129,10 +132,22 @@ def diagnose(
         host_faults=host_faults(text),
         memory_at_failure=memory,
         memory_log=log,
-        memory_readings=readings(memory)
-        + log_readings(log, text)
-        + (listed_processes(nvidia_smi_processes(text)) if about_memory else ()),
+        memory_readings=memory_readings,
     )
+
+
+def memory_told(
+    text: str, error_lines: Sequence[str]
+) -> tuple[tuple[OutOfMemory, ...], tuple[RankMemory, ...], tuple[MemoryReading, ...]]:
+    """The GPU memory the paste tells of, for an error about memory (an out-of-memory
+    message, or an error line that says "memory"): its figures, the start-up log's
+    stages, an nvidia-smi process list, and what they show. A crash gets none of it."""
+    memory = out_of_memory(text)
+    if not memory and not any(MEMORY_WORD.search(line) for line in error_lines):
+        return (), (), ()
+    log = memory_log(text)
+    shown = readings(memory) + log_readings(log, text)
+    return memory, log, shown + listed_processes(nvidia_smi_processes(text))
 
 
 def ranked_answer(

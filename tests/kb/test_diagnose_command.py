@@ -544,7 +544,8 @@ def test_a_memory_error_shows_where_the_start_up_log_says_the_memory_went(
     ]
 
     crash = tmp_path / "crash.txt"
-    crash.write_text(STARTUP_STAGES + DECODE_CRASH)
+    short = "INFO gpu_executor.py:126] Maximum concurrency for 131072 tokens per request: 0.75x\n"
+    crash.write_text(STARTUP_STAGES + short + DECODE_CRASH)
     assert "The GPU's memory" not in run(str(crash))
 
 
