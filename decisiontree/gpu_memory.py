@@ -33,6 +33,7 @@ processes: every one is then "Process N", this one too.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -125,12 +126,15 @@ class OutOfMemory:
     @property
     def unlisted(self) -> int:
         """GPU memory in use that is neither free, nor this process's, nor a listed
-        process's: processes NVML does not show (another container's), beyond rounding."""
+        process's: processes NVML does not show (another container's). Counted only where
+        it decides the failure (without it the request would have fit): a few MiB beyond
+        the figures' rounding is the driver's own, not another server."""
         if not self.self_listed or self.total is None or self.free is None:
             return 0
         assert self.this_process is not None  # self_listed: the message gave it
         rest = self.total - self.free - self.this_process - self.listed_others
-        return rest if rest > self.slack else 0
+        decides = self.free + self.listed_others + rest >= self.requested
+        return rest if rest > self.slack and decides else 0
 
     def describe(self) -> str:
         """ "GPU 0: asked for 3.09 GiB; 159.12 MiB free of 139.80 GiB; this process 139.64
@@ -193,7 +197,22 @@ def out_of_memory(text: str) -> tuple[OutOfMemory, ...]:
     for _, oom in sorted(read, key=lambda item: item[0]):
         if oom is not None and oom not in found:
             found.append(oom)
-    return tuple(found)
+    # A server quoting the allocator's first sentence ("Capture cuda graph failed: ...
+    # GPU 6 has a total capacity of ...") says less of the same failure: one entry.
+    return tuple(oom for oom in found if not any(_tells_more(other, oom) for other in found))
+
+
+def _tells_more(fuller: OutOfMemory, oom: OutOfMemory) -> bool:
+    """Whether `fuller` is another report of `oom`'s failure with more figures."""
+    if fuller == oom:
+        return False
+    for field in dataclasses.fields(OutOfMemory):
+        if field.name in ("self_listed", "slack"):  # follow from the figures given
+            continue
+        figure = getattr(oom, field.name)
+        if figure is not None and figure != () and figure != getattr(fuller, field.name):
+            return False
+    return True
 
 
 def _read_startup(match: re.Match[str]) -> OutOfMemory:

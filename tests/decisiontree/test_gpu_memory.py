@@ -207,3 +207,20 @@ def test_nvidia_smis_process_list_beside_a_memory_error_names_who_holds_the_gpu(
     )
     assert nvidia_smi_processes(older_driver) == ((0, 12345, "python", 10000 * MIB),)
     assert listed_processes(()) == ()
+
+
+def test_a_server_quoting_the_messages_first_sentence_gives_one_entry_and_no_noise() -> None:
+    """SGLang's capture failure quotes the allocator's first sentence above the whole
+    message; 20 MiB nobody accounts for, when the request is 896 MiB, is the driver's."""
+    log = (
+        "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 896.00 MiB. "
+        "GPU 6 has a total capacity of 94.97 GiB of which 471.31 MiB is free.\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 896.00 MiB. GPU 6 has a "
+        "total capacity of 94.97 GiB of which 471.31 MiB is free. Including non-PyTorch memory, "
+        "this process has 94.49 GiB memory in use. Of the allocated memory 92.10 GiB is "
+        "allocated by PyTorch, and 1.20 GiB is reserved by PyTorch but unallocated.\n"
+    )
+    [oom] = out_of_memory(log)
+
+    assert oom.this_process == round(94.49 * GIB) and oom.others == 0
+    assert kinds(readings([oom])) == ["fragmented"]
