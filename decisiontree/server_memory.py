@@ -14,9 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from decisiontree.gpu_memory import MemoryReading, in_words
+from decisiontree.gpu_memory import MemoryReading, in_words, size_of
 
-GIB = 1024**3
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
 
 # stage -> the line that marks it; `free` and `used` groups where the line has them.
@@ -123,8 +122,9 @@ def _stage_of(line: str) -> MemoryStage | None:
         used = found.get("used") or found.get("used2")
         return MemoryStage(
             stage,
-            free=round(float(found["free"]) * GIB) if "free" in found else None,
-            used=round(float(used) * GIB) if used is not None else None,
+            # SGLang's "GB" is bytes / 2**30 too
+            free=size_of(found["free"], "GiB") if "free" in found else None,
+            used=size_of(used, "GiB") if used is not None else None,
         )
     return None
 
