@@ -416,6 +416,6 @@ __all__ = [
     "in_words",
     "listed_processes",
     "out_of_memory",
-    "size_of",
     "readings",
+    "size_of",
 ]
