@@ -15,7 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api.errors import PayloadTooLarge
-from decisiontree import conditions, server_memory
+from decisiontree import conditions, host_faults, server_memory
 from decisiontree.answer import OTHER_SETUP, PROPOSED
 from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.fingerprint import UNNAMED_TYPES, error_name
@@ -862,7 +862,7 @@ class NamedFlagSerializer(serializers.Serializer):
 
 
 class HostFaultSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["hardware", "driver", "application"])
+    kind = serializers.ChoiceField(choices=list(host_faults.kinds()))
     seen = serializers.CharField(help_text='"Xid 79", or the error\'s own words')
     meaning = serializers.CharField()
     action = serializers.CharField(help_text="What to do; empty for an application fault")
@@ -898,7 +898,8 @@ class OutOfMemorySerializer(serializers.Serializer):
     )
     self_listed = serializers.BooleanField()
     others = serializers.IntegerField(
-        help_text="Held by other processes: listed, and unlisted beyond the figures' rounding"
+        help_text="Held by other processes: those listed, and memory no process accounts "
+        "for where it decides the failure"
     )
     startup_share = serializers.CharField(
         allow_null=True,

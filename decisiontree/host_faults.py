@@ -21,7 +21,6 @@ FAULTS_FILE = Path(__file__).resolve().parent / "data" / "host_faults.json"
 # "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus." and the same
 # code written in prose ("Xid 79", "XID: 48").
 XID = re.compile(r"\bXid\b(?:\s*\((?P<where>[^)]*)\))?:?\s*(?P<code>\d{1,3})\b", re.IGNORECASE)
-SERIOUS = ("hardware", "driver")  # kinds no server setting fixes
 
 
 @dataclass(frozen=True)
@@ -35,20 +34,25 @@ class HostFault:
     @property
     def serious(self) -> bool:
         """No server setting fixes it."""
-        return self.kind in SERIOUS
+        return bool(_faults()["kinds"][self.kind]["serious"])
 
     def describe(self) -> str:
         """ "Xid 79 on PCI:0000:3b:00: the GPU has fallen off the bus; a fault of the GPU,
         its memory or its link: no server setting fixes it. Drain the node; ..." """
         on = f" on {self.where}" if self.where else ""
         action = f" {self.action[0].upper()}{self.action[1:]}." if self.action else ""
-        return f"{self.seen}{on}: {self.meaning}; {_faults()['kinds'][self.kind]}.{action}"
+        return f"{self.seen}{on}: {self.meaning}; {_faults()['kinds'][self.kind]['says']}.{action}"
 
 
 @cache
 def _faults() -> dict[str, Any]:
     data: dict[str, Any] = json.loads(FAULTS_FILE.read_text(encoding="utf-8"))
     return data
+
+
+def kinds() -> tuple[str, ...]:
+    """The kinds of fault: "hardware", "driver", "application"."""
+    return tuple(_faults()["kinds"])
 
 
 def host_faults(text: str) -> tuple[HostFault, ...]:
@@ -76,4 +80,4 @@ def host_faults(text: str) -> tuple[HostFault, ...]:
     return tuple(serious or unique)
 
 
-__all__ = ["HostFault", "host_faults"]
+__all__ = ["HostFault", "host_faults", "kinds"]
