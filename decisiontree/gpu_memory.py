@@ -99,12 +99,10 @@ class OutOfMemory:
     # process was told apart from them (not so in a container).
     processes: tuple[tuple[int, int], ...] = ()
     self_listed: bool = False
-    slack: int = 0
+    slack: int = 0  # the rounding of total, free and this process's figures together
     # vLLM's start-up check: `requested` is its --gpu-memory-utilization share of the GPU,
     # and all memory in use then was others' (but for this process's CUDA context).
-    startup_share: str | None = (
-        None  # the rounding of total, free and this process's figures together
-    )
+    startup_share: str | None = None
 
     @property
     def listed_others(self) -> int:
@@ -216,12 +214,11 @@ def _tells_more(fuller: OutOfMemory, oom: OutOfMemory) -> bool:
 
 
 def _read_startup(match: re.Match[str]) -> OutOfMemory:
-    gib = _UNITS["GiB"]
     return OutOfMemory(
-        requested=round(float(match["asked"]) * gib),
+        requested=size_of(match["asked"], "GiB"),
         gpu=int(match["gpu"]) if match["gpu"] else None,
-        total=round(float(match["total"]) * gib),
-        free=round(float(match["free"]) * gib),
+        total=size_of(match["total"], "GiB"),
+        free=size_of(match["free"], "GiB"),
         startup_share=match["share"],
     )
 
@@ -233,25 +230,30 @@ def _read(message: str) -> OutOfMemory | None:
     requested = size_of(*request.groups())
     if old := OLD_FIGURES.search(message):
         return _read_old(requested, int(old[1]), old[2])
-    figures: dict[str, object] = {}
-    slack = 0
-    if capacity := CAPACITY.search(message):
-        figures.update(
-            gpu=int(capacity[1]),
-            total=size_of(capacity[2], capacity[3]),
-            free=size_of(capacity[4], capacity[5]),
-        )
-        slack += rounding_of(capacity[2], capacity[3]) + rounding_of(capacity[4], capacity[5])
-    if this := THIS_PROCESS.search(message):
-        figures.update(this_process=size_of(*this.groups()), self_listed=True)
-        slack += rounding_of(*this.groups())
-    if held := HELD.search(message):
-        figures.update(allocated=size_of(held[1], held[2]), cached_unused=size_of(held[3], held[4]))
+    capacity = CAPACITY.search(message)
+    this = THIS_PROCESS.search(message)
+    held = HELD.search(message)
     processes = tuple((int(p[1]), size_of(p[2], p[3])) for p in PROCESS.finditer(message))
-    if not figures and not processes:
+    if not (capacity or this or held or processes):
         return None  # the request alone ("Capture cuda graph failed: ... Tried to allocate
         # 1.02 GiB."): the quoted error says it already
-    return OutOfMemory(requested, processes=processes, slack=slack, **figures)  # type: ignore[arg-type]
+    slack = 0
+    if capacity:
+        slack += rounding_of(capacity[2], capacity[3]) + rounding_of(capacity[4], capacity[5])
+    if this:
+        slack += rounding_of(*this.groups())
+    return OutOfMemory(
+        requested,
+        gpu=int(capacity[1]) if capacity else None,
+        total=size_of(capacity[2], capacity[3]) if capacity else None,
+        free=size_of(capacity[4], capacity[5]) if capacity else None,
+        allocated=size_of(held[1], held[2]) if held else None,
+        cached_unused=size_of(held[3], held[4]) if held else None,
+        this_process=size_of(*this.groups()) if this else None,
+        processes=processes,
+        self_listed=this is not None,
+        slack=slack,
+    )
 
 
 def _read_old(requested: int, gpu: int, figures: str) -> OutOfMemory:
