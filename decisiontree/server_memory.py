@@ -23,7 +23,7 @@ STAGES: dict[str, re.Pattern[str]] = {
     "loading weights": re.compile(rf"Load weight begin\. avail mem=(?P<free>{_NUMBER}) GB"),
     "weights loaded": re.compile(
         rf"Load weight end\..*?avail mem=(?P<free>{_NUMBER}) GB, mem usage=(?P<used>{_NUMBER}) GB"
-        rf"|Model loading took (?P<used2>{_NUMBER}) GiB"  # vLLM's; a group name once a pattern
+        rf"|Model loading took (?P<used2>{_NUMBER}) GiB"  # vLLM: each name once a pattern
     ),
     "KV cache allocated": re.compile(
         rf"KV Cache is allocated\..*?(?:KV size: (?P<used>{_NUMBER}) GB"
