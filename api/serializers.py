@@ -619,7 +619,10 @@ class FindingRefSerializer(serializers.Serializer):
 
 
 class WhyStepSerializer(serializers.Serializer):
-    step = serializers.ChoiceField(choices=["signature", "cause", "condition", "shared", "fix"])
+    step = serializers.ChoiceField(
+        choices=["signature", "cause", "condition", "shared", "fix", "value"],
+        help_text="`value`: a value the paste's own figures gave a flag the fix names without one",
+    )
     detail = serializers.CharField()
     key = serializers.CharField(
         allow_null=True, help_text='Condition steps: the key, e.g. "gpu.arch"'
@@ -935,10 +938,25 @@ class RankMemorySerializer(serializers.Serializer):
     text = serializers.CharField(source="describe", help_text="To post, in one line")
 
 
+class FlagValueSerializer(serializers.Serializer):
+    flag = serializers.CharField(help_text='Canonical name, without dashes: "max-model-len"')
+    value = serializers.CharField()
+    bound = serializers.ChoiceField(
+        choices=["at_most", "at_least"],
+        help_text="The figures allow no more than the value, or need at least it",
+    )
+    why = serializers.CharField(help_text="Where the figure comes from, in a few words")
+
+
 class MemoryReadingSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=[*READINGS, *server_memory.READINGS])
     text = serializers.CharField(help_text="What the figures show, in a sentence")
     helps = serializers.BooleanField(help_text="False: it says what would not help")
+    values = FlagValueSerializer(
+        many=True,
+        help_text="Flag values the figures give; a fix that names the flag without a value "
+        "takes it into its corrected command",
+    )
 
 
 class DraftWaitingSerializer(serializers.Serializer):

@@ -35,7 +35,7 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True)
 class WhyStep:
-    step: str  # "signature" | "cause" | "condition" | "shared" | "fix"
+    step: str  # "signature" | "cause" | "condition" | "shared" | "fix" | "value"
     detail: str
     key: str | None = None
     value: str | None = None

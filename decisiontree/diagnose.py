@@ -43,8 +43,10 @@ from decisiontree.fingerprint import (
     text_terms,
 )
 from decisiontree.flag_check import flag_problems, named_flags
-from decisiontree.flags import canonical_flag, flags_in_text
+from decisiontree.flags import canonical_flag, default_in, flags_in_text
+from decisiontree.flags import flag as flag_spec
 from decisiontree.gpu_memory import (
+    FlagValue,
     MemoryReading,
     OutOfMemory,
     listed_processes,
@@ -57,7 +59,7 @@ from decisiontree.match import Candidate, MatchLevel, Query, shortlist
 from decisiontree.questions import ask_questions
 from decisiontree.records import FindingRecord
 from decisiontree.retrieval import background_documents
-from decisiontree.server_memory import RankMemory, log_readings, memory_log
+from decisiontree.server_memory import KV_CACHE_SHORT, RankMemory, log_readings, memory_log
 from decisiontree.setup import (
     UNDECIDED_VALUES,
     State,
@@ -115,14 +117,17 @@ def diagnose(
     # A refused command line is the whole answer; what its message names is in `problems`.
     named = () if any(p.refused for p in problems) else named_flags(pasted.said, context)
     candidates = matched(found)
+    memory, log, memory_readings = memory_told(text, pasted.lines, context, vocabulary)
     if candidates:
-        answer = ranked_answer(candidates, signature, context, graph, vocabulary, plain=plain)
+        values = tuple(value for reading in memory_readings for value in reading.values)
+        answer = ranked_answer(
+            candidates, signature, context, graph, vocabulary, plain=plain, values=values
+        )
     else:
         nearest = explained(found[:NEAREST], queries, graph)
         answer = no_match(
             signature, nearest, context, graph, vocabulary, text, launch_flags(context)
         )
-    memory, log, memory_readings = memory_told(text, pasted.lines)
     return dataclasses.replace(
         answer,
         error_lines=pasted.lines,
@@ -137,17 +142,48 @@ def diagnose(
 
 
 def memory_told(
-    text: str, error_lines: Sequence[str]
+    text: str, error_lines: Sequence[str], context: Context, vocabulary: Vocabulary
 ) -> tuple[tuple[OutOfMemory, ...], tuple[RankMemory, ...], tuple[MemoryReading, ...]]:
     """The GPU memory the paste tells of, for an error about memory (an out-of-memory
     message, or an error line that says "memory"): its figures, the start-up log's
     stages, an nvidia-smi process list, and what they show. A crash gets none of it."""
     memory = out_of_memory(text)
-    if not memory and not any(MEMORY_WORD.search(line) for line in error_lines):
+    about_memory = (MEMORY_WORD, KV_CACHE_SHORT)  # the older KV message says no "memory"
+    if not memory and not any(p.search(line) for line in error_lines for p in about_memory):
         return (), (), ()
     log = memory_log(text)
-    shown = readings(memory) + log_readings(log, text)
+    stages = log_readings(
+        log,
+        text,
+        gpu_total=gpu_total(memory, context, vocabulary),
+        utilization=launched_or_default(context, "gpu-memory-utilization"),
+    )
+    shown = readings(memory) + stages
     return memory, log, shown + listed_processes(nvidia_smi_processes(text))
+
+
+def gpu_total(
+    memory: Sequence[OutOfMemory], context: Context, vocabulary: Vocabulary
+) -> int | None:
+    """Bytes of one GPU: as a memory message in the paste measured it, else the size the
+    vocabulary gives the user's GPU (its marketed figure, which is in GiB)."""
+    measured = next((oom.total for oom in memory if oom.total), None)
+    if measured:
+        return measured
+    gpu = vocabulary.gpu(context.gpus[0]) if context.gpus else None
+    return round(gpu.memory_gb * 1024**3) if gpu and gpu.memory_gb else None
+
+
+def launched_or_default(context: Context, flag: str) -> str | None:
+    """The value `flag` ran with: the launch's or the log's, else its default in the
+    user's release; None where the release does not settle the default."""
+    if flag in context.flags:
+        return context.flags[flag]
+    spec = flag_spec(flag, context.framework)
+    if spec is None:
+        return None
+    default = default_in(spec, context.framework_version)
+    return default.value if default.changed is None else None
 
 
 def ranked_answer(
@@ -158,10 +194,12 @@ def ranked_answer(
     vocabulary: Vocabulary,
     *,
     plain: bool,
+    values: Sequence[FlagValue] = (),
 ) -> Diagnosis:
     """The answer of a paste that matched: the walk's fixes, its questions, and the
-    verdict told truthfully about the setup."""
-    result = walk(candidates, context, graph, vocabulary, plain=plain)
+    verdict told truthfully about the setup. `values` are what the paste's figures give
+    flags that a fix names without one."""
+    result = walk(candidates, context, graph, vocabulary, plain=plain, values=values)
     questions = ask_questions(
         candidates, context, graph, vocabulary, plain=plain, fixes=result.fixes
     )

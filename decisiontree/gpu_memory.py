@@ -167,12 +167,29 @@ class OutOfMemory:
 
 
 @dataclass(frozen=True)
+class FlagValue:
+    """A value the paste's own figures give a launch flag: "--max-model-len at most
+    98304", the estimate vLLM printed. A fix that names the flag without a value takes
+    it, so its corrected command is ready to copy."""
+
+    flag: str  # canonical name, without dashes
+    value: str
+    bound: str  # "at_most" | "at_least": the figures allow no more, or need no less
+    why: str  # where the figure comes from, in a few words
+
+    def describe(self) -> str:
+        """ "--max-model-len 98304: the longest context ..." """
+        return f"--{self.flag} {self.value}: {self.why}"
+
+
+@dataclass(frozen=True)
 class MemoryReading:
     """What the figures of an out-of-memory message show, in a sentence."""
 
     kind: str  # one of READINGS
     text: str
     helps: bool = True  # False: it says what will not help
+    values: tuple[FlagValue, ...] = ()  # flag values the figures give
 
 
 READINGS = (
@@ -293,8 +310,8 @@ def readings(messages: Iterable[OutOfMemory]) -> tuple[MemoryReading, ...]:
             continue
         reading = first[kind]
         if gpus := sorted(set(also[kind]) - {"?"}):
-            reading = MemoryReading(
-                kind, f"{reading.text} The same on GPU {', '.join(gpus)}.", reading.helps
+            reading = dataclasses.replace(
+                reading, text=f"{reading.text} The same on GPU {', '.join(gpus)}."
             )
         shown.append(reading)
     return tuple(shown)
@@ -350,6 +367,16 @@ def _readings_of(oom: OutOfMemory) -> list[MemoryReading]:
                 f"than the {asked} that --gpu-memory-utilization {oom.startup_share} asks "
                 "for. Free the GPU, or to share it set --gpu-memory-utilization to at most "
                 f"{fits_share:.2f}.",
+                values=(
+                    FlagValue(
+                        "gpu-memory-utilization",
+                        f"{fits_share:.2f}",
+                        "at_most",
+                        f"the share of {gpu} that was free when the server started",
+                    ),
+                )
+                if fits_share > 0
+                else (),
             )
         ]
     found: list[MemoryReading] = []
@@ -413,6 +440,7 @@ def _readings_of(oom: OutOfMemory) -> list[MemoryReading]:
 
 __all__ = [
     "READINGS",
+    "FlagValue",
     "MemoryReading",
     "OutOfMemory",
     "in_words",

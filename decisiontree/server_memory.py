@@ -7,14 +7,19 @@ the KV cache ("Model loading took 30.71 GiB", "Available KV cache memory: -1.43 
 Each tensor-parallel rank prints its own. Read in order, they say where a start-up that
 ran out of memory stopped and how much room that stage had: the figure a memory fix
 moves. (Both print binary units: SGLang's "GB" is bytes / 2**30.)
+
+vLLM's refusal of a context its KV cache cannot hold gives the figures of the fix itself:
+the longest --max-model-len that fits, and how much more KV memory the full one needs,
+which a GPU of known size turns into a --gpu-memory-utilization.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
-from decisiontree.gpu_memory import MemoryReading, in_words, size_of
+from decisiontree.gpu_memory import FlagValue, MemoryReading, in_words, size_of
 
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
 
@@ -41,10 +46,24 @@ STAGES: dict[str, re.Pattern[str]] = {
 }
 # "[2026-02-18 22:41:03 DP3 TP3]", "(VllmWorker TP0 pid=2291)", "(Worker_TP3 pid=1502)"
 RANK = re.compile(r"\bTP[ _]?(\d+)\b|Worker_TP(\d+)")
-READINGS = ("no_kv_cache_room", "request_does_not_fit")
+READINGS = ("no_kv_cache_room", "kv_cache_short", "request_does_not_fit")
 CONCURRENCY = re.compile(
     r"Maximum concurrency for (?P<tokens>[\d,]+) tokens per request: (?P<times>\d+(?:\.\d+)?)x"
 )
+# vLLM's check that one request of --max-model-len fits the KV cache
+# (vllm/v1/core/kv_cache_utils.py; "models's" is its own spelling), and the older engine's.
+KV_CACHE_SHORT = re.compile(
+    rf"max seq len \((?P<length>\d+)\), \((?P<needed>{_NUMBER}) GiB KV cache is needed, which "
+    rf"is larger than the available KV cache memory \((?P<available>{_NUMBER}) GiB\)\."
+    r"(?: Based on the available memory, the estimated maximum model length is "
+    r"(?P<estimate>\d+)\.)?"
+    r"|max seq len \((?P<length2>\d+)\) is larger than the maximum number of tokens that can "
+    r"be stored in KV cache \((?P<tokens>\d+)\)"
+)
+# The most of a GPU a --gpu-memory-utilization worked out here may ask for: vLLM's budget
+# counts all its process holds, but the driver keeps some memory outside any process, and
+# the starter findings advise at most 0.95 on a GPU nothing else uses.
+HIGHEST_UTILIZATION = 0.95
 
 
 @dataclass(frozen=True)
@@ -129,9 +148,16 @@ def _stage_of(line: str) -> MemoryStage | None:
     return None
 
 
-def log_readings(ranks: tuple[RankMemory, ...], text: str) -> tuple[MemoryReading, ...]:
+def log_readings(
+    ranks: tuple[RankMemory, ...],
+    text: str,
+    *,
+    gpu_total: int | None = None,
+    utilization: str | None = None,
+) -> tuple[MemoryReading, ...]:
     """What the start-up figures show: no room left for vLLM's KV cache, or not room
-    enough for one request of the full context."""
+    enough for one request of the full context. `gpu_total` (bytes of one GPU) and the
+    launch's `utilization` turn a KV shortfall into the --gpu-memory-utilization it needs."""
     found: list[MemoryReading] = []
     for rank in ranks:
         budget = next((s for s in rank.stages if s.stage == "KV cache budget"), None)
@@ -152,7 +178,9 @@ def log_readings(ranks: tuple[RankMemory, ...], text: str) -> tuple[MemoryReadin
             )
         )
         break
-    if (concurrency := CONCURRENCY.search(text)) and float(concurrency["times"]) < 1:
+    if refused := KV_CACHE_SHORT.search(text):
+        found.append(_kv_cache_short(refused, gpu_total, utilization))
+    elif (concurrency := CONCURRENCY.search(text)) and float(concurrency["times"]) < 1:
         found.append(
             MemoryReading(
                 "request_does_not_fit",
@@ -163,6 +191,69 @@ def log_readings(ranks: tuple[RankMemory, ...], text: str) -> tuple[MemoryReadin
             )
         )
     return tuple(found)
+
+
+def _kv_cache_short(
+    short: re.Match[str], gpu_total: int | None, utilization: str | None
+) -> MemoryReading:
+    """vLLM refused a --max-model-len its KV cache cannot hold once: what fits instead,
+    and what the full length would take."""
+    length = short["length"] or short["length2"]
+    fits = short["estimate"] or short["tokens"]
+    values = []
+    if fits and int(fits) > 0:
+        values.append(
+            FlagValue(
+                "max-model-len", fits, "at_most", "the longest context the KV cache had room for"
+            )
+        )
+    if short["needed"] is None:
+        text = f"The KV cache holds {fits} tokens, fewer than one request of {length} tokens."
+        return MemoryReading("kv_cache_short", text, values=tuple(values))
+    needed, available = size_of(short["needed"], "GiB"), size_of(short["available"], "GiB")
+    lacking = needed - available
+    text = (
+        f"One request of {length} tokens needs {in_words(needed)} of KV cache on each GPU, "
+        f"and {in_words(available)} was left for it"
+        + (f": --max-model-len {fits} fits what was left." if fits else ".")
+    )
+    share = _share_for(lacking, gpu_total, utilization)
+    if share is not None and share <= HIGHEST_UTILIZATION:
+        assert gpu_total is not None and utilization is not None  # _share_for needs them
+        text += (
+            f" Keeping {length} takes {in_words(lacking)} more on each GPU: "
+            f"--gpu-memory-utilization {share:.2f} instead of {utilization} on a GPU of "
+            f"{in_words(gpu_total)}, if nothing else uses it."
+        )
+        values.append(
+            FlagValue(
+                "gpu-memory-utilization",
+                f"{share:.2f}",
+                "at_least",
+                f"the share that gives the KV cache the {in_words(lacking)} it lacked",
+            )
+        )
+    elif share is not None:
+        text += (
+            f" Keeping {length} takes {in_words(lacking)} more on each GPU, more than "
+            f"--gpu-memory-utilization can give ({share:.2f}): spread the model over more "
+            "GPUs, or store the KV cache in FP8."
+        )
+    else:
+        text += f" Keeping {length} takes {in_words(lacking)} more on each GPU."
+    return MemoryReading("kv_cache_short", text, values=tuple(values))
+
+
+def _share_for(lacking: int, gpu_total: int | None, utilization: str | None) -> float | None:
+    """The --gpu-memory-utilization that adds `lacking` bytes to the budget, rounded up to
+    two decimals; None without the GPU's size or the launch's share."""
+    if not gpu_total or utilization is None:
+        return None
+    try:
+        share = float(utilization) + lacking / gpu_total
+    except ValueError:  # a value the launch wrote that is no number
+        return None
+    return math.ceil(round(share * 100, 6)) / 100
 
 
 __all__ = ["READINGS", "MemoryStage", "RankMemory", "log_readings", "memory_log"]

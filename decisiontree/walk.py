@@ -32,7 +32,8 @@ from typing import Any
 from decisiontree.answer import NotHelpful, PathStep, RankedFix, WhyStep, WithheldChange
 from decisiontree.conditions import framework_of
 from decisiontree.context import Context
-from decisiontree.documents.changes import with_steps
+from decisiontree.documents.changes import with_steps, with_values
+from decisiontree.gpu_memory import FlagValue
 from decisiontree.graph import KnowledgeGraph, remedy_key
 from decisiontree.launch import writable
 from decisiontree.match import Candidate, MatchLevel
@@ -138,8 +139,10 @@ def walk(
     vocabulary: Vocabulary,
     *,
     plain: bool = False,
+    values: Sequence[FlagValue] = (),
 ) -> Walk:
-    """Fixes that help, best first (already applied ones last), those that do not, and why."""
+    """Fixes that help, best first (already applied ones last), those that do not, and why.
+    `values`: what the paste's figures give flags that a fix names without a value."""
     visits = shown(visit_findings(candidates, context, graph, vocabulary, plain=plain))
     helpful: list[RankedFix] = []
     useless: list[NotHelpful] = []
@@ -154,7 +157,7 @@ def walk(
             if verdict:
                 useless.append(_not_helpful(fix, visit.finding, verdict, context))
             else:
-                helpful.append(ranked(visit, fix, evidence, context, vocabulary))
+                helpful.append(ranked(visit, fix, evidence, context, vocabulary, values))
     guesses = {visit.finding.id for visit in visits if visit.runner_up}
     fixes = order(helpful, after={fix.fix.id for fix in helpful if fix.finding.id in guesses})
     return Walk(fixes, dedupe_not_helpful(useless), tuple(visits))
@@ -345,6 +348,7 @@ def ranked(
     evidence: Evidence,
     context: Context,
     vocabulary: Vocabulary,
+    values: Sequence[FlagValue] = (),
 ) -> RankedFix:
     factor, detail = evidence_factor(fix, evidence, context.arch)
     applied = already_applied(fix, context, vocabulary)
@@ -353,7 +357,11 @@ def ranked(
     fits, withheld = fitted_changes(fix.changes, context, visit.finding)
     framework, version = spelling_release(context, visit.finding)
     fits = with_steps(fits, fix.summary, context.flags, framework)
+    fits, taken = with_values(fits, fix.summary, values, framework)
     summary = spelled_summary(fix, context, visit.finding)
+    from_paste = tuple(
+        WhyStep("value", respell(value.describe(), framework, version)) for value in taken
+    )
     return RankedFix(
         rank=0,
         score=round(visit.score * factor, 4),
@@ -363,7 +371,7 @@ def ranked(
             spell_change(c, framework, version) for c in fits if writable(c, framework)
         ),
         finding=visit.finding,
-        why=(*visit.steps, WhyStep("fix", detail)),
+        why=(*visit.steps, WhyStep("fix", detail), *from_paste),
         already_applied=applied,
         changes=fits,
         summary=summary,

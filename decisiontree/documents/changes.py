@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from decisiontree import flags
 from decisiontree.documents._vocab import VocabularyLike
+from decisiontree.gpu_memory import FlagValue
 from decisiontree.records import Change, ChangeAction
 
 FLAG_TOKEN = re.compile(r"(?<![\w-])--([A-Za-z0-9][A-Za-z0-9_.-]{0,60})(?:=([^\s`'\",;)]{0,200}))?")
@@ -314,13 +315,8 @@ def step_of(text: str, flag: str, framework: str | None = None) -> float | None:
         if match.group(2) or flags.canonical_flag(match.group(1), framework) != flag:
             continue
         step = _STEP.match(text[match.end() : match.end() + 60])
-        before = text[max(0, match.start() - 40) : match.start()]
-        if step is None:
-            continue
-        if _STEP_DOWN.search(before):
-            return -float(step.group(1))
-        if _STEP_UP.search(before):
-            return float(step.group(1))
+        if step is not None and (way := _way_before(text, match.start())):
+            return way * float(step.group(1))
     return None
 
 
@@ -365,6 +361,48 @@ def stepped_value(
         return str(round(value))
     places = max(_decimals(have), _decimals(f"{abs(step):g}"))
     return f"{value:.{places}f}"
+
+
+def direction_of(text: str, flag: str, framework: str | None = None) -> int:
+    """Which way a fix's words move `flag` (canonical name): -1 for "lower --x", +1 for
+    "raise --x", 0 where they say neither ("set --x to at most ...")."""
+    for match in FLAG_TOKEN.finditer(text):
+        if match.group(2) or flags.canonical_flag(match.group(1), framework) != flag:
+            continue
+        if way := _way_before(text, match.start()):
+            return way
+    return 0
+
+
+def _way_before(text: str, at: int) -> int:
+    """-1 where the words just before `at` lower something, +1 where they raise it."""
+    before = text[max(0, at - 40) : at]
+    if _STEP_DOWN.search(before):
+        return -1
+    return 1 if _STEP_UP.search(before) else 0
+
+
+def with_values(
+    changes: Iterable[Change],
+    summary: str,
+    values: Iterable[FlagValue],
+    framework: str | None,
+) -> tuple[tuple[Change, ...], tuple[FlagValue, ...]]:
+    """A flag the fix names without a value takes the one the paste's figures give it
+    ("--max-model-len at most 98304"), where the fix's words do not move it the other
+    way (a "raise" fix takes no upper bound). The changes, and the values taken."""
+    by_flag = {value.flag: value for value in values}
+    taken: list[FlagValue] = []
+    filled = []
+    for change in changes:
+        value = by_flag.get(change.name) if change.action is ChangeAction.SET_FLAG else None
+        if value is not None and change.value is None:
+            way = direction_of(summary, change.name, framework)
+            if way == 0 or way == (1 if value.bound == "at_least" else -1):
+                change = dataclasses.replace(change, value=value.value)
+                taken.append(value)
+        filled.append(change)
+    return tuple(filled), tuple(taken)
 
 
 def _decimals(number: str) -> int:

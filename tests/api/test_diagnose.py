@@ -475,6 +475,41 @@ def test_an_out_of_memory_error_comes_with_the_gpus_figures_and_what_they_show(
     )
 
 
+def test_a_fix_without_a_value_takes_the_one_the_errors_figures_give(
+    reader: APIClient, starter_kb: None
+) -> None:
+    """vLLM printed the longest context that fits: the first fix's command holds it."""
+    paste = (
+        "ValueError: To serve at least one request with the models's max seq len (131072), "
+        "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+        "(12.00 GiB). Based on the available memory, the estimated maximum model length is "
+        "98304. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+        "initializing the engine.\n"
+    )
+    launch = "vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 4 --max-model-len 131072"
+
+    body = diagnose(reader, {"traceback": paste, "gpu": "H100", "launch_command": launch}).json()
+
+    first = body["fixes"][0]
+    assert "--max-model-len" in first["fix"]["summary"]
+    assert first["corrected_command"] == launch.replace("131072", "98304")
+    assert {
+        "step": "value",
+        "key": None,
+        "value": None,
+        "state": None,
+        "detail": "--max-model-len 98304: the longest context the KV cache had room for",
+    } in first["why"]
+    [reading] = body["memory_readings"]
+    assert reading["kind"] == "kv_cache_short"
+    assert reading["values"][0] == {
+        "flag": "max-model-len",
+        "value": "98304",
+        "bound": "at_most",
+        "why": "the longest context the KV cache had room for",
+    }
+
+
 def test_with_no_known_match_the_summary_says_what_the_memory_figures_show(
     reader: APIClient, starter_kb: None
 ) -> None:

@@ -188,6 +188,10 @@ def test_vllms_start_up_check_says_what_was_in_use_and_the_share_that_fits() -> 
     assert "127.40 GiB of GPU 3 (139.80 GiB) was already in use" in reading.text
     # 12.4 of 139.8 is 0.0887: the share rounds down, so it still fits.
     assert reading.text.endswith("set --gpu-memory-utilization to at most 0.08.")
+    # ... the value a "lower --gpu-memory-utilization" fix then writes into the command
+    assert [(v.flag, v.value, v.bound) for v in reading.values] == [
+        ("gpu-memory-utilization", "0.08", "at_most")
+    ]
     unnamed = log.replace("device cuda:3 ", "device ")
     assert out_of_memory(unnamed)[0].gpu is None
 

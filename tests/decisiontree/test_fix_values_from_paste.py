@@ -1,0 +1,111 @@
+"""A fix that names a flag without a value ("set --max-model-len to at most the estimate
+printed in the error") takes the value the paste's own figures give, so its corrected
+command is ready to copy; a fix that moves the flag the other way does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from decisiontree.context import build_context
+from decisiontree.diagnose import diagnose
+from decisiontree.documents.changes import direction_of
+from decisiontree.graph import build_graph
+from decisiontree.records import Change, ChangeAction, FixRecord, Outcome
+from tests.decisiontree.test_walk import finding
+
+# vLLM 0.11's refusal, as its engine core logs it (tensor parallel 4 on H100s).
+KV_SHORT = (
+    "(EngineCore_DP0 pid=812) ERROR 12-04 10:12:41 [core.py:708] ValueError: To serve at "
+    "least one request with the models's max seq len (131072), (16.00 GiB KV cache is "
+    "needed, which is larger than the available KV cache memory (12.00 GiB). Based on the "
+    "available memory, the estimated maximum model length is 98304. Try increasing "
+    "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n"
+)
+LAUNCH = "vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 4 --max-model-len 131072"
+
+
+def fix(number: int, words: str, flag: str) -> FixRecord:
+    return FixRecord(number, words, (Change(ChangeAction.SET_FLAG, flag, None),), Outcome.PROPOSED)
+
+
+def answer(fixes: tuple[FixRecord, ...], launch: str = LAUNCH, gpu: str | None = "H100"):
+    graph = build_graph([finding(1, KV_SHORT, fixes, cause="the KV cache is too small")])
+    context = build_context(KV_SHORT, launch_command=launch, gpu=gpu, framework="vllm")
+    return diagnose(KV_SHORT, context, graph)
+
+
+@pytest.mark.parametrize(
+    ("words", "way"),
+    [
+        ("set --max-model-len to at most the estimate printed in the error", 0),
+        ("lower --max-model-len to what the error estimates", -1),
+        ("raise --gpu-memory-utilization (up to 0.95)", 1),
+        ("increase the --gpu-memory-utilization", 1),
+    ],
+)
+def test_which_way_a_fix_moves_a_flag_is_read_from_its_words(words: str, way: int) -> None:
+    flag = words.split("--")[1].split()[0]
+    assert direction_of(words, flag, "vllm") == way
+
+
+def test_the_estimate_the_error_printed_goes_into_the_corrected_command() -> None:
+    result = answer(
+        (fix(1, "set --max-model-len to at most the estimate in the error", "max-model-len"),)
+    )
+
+    [first] = result.fixes
+    assert first.command_changes == ("--max-model-len 98304",)
+    assert [step.detail for step in first.why if step.step == "value"] == [
+        "--max-model-len 98304: the longest context the KV cache had room for"
+    ]
+    [reading] = result.memory_readings
+    assert reading.kind == "kv_cache_short"
+
+
+def test_the_shortfall_becomes_a_memory_share_on_a_gpu_of_known_size() -> None:
+    """4 GiB more on an 80 GiB H100 is 0.05 of it: 0.90 becomes 0.95."""
+    raise_share = fix(2, "raise --gpu-memory-utilization", "gpu-memory-utilization")
+
+    result = answer((raise_share,), launch=LAUNCH + " --gpu-memory-utilization 0.9")
+
+    assert result.fixes[0].command_changes == ("--gpu-memory-utilization 0.95",)
+    assert "--gpu-memory-utilization 0.95 instead of 0.9" in result.memory_readings[0].text
+    # Without the GPU its size is unknown: the reading says the shortfall, the fix no value.
+    unsized = answer((raise_share,), launch=LAUNCH + " --gpu-memory-utilization 0.9", gpu=None)
+    assert unsized.fixes[0].command_changes == ()
+    assert unsized.memory_readings[0].text.endswith("takes 4.00 GiB more on each GPU.")
+
+
+def test_a_share_beyond_what_a_gpu_can_give_is_said_not_written() -> None:
+    tight = LAUNCH + " --gpu-memory-utilization 0.93"
+
+    result = answer((fix(2, "raise --gpu-memory-utilization", "gpu-memory-utilization"),), tight)
+
+    assert result.fixes[0].command_changes == ()
+    assert "more than --gpu-memory-utilization can give (0.98)" in result.memory_readings[0].text
+
+
+def test_a_fix_that_moves_the_flag_the_other_way_takes_no_value() -> None:
+    """The estimate is an upper bound: a fix that raises --max-model-len is not given it."""
+    result = answer((fix(1, "raise --max-model-len", "max-model-len"),))
+
+    assert result.fixes[0].command_changes == ()
+    assert not [step for step in result.fixes[0].why if step.step == "value"]
+
+
+def test_the_older_engines_message_gives_its_token_count() -> None:
+    older = (
+        "ValueError: The model's max seq len (32768) is larger than the maximum number of "
+        "tokens that can be stored in KV cache (27296). Try increasing `gpu_memory_utilization`"
+        " or decreasing `max_model_len` when initializing the engine.\n"
+    )
+    set_length = fix(1, "set --max-model-len to what fits", "max-model-len")
+    graph = build_graph([finding(1, older, (set_length,), cause="the KV cache is too small")])
+    context = build_context(older, launch_command="vllm serve Qwen/Qwen2.5-7B", framework="vllm")
+
+    result = diagnose(older, context, graph)
+
+    assert result.fixes[0].command_changes == ("--max-model-len 27296",)
+    assert result.memory_readings[0].text == (
+        "The KV cache holds 27296 tokens, fewer than one request of 32768 tokens."
+    )
