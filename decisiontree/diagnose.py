@@ -43,10 +43,10 @@ from decisiontree.fingerprint import (
     text_terms,
 )
 from decisiontree.flag_check import flag_problems, named_flags
+from decisiontree.flag_values import FlagValue, length_values
 from decisiontree.flags import canonical_flag, default_in, flags_in_text
 from decisiontree.flags import flag as flag_spec
 from decisiontree.gpu_memory import (
-    FlagValue,
     MemoryReading,
     OutOfMemory,
     listed_processes,
@@ -119,7 +119,9 @@ def diagnose(
     candidates = matched(found)
     memory, log, memory_readings = memory_told(text, pasted.lines, context, vocabulary)
     if candidates:
-        values = tuple(value for reading in memory_readings for value in reading.values)
+        values = length_values(text) + tuple(
+            value for reading in memory_readings for value in reading.values
+        )
         answer = ranked_answer(
             candidates, signature, context, graph, vocabulary, plain=plain, values=values
         )

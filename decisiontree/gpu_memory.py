@@ -39,6 +39,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from decisiontree.flag_values import FlagValue
+
 _SIZE = r"(\d+(?:\.\d+)?)\s*(bytes|[KMGT]i?B)"
 _UNITS = {"bytes": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 _UNITS |= {"KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
@@ -164,22 +166,6 @@ class OutOfMemory:
             listed = ", ".join(f"{pid} ({in_words(used)})" for pid, used in self.processes)
             parts.append(f"{label}: {listed}")
         return f"{where}: " + "; ".join(parts)
-
-
-@dataclass(frozen=True)
-class FlagValue:
-    """A value the paste's own figures give a launch flag: "--max-model-len at most
-    98304", the estimate vLLM printed. A fix that names the flag without a value takes
-    it, so its corrected command is ready to copy."""
-
-    flag: str  # canonical name, without dashes
-    value: str
-    bound: str  # "at_most" | "at_least": the figures allow no more, or need no less
-    why: str  # where the figure comes from, in a few words
-
-    def describe(self) -> str:
-        """ "--max-model-len 98304: the longest context ..." """
-        return f"--{self.flag} {self.value}: {self.why}"
 
 
 @dataclass(frozen=True)
@@ -440,7 +426,6 @@ def _readings_of(oom: OutOfMemory) -> list[MemoryReading]:
 
 __all__ = [
     "READINGS",
-    "FlagValue",
     "MemoryReading",
     "OutOfMemory",
     "in_words",

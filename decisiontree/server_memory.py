@@ -19,7 +19,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from decisiontree.gpu_memory import FlagValue, MemoryReading, in_words, size_of
+from decisiontree.flag_values import FlagValue
+from decisiontree.gpu_memory import MemoryReading, in_words, size_of
 
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
 

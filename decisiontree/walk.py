@@ -33,7 +33,7 @@ from decisiontree.answer import NotHelpful, PathStep, RankedFix, WhyStep, Withhe
 from decisiontree.conditions import framework_of
 from decisiontree.context import Context
 from decisiontree.documents.changes import with_steps, with_values
-from decisiontree.gpu_memory import FlagValue
+from decisiontree.flag_values import FlagValue
 from decisiontree.graph import KnowledgeGraph, remedy_key
 from decisiontree.launch import writable
 from decisiontree.match import Candidate, MatchLevel

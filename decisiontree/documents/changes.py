@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from decisiontree import flags
 from decisiontree.documents._vocab import VocabularyLike
-from decisiontree.gpu_memory import FlagValue
+from decisiontree.flag_values import FlagValue
 from decisiontree.records import Change, ChangeAction
 
 FLAG_TOKEN = re.compile(r"(?<![\w-])--([A-Za-z0-9][A-Za-z0-9_.-]{0,60})(?:=([^\s`'\",;)]{0,200}))?")

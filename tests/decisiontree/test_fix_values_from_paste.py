@@ -109,3 +109,39 @@ def test_the_older_engines_message_gives_its_token_count() -> None:
     assert result.memory_readings[0].text == (
         "The KV cache holds 27296 tokens, fewer than one request of 32768 tokens."
     )
+
+
+@pytest.mark.parametrize(
+    ("refusal", "framework", "flag", "own"),
+    [
+        (
+            "ValueError: Warning: User-specified context_length (262144) is greater than the "
+            "derived context_length (131072). This may lead to incorrect model outputs or CUDA "
+            "errors.\n",
+            "sglang",
+            "context-length",
+            "131072",
+        ),
+        (
+            "ValueError: User-specified max_model_len (65536) is greater than the derived "
+            "max_model_len (max_position_embeddings=32768 or model_max_length=None in model's "
+            "config.json). To allow overriding this maximum, set the env var "
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.\n",
+            "vllm",
+            "max-model-len",
+            "32768",
+        ),
+    ],
+)
+def test_a_length_past_the_models_own_is_lowered_to_the_models_own(
+    refusal: str, framework: str, flag: str, own: str
+) -> None:
+    lower = fix(1, f"lower --{flag} to the model's own length", flag)
+    graph = build_graph([finding(1, refusal, (lower,), cause="longer than trained")])
+    context = build_context(refusal, framework=framework)
+
+    [first] = diagnose(refusal, context, graph).fixes
+
+    assert first.command_changes == (f"--{flag} {own}",)
+    [value] = [step.detail for step in first.why if step.step == "value"]
+    assert value.startswith(f"--{flag} {own}: the model's own context length")

@@ -1,0 +1,59 @@
+"""Values that an error's own figures give a launch flag, for a fix that names the flag
+without one: vLLM's estimate of the longest context its KV cache holds, a model's own
+context length that a longer setting exceeded. The corrected command then holds the value,
+ready to copy, and the answer says where it came from.
+
+Memory figures give theirs through `gpu_memory` and `server_memory` readings; the context
+length a framework refused is read here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FlagValue:
+    """A value the paste's own figures give a launch flag: "--max-model-len at most
+    98304", the estimate vLLM printed. A fix that names the flag without a value takes
+    it, so its corrected command is ready to copy."""
+
+    flag: str  # canonical name, without dashes
+    value: str
+    bound: str  # "at_most" | "at_least": the figures allow no more, or need no less
+    why: str  # where the figure comes from, in a few words
+
+    def describe(self) -> str:
+        """ "--max-model-len 98304: the longest context ..." """
+        return f"--{self.flag} {self.value}: {self.why}"
+
+
+# SGLang's model config and vLLM's refuse a length past the model's own (from its
+# config.json): "User-specified context_length (262144) is greater than the derived
+# context_length (131072)", "User-specified max_model_len (65536) is greater than the
+# derived max_model_len (max_position_embeddings=32768 or model_max_length=None ...)".
+MODEL_LENGTH = re.compile(
+    r"User-specified (?P<setting>max_model_len|context_length) \((?P<asked>\d+)\) is greater "
+    r"than the derived (?:max_model_len|context_length) \((?:(?P<key>\w+)=)?(?P<own>\d+)"
+)
+LENGTH_FLAGS = {"max_model_len": "max-model-len", "context_length": "context-length"}
+
+
+def length_values(text: str) -> tuple[FlagValue, ...]:
+    """The model's own context length, where the paste shows a longer one refused."""
+    found = MODEL_LENGTH.search(text)
+    if found is None:
+        return ()
+    where = f"{found['key']} in" if found["key"] else "from"
+    return (
+        FlagValue(
+            LENGTH_FLAGS[found["setting"]],
+            found["own"],
+            "at_most",
+            f"the model's own context length ({where} its config)",
+        ),
+    )
+
+
+__all__ = ["FlagValue", "length_values"]
