@@ -5,6 +5,10 @@ encountered" or NVML's "Driver/library version mismatch" say that the host, not 
 server, failed: no flag, release or model change fixes it, and the answer says so before
 any fix. What each one means and what to do is data (`data/host_faults.json`, from
 NVIDIA's Xid catalogue and the CUDA and NVML error descriptions).
+
+`nvidia-smi -q` tells the same of a GPU before anything fails: a memory row waiting for a
+reset to be remapped, a remap that failed, uncorrectable ECC errors since the last reset.
+Pasted, or read by a validation run before it starts a server, those fields are faults too.
 """
 
 from __future__ import annotations
@@ -44,6 +48,13 @@ class HostFault:
         return f"{self.seen}{on}: {self.meaning}; {_faults()['kinds'][self.kind]['says']}.{action}"
 
 
+# `nvidia-smi -q`: "GPU 00000000:18:00.0" opens a GPU; "    Remapped Rows" a section;
+# "        Pending                           : No" a field, nested by its indent.
+SMI_GPU = re.compile(r"^GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
+SMI_FIELD = re.compile(r"^(?P<indent> *)(?P<name>\S.*?)\s+: (?P<value>.*?)\s*$")
+SMI_SECTION = re.compile(r"^(?P<indent> +)(?P<name>[A-Z][\w -]*?)\s*$")
+
+
 @cache
 def _faults() -> dict[str, Any]:
     data: dict[str, Any] = json.loads(FAULTS_FILE.read_text(encoding="utf-8"))
@@ -75,9 +86,57 @@ def host_faults(text: str) -> tuple[HostFault, ...]:
     for entry in data["messages"]:
         if entry["text"].lower() in lowered and not codes & set(entry.get("xid", ())):
             found.append(HostFault(entry["kind"], entry["text"], entry["meaning"], entry["action"]))
+    found.extend(gpu_health(text))
     unique = list(dict.fromkeys(found))
     serious = [fault for fault in unique if fault.serious]
     return tuple(serious or unique)
 
 
-__all__ = ["HostFault", "host_faults", "kinds"]
+def gpu_health(text: str) -> tuple[HostFault, ...]:
+    """The faults `nvidia-smi -q` shows in its memory-error fields, once per field and GPU:
+    "Remapped Rows / Pending: Yes" on 00000000:18:00.0."""
+    rules = _faults()["health_fields"]
+    if not any(rule["under"][0] in text for rule in rules):
+        return ()  # no such section: not nvidia-smi -q, and no line need be read
+    found: dict[tuple[int, str | None], HostFault] = {}
+    gpu: str | None = None
+    sections: list[tuple[int, str]] = []
+    for line in text.splitlines():
+        if opened := SMI_GPU.match(line.strip()):
+            gpu, sections = opened["bus"], []
+            continue
+        field = SMI_FIELD.match(line)
+        header = None if field else SMI_SECTION.match(line)
+        if not (field or header):
+            continue
+        entry = field or header
+        assert entry is not None
+        indent = len(entry["indent"])
+        sections = [(depth, name) for depth, name in sections if depth < indent]
+        if header:
+            sections.append((indent, header["name"]))
+            continue
+        assert field is not None
+        names = [name for _, name in sections]
+        for number, rule in enumerate(rules):
+            if (number, gpu) in found or not _holds(rule, names, field["name"], field["value"]):
+                continue
+            path = " / ".join([*names[-1:], field["name"]])
+            found[number, gpu] = HostFault(
+                rule["kind"], f"nvidia-smi: {path}: {field['value']}", rule["meaning"],
+                rule["action"], gpu,
+            )  # fmt: skip
+    # The data's order: the fault whose action helps most first.
+    return tuple(found[key] for key in sorted(found, key=lambda key: key[0]))
+
+
+def _holds(rule: dict[str, Any], sections: list[str], name: str, value: str) -> bool:
+    """Whether a field of `nvidia-smi -q` at `sections` is the rule's, at a bad value."""
+    if rule["field"] not in name or not all(s in sections for s in rule["under"]):
+        return False
+    if rule["when"] == "yes":
+        return value.lower() == "yes"
+    return value.isdigit() and int(value) > 0
+
+
+__all__ = ["HostFault", "gpu_health", "host_faults", "kinds"]

@@ -22,6 +22,9 @@ from kb.models import Host
 GPU_QUERY = (
     "nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv,noheader"
 )
+# The GPUs' memory-error fields: a row remap waiting for a reset, uncorrectable errors since
+# the last one (read by decisiontree.host_faults.gpu_health).
+GPU_HEALTH_QUERY = "nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT"
 FRAMEWORK_PACKAGES = ("sglang", "vllm", "torch", "transformers", "flashinfer-python")
 FACTS_TIMEOUT_S = 120.0
 

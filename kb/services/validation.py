@@ -29,7 +29,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from decisiontree.documents.changes import with_steps
-from decisiontree.host_faults import host_faults
+from decisiontree.host_faults import gpu_health, host_faults
 from decisiontree.recipes import (
     BenchMetrics,
     LaunchPlan,
@@ -439,9 +439,9 @@ def _execute(vrun: ValidationRun, runlog: RunLog) -> Verdict:
         if ssh.warning:
             runlog.say(ssh.warning)
         runlog.say(f"connected to {host.username}@{host.address}:{host.port}")
-        sick = dcgm_problem(host, ssh)
+        sick = dcgm_problem(host, ssh) or gpu_memory_problem(host, ssh, runlog)
         if sick:
-            runlog.say("dcgmi diag -r 1 failed")
+            runlog.say(sick.splitlines()[0])
             return Verdict(Status.HOST_UNHEALTHY, sick)
         plan = _plan(vrun, host, ssh, wanted, runlog)
         if _cancelled(vrun.pk):
@@ -479,6 +479,21 @@ def dcgm_problem(host: Host, ssh: remote.Session) -> str:
     if result.ok:
         return ""
     return f"dcgmi diag -r 1 failed (exit {result.exit_status}):\n{result.stdout[-2000:]}"
+
+
+def gpu_memory_problem(host: Host, ssh: remote.Session, runlog: RunLog) -> str:
+    """The memory faults `nvidia-smi -q` shows on the host's GPUs (a row remap waiting for
+    a reset, uncorrectable ECC errors since the last one); "" with none. A driver too old
+    for these fields cannot tell: the run goes on, and its log says so."""
+    result = ssh.run(hosts.on_host(host, hosts.GPU_HEALTH_QUERY), timeout=hosts.FACTS_TIMEOUT_S)
+    if not result.ok:
+        said = (result.stderr or result.stdout).strip()[-300:]
+        runlog.say(f"GPU memory health not read ({hosts.GPU_HEALTH_QUERY}): {said}")
+        return ""
+    faults = [fault.describe() for fault in gpu_health(result.stdout) if fault.serious]
+    if not faults:
+        return ""
+    return "GPU memory faults before the server started:\n" + "\n".join(faults)
 
 
 def free_port(host: Host, ssh: remote.Session) -> int:

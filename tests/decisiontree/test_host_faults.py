@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from decisiontree.host_faults import host_faults
+from pathlib import Path
+
+from decisiontree.host_faults import gpu_health, host_faults
 
 # A kernel log of a node whose GPU dropped out, pasted under the server's own error.
 FELL_OFF = """\
@@ -51,3 +53,56 @@ def test_the_programs_own_page_fault_is_shown_only_without_a_worse_one() -> None
 def test_an_ordinary_cuda_error_or_an_unknown_xid_is_no_host_fault() -> None:
     assert host_faults("RuntimeError: CUDA error: an illegal memory access was encountered\n") == ()
     assert host_faults("NVRM: Xid (PCI:0000:3b:00): 999, something new\n") == ()
+
+
+# `nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT` of two H100s, written to the
+# layout of NVIDIA's 550 driver (not captured): GPU 2A has a row waiting for its remap.
+ENV = Path(__file__).resolve().parent / "fixtures" / "env"
+
+
+def test_a_row_remap_waiting_for_a_reset_is_a_fault_of_that_gpu() -> None:
+    faults = host_faults((ENV / "nvidia_smi_q_h100_remap_pending.txt").read_text())
+
+    assert [(f.seen, f.where) for f in faults] == [
+        ("nvidia-smi: Remapped Rows / Pending: Yes", "00000000:2A:00.0"),
+        ("nvidia-smi: Volatile / DRAM Uncorrectable: 2", "00000000:2A:00.0"),
+    ]
+    assert all(f.serious for f in faults)
+    assert "reset it" in faults[0].action
+
+
+def test_healthy_gpus_and_lifetime_counts_are_no_fault() -> None:
+    """Aggregate counts outlive the reset that cured them; only volatile ones are read."""
+    healthy = (ENV / "nvidia_smi_q_h100_healthy.txt").read_text()
+    lifetime = healthy.replace(
+        "            DRAM Uncorrectable            : 0\n            SRAM Threshold",
+        "            DRAM Uncorrectable            : 4\n            SRAM Threshold",
+    )
+
+    assert "DRAM Uncorrectable            : 4" in lifetime
+    assert gpu_health(healthy) == () and gpu_health(lifetime) == ()
+
+
+def test_a_failed_remap_and_older_gpus_double_bit_errors_are_read_too() -> None:
+    failed = (
+        (ENV / "nvidia_smi_q_h100_remap_pending.txt")
+        .read_text()
+        .replace(
+            "Remapping Failure Occurred        : No\n        Bank Remap Availability Histogram\n"
+            "            Max                           : 2559 bank(s)\n            High"
+            "                          : 0 bank(s)\n            Partial                       : 1",
+            "Remapping Failure Occurred        : Yes\n        Bank Remap Availability Histogram\n"
+            "            Max                           : 2559 bank(s)\n            High"
+            "                          : 0 bank(s)\n            Partial                       : 1",
+        )
+    )
+    volta = (
+        "GPU 00000000:86:00.0\n    ECC Errors\n        Volatile\n            Single Bit\n"
+        "                Device Memory             : 0\n                Total"
+        "                     : 0\n            Double Bit\n                Device Memory"
+        "             : 1\n                Total                     : 1\n"
+    )
+
+    assert "replaced" in next(f for f in host_faults(failed) if "Failure" in f.seen).action
+    [double] = gpu_health(volta)
+    assert (double.seen, double.where) == ("nvidia-smi: Double Bit / Total: 1", "00000000:86:00.0")

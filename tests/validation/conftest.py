@@ -37,7 +37,13 @@ from tests.services import in_ci, require_services
 HERE = Path(__file__).resolve().parent
 GPU_HOST = HERE / "fixtures" / "gpu_host"
 CAPTURED = HERE.parent / "decisiontree" / "fixtures" / "env"
-CAPTURED_FILES = ("captured_h200_query_gpu.csv", "captured_h200_nvidia_smi.txt")
+# What the fake nvidia-smi prints: captured on an H200, and the `-q` memory fields written.
+HOST_FILES = (
+    "captured_h200_query_gpu.csv",
+    "captured_h200_nvidia_smi.txt",
+    "nvidia_smi_q_h100_healthy.txt",
+    "nvidia_smi_q_h100_remap_pending.txt",
+)
 REPO = HERE.parents[1]
 
 # The fake server streams each request at this many tokens per second.
@@ -100,7 +106,7 @@ def fake_gpu_dir(ssh_target: remote.Target) -> Iterator[str]:
         files = [
             (p, p.relative_to(GPU_HOST).as_posix()) for p in GPU_HOST.rglob("*") if p.is_file()
         ]
-        files += [(CAPTURED / name, f"captured/{name}") for name in CAPTURED_FILES]
+        files += [(CAPTURED / name, f"captured/{name}") for name in HOST_FILES]
         for local, relative in files:
             upload(ssh, local, f"{folder}/{relative}")
         yield folder

@@ -162,6 +162,19 @@ def test_it_marks_the_host_unhealthy_when_dcgmi_diag_fails(
     assert "double-bit ECC" in run.error and run.command == ""
 
 
+def test_a_gpu_whose_row_remap_waits_for_a_reset_stops_the_run_before_the_server(
+    make_host: Callable[..., Host], make_fix: Callable[..., Fix]
+) -> None:
+    """No dcgmi on the host: nvidia-smi's memory-error fields still tell a sick GPU."""
+    run = queue_run(make_fix(), make_host(FAKE_GPU_MEMORY="remap_pending"))
+    validation.run(run.pk)
+    run.refresh_from_db()
+
+    assert run.status == Status.HOST_UNHEALTHY and run.command == ""
+    assert "Remapped Rows / Pending: Yes on 00000000:2A:00.0" in run.error
+    assert "reset it" in run.error
+
+
 def test_it_times_out_a_server_that_never_becomes_healthy(
     make_host: Callable[..., Host], make_fix: Callable[..., Fix], ssh_target: remote.Target
 ) -> None:
