@@ -386,13 +386,21 @@ def nvidia_smi_facts(text: str, vocab: Vocabulary) -> Facts:
     )
     if header:
         facts["version.driver"], facts["version.driver.cuda"] = header.group(2), header.group(3)
-    # `nvidia-smi --version` prints the same facts as padded key/value lines.
-    labels = (("version.driver", "DRIVER version"), ("version.driver.cuda", "CUDA Version"))
+    # `nvidia-smi --version` and `-q` print the same facts as padded key/value lines.
+    labels = (
+        ("version.driver", "(?:DRIVER version|Driver Version)"),
+        ("version.driver.cuda", "CUDA Version"),
+    )
     for key, label in labels:
         found = re.search(rf"^{label}\s+:\s*(\S+)", text, re.M)
         if found:
             facts[key] = found.group(1)
-    gpus = _table_gpus(text, vocab) or _csv_gpus(text, vocab, facts) or _listed_gpus(text, vocab)
+    gpus = (
+        _table_gpus(text, vocab)
+        or _csv_gpus(text, vocab, facts)
+        or _listed_gpus(text, vocab)
+        or _queried_gpus(text, vocab)
+    )
     facts.update(_gpus_by_index(gpus, vocab))
     return facts
 
@@ -425,6 +433,15 @@ def _csv_gpus(text: str, vocab: Vocabulary, facts: Facts) -> dict[str, str]:
                 facts["gpu.arch"] = vocab.arch_from_capability(value) or ""
             elif re.fullmatch(r"\d{3}\.\d{2,3}(?:\.\d+)?", value):
                 facts["version.driver"] = value
+    return rows
+
+
+def _queried_gpus(text: str, vocab: Vocabulary) -> dict[str, str]:
+    """`nvidia-smi -q`: each GPU's "    Product Name    : NVIDIA H100 80GB HBM3"."""
+    rows: dict[str, str] = {}
+    for index, found in enumerate(re.finditer(r"^\s+Product Name\s+: (.+?)\s*$", text, re.M)):
+        gpu = vocab.gpu_named(found.group(1)) or vocab.gpu(found.group(1))
+        rows[str(index)] = gpu.name if gpu else found.group(1)
     return rows
 
 

@@ -39,6 +39,28 @@ def test_it_reads_gpus_from_every_nvidia_smi_form(fixture, gpu, count, arch, dri
     assert context.sources["gpu.name"] == "nvidia-smi"
 
 
+def test_it_reads_gpus_and_driver_from_nvidia_smi_q():
+    queried = (
+        "==============NVSMI LOG==============\n\n"
+        "Driver Version                            : 550.127.05\n"
+        "CUDA Version                              : 12.4\n\n"
+        "Attached GPUs                             : 2\n"
+        "GPU 00000000:18:00.0\n"
+        "    Product Name                          : NVIDIA H100 80GB HBM3\n"
+        "    Product Brand                         : NVIDIA\n"
+        "GPU 00000000:2A:00.0\n"
+        "    Product Name                          : NVIDIA H100 80GB HBM3\n"
+    )
+    context = build_context(queried)
+
+    assert (context.gpus, context.gpu_count, context.arch) == (
+        ("NVIDIA H100 80GB HBM3",),
+        2,
+        "sm_90",
+    )
+    assert context.versions["driver"] == "550.127.05"
+
+
 def test_it_recognises_truncated_names_in_the_nvidia_smi_table():
     context = build_context(paste("nvidia_smi_rtx_pro_6000_x8.txt"))
     assert context.arch == "sm_120"

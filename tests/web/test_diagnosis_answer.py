@@ -427,5 +427,7 @@ def test_an_ecc_error_is_shown_as_the_gpus_fault_before_any_fix(
     notice = notice.split("</section>", 1)[0]
     assert "The GPU or its driver failed, not the server" in notice
     assert "<strong>uncorrectable ECC error encountered</strong>: the GPU&#x27;s memory" in notice
+    # the command to run is shown as code, not as Markdown's backticks
+    assert "<code>nvidia-smi -q -d ECC,ROW_REMAPPER</code> shows the errors" in notice
     fixes = page.find('<li class="fix"')
     assert fixes == -1 or page.index("host-faults") < fixes
