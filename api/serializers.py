@@ -21,9 +21,11 @@ from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.fingerprint import UNNAMED_TYPES, error_name
 from decisiontree.gpu_memory import READINGS, OutOfMemory
 from decisiontree.launch import FoundCommand, launch_differences, rename_flags
+from decisiontree.launch_check import LaunchCheck
 from decisiontree.match import MatchLevel
-from decisiontree.records import Change, ChangeAction, Outcome
+from decisiontree.records import Change, ChangeAction, Condition, Outcome
 from decisiontree.server_env import change_problem
+from decisiontree.spelling import condition_in_words
 from decisiontree.traceback import InputRejected, parse
 from kb.models import (
     ErrorSample,
@@ -994,6 +996,77 @@ class KnownGoodSerializer(serializers.Serializer):
     differences = LaunchDifferenceSerializer(many=True)
 
 
+class LaunchCheckRequestSerializer(KnownFieldsOnly):
+    launch_command = serializers.CharField(
+        max_length=20_000, help_text="The command you are about to run"
+    )
+    gpu = optional_text()
+    model = optional_text()
+    framework = optional_text(60)
+    framework_version = optional_text(60)
+
+
+class ConditionSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text='e.g. "gpu.arch", "flag.kv-cache-dtype"')
+    value = serializers.CharField()
+    negate = serializers.BooleanField(help_text="The cause needs anything but `value`")
+    in_words = serializers.SerializerMethodField(
+        help_text="As the answer says it, its flag spelled for your release"
+    )
+
+    def get_in_words(self, condition: Condition) -> str:
+        context = self.root.instance.context
+        return condition_in_words(condition, context.framework, context.spelling_version)
+
+
+class LaunchRiskSerializer(serializers.Serializer):
+    finding = FindingRefSerializer()
+    kind = serializers.CharField(source="finding.kind", help_text='e.g. "crash", "oom", "slow"')
+    certain = serializers.BooleanField(
+        help_text="The launch meets every condition the finding states; false: some are left "
+        "to the framework's own choice at start-up (`open`)"
+    )
+    met = ConditionSerializer(many=True, help_text="The finding's conditions this launch meets")
+    open = ConditionSerializer(
+        many=True,
+        help_text="Those the launch leaves to the framework: they decide whether it applies",
+    )
+    why = WhyStepSerializer(many=True, help_text="The cause, and a step per condition")
+    fixes = RankedFixSerializer(many=True, help_text="Best first, applied to your launch")
+
+
+class LaunchCheckSerializer(serializers.Serializer):
+    """The answer to POST /api/v1/check-launch/: what is known to break a launch before it runs."""
+
+    summary = serializers.SerializerMethodField(help_text="One line a bot can post as is")
+    context = DiagnosisContextSerializer()
+    flag_problems = FlagProblemSerializer(
+        many=True, help_text="Flags no release of the framework knows, with what to write"
+    )
+    risks = LaunchRiskSerializer(
+        many=True,
+        help_text="Known issues this setup meets (certain first), the most specific first",
+    )
+    known_good = serializers.SerializerMethodField(
+        help_text="The runbook's launch for this model, GPU and framework, and how yours differs"
+    )
+
+    def get_summary(self, check: LaunchCheck) -> str:
+        certain = [risk for risk in check.risks if risk.certain]
+        parts = []
+        if check.flag_problems:
+            parts.append(f"{len(check.flag_problems)} flag(s) no release knows")
+        if certain:
+            parts.append(f"meets {len(certain)} known issue(s), first: {certain[0].finding.title}")
+        if len(check.risks) > len(certain):
+            parts.append(f"may meet {len(check.risks) - len(certain)} more")
+        return "; ".join(parts).capitalize() + "." if parts else "No known issue on this setup."
+
+    @extend_schema_field(KnownGoodSerializer(allow_null=True))
+    def get_known_good(self, check: LaunchCheck) -> dict[str, Any] | None:
+        return known_good_of(check, self.context.get("launch_command") or "")
+
+
 class DiagnosisSerializer(serializers.Serializer):
     """The answer to POST /api/v1/diagnose/ and `manage.py diagnose --json`."""
 
@@ -1144,7 +1217,7 @@ class DiagnosisSerializer(serializers.Serializer):
         return corrected_command_for(first, diagnosis, self.context) if first else None
 
 
-def known_good_of(diagnosis: Diagnosis, typed: str) -> dict[str, Any] | None:
+def known_good_of(diagnosis: Diagnosis | LaunchCheck, typed: str) -> dict[str, Any] | None:
     """The runbook's launch for the diagnosed setup and how the user's launch (`typed`,
     else the one found in the paste) differs from it; None when there is none."""
     from kb.services import runbook
@@ -1190,7 +1263,7 @@ def first_fix_to_try(fixes: Sequence[RankedFix]) -> RankedFix | None:
 def corrected_command_for(ranked: RankedFix, diagnosis: Any, context: dict[str, Any]) -> str | None:
     """The user's launch command (from the serializer context; else the one their paste
     holds) with `ranked` applied."""
-    known = diagnosis.context if isinstance(diagnosis, Diagnosis) else None
+    known = getattr(diagnosis, "context", None)  # a Diagnosis or a LaunchCheck
     command = context.get("launch_command") or ""
     if not command.strip() and known is not None and known.found_command is not None:
         command = known.found_command.text

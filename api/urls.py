@@ -18,6 +18,7 @@ router.register("validation-runs", views.ValidationRunViewSet, basename="validat
 
 urlpatterns = [
     path("diagnose/", views.DiagnoseView.as_view(), name="diagnose"),
+    path("check-launch/", views.LaunchCheckView.as_view(), name="check-launch"),
     path(
         "signature-decisions/",
         views.SignatureDecisionView.as_view(),

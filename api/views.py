@@ -44,7 +44,7 @@ from kb.models import (
     ValidationRun,
 )
 from kb.search import SearchResult, page_snippets
-from kb.services import feedback, stored_diagnoses
+from kb.services import diagnosis, feedback, stored_diagnoses
 from kb.services.records import add_new_samples
 from kb.services.uploads import log_body_too_large, log_too_large_message
 
@@ -147,6 +147,35 @@ class DiagnoseView(generics.GenericAPIView):  # type: ignore[type-arg]
         answer = run_diagnosis(request, data).answer
         if request.accepted_renderer.format == "slack":
             return Response(diagnosis_blocks(answer))
+        return Response(answer)
+
+
+class LaunchCheckView(generics.GenericAPIView):  # type: ignore[type-arg]
+    """A launch command in, the known issues its setup meets out: before it runs."""
+
+    serializer_class = s.LaunchCheckRequestSerializer  # the browsable API's form
+
+    required_scopes = {"unsafe": Scope.READ}
+    anonymous_actions = frozenset({"post"})  # with FIXGRAPH_ALLOW_ANONYMOUS_API
+    throttle_scope = "diagnose"  # FIXGRAPH_API_RATE_DIAGNOSE, per token
+
+    @extend_schema(request=s.LaunchCheckRequestSerializer, responses={200: s.LaunchCheckSerializer})
+    def post(self, request: Request) -> Response:
+        """The findings whose stated conditions this launch meets (`risks`, each with its
+        fixes applied to the launch), flags no release knows, and the runbook's launch."""
+        serializer = s.LaunchCheckRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        check = diagnosis.check_launch(
+            data["launch_command"],
+            **{
+                name: data.get(name) or None
+                for name in ("gpu", "model", "framework", "framework_version")
+            },
+        )
+        answer = s.LaunchCheckSerializer(
+            check, context={"launch_command": data["launch_command"]}
+        ).data
         return Response(answer)
 
 

@@ -17,7 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from decisiontree import conditions
+from decisiontree import conditions, launch_check
 from decisiontree.answer import Diagnosis
 from decisiontree.context import Context, build_context
 from decisiontree.diagnose import diagnose as diagnose_with_graph
@@ -28,6 +28,7 @@ from decisiontree.fingerprint import (
     signatures_of,
 )
 from decisiontree.graph import REBUILD_CHUNK, KnowledgeGraph, build_graph
+from decisiontree.launch_check import LaunchCheck
 from decisiontree.records import (
     Change,
     ChangeAction,
@@ -40,6 +41,7 @@ from decisiontree.records import (
 )
 from decisiontree.samples import SampleSignatures, from_stored
 from decisiontree.traceback import InputRejected, parse
+from decisiontree.vocabulary import load as load_vocabulary
 from kb.models import (
     ErrorSample,
     Finding,
@@ -211,6 +213,19 @@ def diagnose(
     result = diagnose_with_graph(text, context, graph)
     carry_decisions_forward(result.signature, graph.index.decided())
     return result
+
+
+def check_launch(
+    launch_command: str,
+    *,
+    gpu: str | None = None,
+    model: str | None = None,
+    framework: str | None = None,
+    framework_version: str | None = None,
+) -> LaunchCheck:
+    """The known issues a launch meets before it runs (`decisiontree.launch_check`)."""
+    context = Given(launch_command, gpu, model, framework, framework_version).context("")
+    return launch_check.check_launch(context, knowledge_graph(), load_vocabulary())
 
 
 def start_finding_from_paste(

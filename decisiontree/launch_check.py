@@ -1,0 +1,142 @@
+"""Before a launch runs: the known issues its setup meets, from the findings' conditions.
+
+A finding states what its cause needs (`gpu.arch = sm_120`, `model.arch = glm_moe_dsa`,
+`flag.kv-cache-dtype != bf16`). A launch whose GPU, model, framework and flags meet every
+one of them walks into that finding: it is named before anything runs, with its fixes
+applied to the launch. Where the launch leaves a condition open (a flag it does not set,
+whose default the release decides), the finding "may" apply, and the open conditions say
+what would settle it. A condition the launch contradicts rules the finding out.
+
+A flag the launch does not set has its release's default, where the flag tables give one.
+Where the framework chooses at start-up (`auto`, no default), a finding that needs the flag
+at some value is ruled out (the cause needs a setting this launch does not make), and one
+that needs it at anything but some value stays open: the framework's choice decides.
+
+A finding that states nothing beyond the framework (an out-of-memory any server may meet)
+says nothing about this launch and is not named; nor is one that records a working launch.
+Everything here is read off the graph: no paste, no matching.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from decisiontree import flags
+from decisiontree.answer import PathStep, RankedFix, WhyStep
+from decisiontree.context import Context
+from decisiontree.flag_check import FlagProblem, flag_problems
+from decisiontree.graph import KnowledgeGraph
+from decisiontree.records import Condition, FindingRecord
+from decisiontree.setup import UNDECIDED_VALUES, State, assess, normal_value
+from decisiontree.vocabulary import Vocabulary
+from decisiontree.walk import (
+    Visit,
+    condition_steps,
+    order,
+    ranked,
+    spelled_text,
+    unhelpful_reason,
+)
+
+# Conditions that hold for every launch of a framework: met, they single nothing out.
+GENERAL_KEYS = frozenset({"framework"})
+# A finding of this kind records a launch that works (the runbook's), not an issue.
+WORKING_KINDS = frozenset({"works"})
+
+
+@dataclass(frozen=True)
+class LaunchRisk:
+    """A known issue this launch's setup meets, or may meet."""
+
+    finding: FindingRecord
+    met: tuple[Condition, ...]  # the finding's conditions this launch meets
+    open: tuple[Condition, ...]  # those it leaves open: empty means it meets them all
+    why: tuple[WhyStep, ...]  # the cause, and a step per condition
+    fixes: tuple[RankedFix, ...]  # best first, applied to this launch
+
+    @property
+    def certain(self) -> bool:
+        return not self.open
+
+
+@dataclass(frozen=True)
+class LaunchCheck:
+    context: Context
+    flag_problems: tuple[FlagProblem, ...]  # flags no release of the framework knows
+    risks: tuple[LaunchRisk, ...]  # those it meets first, the most specific first
+
+
+def check_launch(context: Context, graph: KnowledgeGraph, vocabulary: Vocabulary) -> LaunchCheck:
+    """The known issues a launch in `context` meets before it runs."""
+    risks = [
+        risk
+        for finding in graph.findings.values()
+        if finding.kind not in WORKING_KINDS
+        and (risk := _risk(finding, context, graph, vocabulary)) is not None
+    ]
+    risks.sort(key=lambda r: (bool(r.open), len(r.open), -len(r.met), r.finding.id))
+    return LaunchCheck(context, flag_problems("", context), tuple(risks))
+
+
+def _risk(
+    finding: FindingRecord, context: Context, graph: KnowledgeGraph, vocabulary: Vocabulary
+) -> LaunchRisk | None:
+    conditions = graph.conditions_of(finding.id)
+    states = [(condition, _state(condition, context, vocabulary)) for condition in conditions]
+    if any(state is State.CONTRADICTED for _, state in states):
+        return None
+    met = tuple(c for c, state in states if state is State.MET)
+    if not any(c.key not in GENERAL_KEYS for c in met):
+        return None  # nothing particular to this launch is known to lead there
+    _, steps = condition_steps(conditions, context, vocabulary)
+    why = (WhyStep("cause", spelled_text(finding.cause, context, finding)), *steps)
+    visit = Visit(
+        finding,
+        finding,
+        1.0,
+        1.0,
+        why,
+        (PathStep("finding", finding.title, finding.id),),
+    )
+    return LaunchRisk(
+        finding,
+        met,
+        tuple(c for c, state in states if state is State.UNKNOWN),
+        why,
+        _fixes(visit, context, graph, vocabulary),
+    )
+
+
+def _state(condition: Condition, context: Context, vocabulary: Vocabulary) -> State:
+    """The condition's state for this launch, an unset flag taken at its default."""
+    state = assess(condition, context, vocabulary)
+    if state is not State.UNKNOWN or not condition.key.startswith("flag."):
+        return state
+    name = condition.key.removeprefix("flag.")
+    spec = flags.flag(name, context.framework)
+    default = flags.default_in(spec, context.framework_version) if spec else None
+    if (
+        default is None
+        or default.changed is not None  # the release does not settle it
+        or default.value is None
+        or normal_value(default.value) in UNDECIDED_VALUES
+    ):
+        # The framework chooses: a cause needing one value of it needs the user to set it.
+        return State.UNKNOWN if condition.negate else State.CONTRADICTED
+    return assess(condition, context.with_answer(condition.key, default.value), vocabulary)
+
+
+def _fixes(
+    visit: Visit, context: Context, graph: KnowledgeGraph, vocabulary: Vocabulary
+) -> tuple[RankedFix, ...]:
+    """The finding's fixes that help, ranked as an answer ranks them, for this launch."""
+    cause = graph.cause_of(visit.finding.id)
+    helpful: list[RankedFix] = []
+    for fix in graph.fixes_of(visit.finding.id):
+        evidence = graph.remedy_evidence(cause, fix.changes)
+        if not unhelpful_reason(fix, evidence, context.arch, visit):
+            helpful.append(ranked(visit, fix, evidence, context, vocabulary))
+    return order(helpful)
+
+
+__all__ = ["LaunchCheck", "LaunchRisk", "check_launch"]
