@@ -1053,14 +1053,17 @@ class LaunchCheckSerializer(serializers.Serializer):
 
     def get_summary(self, check: LaunchCheck) -> str:
         certain = [risk for risk in check.risks if risk.certain]
-        parts = []
-        if check.flag_problems:
-            parts.append(f"{len(check.flag_problems)} flag(s) no release knows")
+        maybe = len(check.risks) - len(certain)
+        parts = [f"{problem.describe()}" for problem in check.flag_problems]
         if certain:
             parts.append(f"meets {len(certain)} known issue(s), first: {certain[0].finding.title}")
-        if len(check.risks) > len(certain):
-            parts.append(f"may meet {len(check.risks) - len(certain)} more")
-        return "; ".join(parts).capitalize() + "." if parts else "No known issue on this setup."
+        if maybe:
+            more = " more" if certain else ""
+            parts.append(f"may meet {maybe}{more}, as the framework's own choices decide")
+        if not parts:
+            return "No known issue on this setup."
+        line = "; ".join(parts)
+        return f"{line[0].upper()}{line[1:]}."
 
     @extend_schema_field(KnownGoodSerializer(allow_null=True))
     def get_known_good(self, check: LaunchCheck) -> dict[str, Any] | None:

@@ -18,7 +18,46 @@ from kb.models import Finding, Fix
 from kb.services.uploads import LogTooLarge, read_log
 
 
-class DiagnoseForm(forms.Form):
+class SetupForm(forms.Form):
+    """Where a server runs, as the user knows it: its launch command, GPU and release."""
+
+    launch_command = forms.CharField(
+        label="Launch command (optional)",
+        required=False,
+        max_length=20_000,
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+    )
+    gpu = forms.CharField(label="GPU (optional)", required=False, max_length=120)
+    release = forms.CharField(label="Release (optional)", required=False, max_length=80)
+
+    def clean_release(self) -> str:
+        """ "sglang 0.5.9", "vllm 0.11.0" or "0.5.9"; sets `framework` and
+        `framework_version` in cleaned_data."""
+        written: str = self.cleaned_data["release"].strip()
+        framework, version = release_in_words(written)
+        # Another word than a release ("tgi 2.0") names a framework FixGraph does not know.
+        words = written.replace(version, " ") if version else written
+        if written and framework is None and (version is None or re.search(r"[A-Za-z]{2}", words)):
+            raise forms.ValidationError(
+                "Write the framework and its release, e.g. “sglang 0.5.9” or “vllm 0.11.0” "
+                "(FixGraph knows SGLang and vLLM)."
+            )
+        self.cleaned_data["framework"] = framework or ""
+        self.cleaned_data["framework_version"] = version or ""
+        return written
+
+
+class LaunchCheckForm(SetupForm):
+    """A launch about to run: the known issues its setup meets."""
+
+    launch_command = forms.CharField(
+        label="Launch command",
+        max_length=20_000,
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "autofocus": True}),
+    )
+
+
+class DiagnoseForm(SetupForm):
     """The pasted error, or the whole log attached (signed-in users: an upload is large),
     and what the user knows about where it happened."""
 
@@ -29,14 +68,7 @@ class DiagnoseForm(forms.Form):
         strip=False,
     )
     log = forms.FileField(label="Or attach the whole server log", required=False)
-    launch_command = forms.CharField(
-        label="Launch command (optional)",
-        required=False,
-        max_length=20_000,
-        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
-    )
-    gpu = forms.CharField(label="GPU (optional)", required=False, max_length=120)
-    release = forms.CharField(label="Release (optional)", required=False, max_length=80)
+    field_order = ["text", "log", "launch_command", "gpu", "release"]
 
     def __init__(self, *args: Any, allow_log: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -60,22 +92,6 @@ class DiagnoseForm(forms.Form):
         if len(text.encode("utf-8", "replace")) > settings.FIXGRAPH_MAX_PASTE_BYTES:
             raise forms.ValidationError(paste_too_large_message())
         return text
-
-    def clean_release(self) -> str:
-        """ "sglang 0.5.9", "vllm 0.11.0" or "0.5.9"; sets `framework` and
-        `framework_version` in cleaned_data."""
-        written: str = self.cleaned_data["release"].strip()
-        framework, version = release_in_words(written)
-        # Another word than a release ("tgi 2.0") names a framework FixGraph does not know.
-        words = written.replace(version, " ") if version else written
-        if written and framework is None and (version is None or re.search(r"[A-Za-z]{2}", words)):
-            raise forms.ValidationError(
-                "Write the framework and its release, e.g. “sglang 0.5.9” or “vllm 0.11.0” "
-                "(FixGraph knows SGLang and vLLM)."
-            )
-        self.cleaned_data["framework"] = framework or ""
-        self.cleaned_data["framework_version"] = version or ""
-        return written
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

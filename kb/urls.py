@@ -6,6 +6,7 @@ app_name = "kb"
 urlpatterns = [
     path("", views.finding_list, name="finding-list"),
     path("diagnose/", views.diagnose_page, name="diagnose"),
+    path("check/", views.launch_check_page, name="launch-check"),
     path("diagnose/feedback/", views.fix_feedback, name="fix-feedback"),
     path("diagnose/draft/", views.start_finding, name="diagnose-draft"),
     path("diagnose/<str:slug>/", views.diagnosis_detail, name="diagnosis"),

@@ -1,5 +1,6 @@
 """Page views, by page. Thin: they call kb.services and render templates."""
 
+from kb.views.check import launch_check_page
 from kb.views.diagnose import diagnose_page, diagnosis_delete, diagnosis_detail, start_finding
 from kb.views.feedback import (
     feedback_undo,
@@ -24,6 +25,7 @@ __all__ = [
     "findings_markdown",
     "finding_list",
     "fix_feedback",
+    "launch_check_page",
     "learn_paste",
     "merge_finding",
     "reject_finding",
