@@ -1054,12 +1054,16 @@ class LaunchCheckSerializer(serializers.Serializer):
     def get_summary(self, check: LaunchCheck) -> str:
         certain = [risk for risk in check.risks if risk.certain]
         maybe = len(check.risks) - len(certain)
-        parts = [f"{problem.describe()}" for problem in check.flag_problems]
+        parts = []
         if certain:
             parts.append(f"meets {len(certain)} known issue(s), first: {certain[0].finding.title}")
         if maybe:
-            more = " more" if certain else ""
+            more = " more" if certain else " known issue(s)"
             parts.append(f"may meet {maybe}{more}, as the framework's own choices decide")
+        parts += [
+            f"{p.written} is unknown" + (f": {p.instead}?" if p.instead else "")
+            for p in check.flag_problems
+        ]
         if not parts:
             return "No known issue on this setup."
         line = "; ".join(parts)

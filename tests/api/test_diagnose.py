@@ -209,13 +209,13 @@ def test_a_fix_that_names_a_flag_but_no_value_is_said_in_its_words_and_edits_not
     reader: APIClient, starter_kb: None
 ) -> None:
     """The starter knowledge of common errors says "set --max-model-len to at most the
-    estimate": no value to write, so no corrected command and no bare flag to try."""
+    estimate": vLLM 0.8's message prints none, so there is no value to write, no corrected
+    command and no bare flag to try."""
     paste = (
         "ValueError: To serve at least one request with the models's max seq len (131072), "
         "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory "
-        "(6.52 GiB). Based on the available memory, the estimated maximum model length is "
-        "53376. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
-        "initializing the engine.\n"
+        "(6.52 GiB). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+        "when initializing the engine.\n"
     )
     launch = "vllm serve Qwen/Qwen3-8B --max-model-len 131072"
     body = diagnose(reader, {"traceback": paste, "launch_command": launch}).json()

@@ -431,3 +431,21 @@ def test_an_ecc_error_is_shown_as_the_gpus_fault_before_any_fix(
     assert "<code>nvidia-smi -q -d ECC,ROW_REMAPPER</code> shows the errors" in notice
     fixes = page.find('<li class="fix"')
     assert fixes == -1 or page.index("host-faults") < fixes
+
+
+def test_a_launch_is_checked_before_it_runs_with_the_fix_applied_to_it(
+    client: Client, starter_kb: None
+) -> None:
+    assert b"Check a launch" in client.get("/check/").content
+    launch = "python3 -m sglang.launch_server --model-path GLM-5-NVFP4 --tp-size 8"
+
+    page = client.post("/check/", {"launch_command": launch, "gpu": "RTX PRO 6000"})
+
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Omitting --kv-cache-dtype still gives an FP8 KV cache" in html
+    assert "it leaves to the framework:" in html
+    commands = re.findall(r'<pre id="cmd-\d+">(.*?)</pre>', html, re.S)
+    assert f"{launch} --kv-cache-dtype bf16" in [re.sub(r"<[^>]+>", "", c) for c in commands]
+    assert "Known to work on this setup" in html
+    assert client.post("/check/", {"gpu": "H100"}).status_code == 400

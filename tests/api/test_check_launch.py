@@ -1,0 +1,54 @@
+"""POST /api/v1/check-launch/: a launch command in, the known issues its setup meets out."""
+
+from __future__ import annotations
+
+from rest_framework.test import APIClient
+
+CHECK = "/api/v1/check-launch/"
+# The seeds' model on the seeds' GPU, launched without a KV cache dtype.
+GLM5 = "python3 -m sglang.launch_server --model-path GLM-5-NVFP4 --tp-size 8"
+
+
+def titles(body: dict) -> list[str]:
+    return [risk["finding"]["title"] for risk in body["risks"]]
+
+
+def test_a_launch_that_leaves_the_kv_cache_dtype_to_sglang_is_warned_before_it_runs(
+    reader: APIClient, starter_kb: None
+) -> None:
+    body = reader.post(CHECK, {"launch_command": GLM5, "gpu": "RTX PRO 6000"}, format="json")
+
+    assert body.status_code == 200
+    risks = body.json()["risks"]
+    fp8 = next(r for r in risks if r["finding"]["title"].startswith("Omitting --kv-cache-dtype"))
+    assert not fp8["certain"]
+    assert [c["in_words"] for c in fp8["open"]] == ["--kv-cache-dtype is not bf16"]
+    assert fp8["fixes"][0]["corrected_command"] == f"{GLM5} --kv-cache-dtype bf16"
+    assert body.json()["summary"].startswith("May meet")
+    assert body.json()["known_good"]["command"].startswith("python3 -m sglang.launch_server")
+
+
+def test_the_fixed_launch_meets_none_of_them(reader: APIClient, starter_kb: None) -> None:
+    warned = reader.post(CHECK, {"launch_command": GLM5, "gpu": "RTX PRO 6000"}, format="json")
+    fixed = GLM5 + " --kv-cache-dtype bf16 --dsa-decode-backend trtllm --dsa-prefill-backend trtllm"
+
+    body = reader.post(CHECK, {"launch_command": fixed, "gpu": "RTX PRO 6000"}, format="json")
+
+    assert titles(warned.json()) and titles(body.json()) == []
+    assert body.json()["summary"] == "No known issue on this setup."
+
+
+def test_a_setting_met_on_the_command_line_is_certain(reader: APIClient, starter_kb: None) -> None:
+    launch = GLM5 + " --mem-fraction-static 0.95 --kv-cache-dtype bf16"
+
+    body = reader.post(CHECK, {"launch_command": launch, "gpu": "RTX PRO 6000"}, format="json")
+
+    [risk] = [r for r in body.json()["risks"] if r["certain"]]
+    assert "--mem-fraction-static 0.95" in risk["finding"]["title"]
+    assert risk["fixes"][0]["fix"]["command_changes"] == ["--mem-fraction-static 0.88"]
+
+
+def test_it_needs_a_token_and_a_launch_command(reader: APIClient) -> None:
+    assert APIClient().post(CHECK, {"launch_command": GLM5}, format="json").status_code == 401
+    missing = reader.post(CHECK, {"gpu": "H100"}, format="json")
+    assert missing.status_code == 400 and "launch_command" in missing.content.decode()
