@@ -1,0 +1,44 @@
+"""`manage.py check_launch`: the known issues a launch meets, before it runs."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+pytestmark = pytest.mark.django_db
+
+LAUNCH = ["python3", "-m", "sglang.launch_server", "--model-path", "GLM-5-NVFP4", "--tp-size", "8"]
+
+
+def test_it_prints_each_issue_with_the_launch_corrected(starter_kb: None) -> None:
+    out = StringIO()
+
+    call_command(
+        "check_launch",
+        "--gpu",
+        "RTX PRO 6000",
+        "--",
+        *LAUNCH,
+        "--mem-fraction-static",
+        "0.95",
+        stdout=out,
+    )
+
+    text = out.getvalue()
+    assert text.startswith("Meets 1 known issue(s), first: CUDA-graph capture runs out of memory")
+    assert "   left to the framework: --kv-cache-dtype is not bf16" in text
+    assert f"     {' '.join(LAUNCH)} --mem-fraction-static 0.88\n" in text
+    assert "Known to work on this setup" in text
+
+
+def test_json_is_the_apis_answer(starter_kb: None) -> None:
+    out = StringIO()
+
+    call_command("check_launch", "--json", "--gpu", "H100", " ".join(LAUNCH), stdout=out)
+
+    answer = json.loads(out.getvalue())
+    assert answer["context"]["arch"] == "sm_90"
+    assert answer["risks"] == [] and answer["summary"] == "No known issue on this setup."
