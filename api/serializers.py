@@ -1029,7 +1029,8 @@ class LaunchRiskSerializer(serializers.Serializer):
     met = ConditionSerializer(many=True, help_text="The finding's conditions this launch meets")
     open = ConditionSerializer(
         many=True,
-        help_text="Those the launch leaves to the framework: they decide whether it applies",
+        help_text="Those the launch does not settle (a flag left to the framework's choice, "
+        "a GPU not given): they decide whether it applies",
     )
     why = WhyStepSerializer(many=True, help_text="The cause, and a step per condition")
     fixes = RankedFixSerializer(many=True, help_text="Best first, applied to your launch")

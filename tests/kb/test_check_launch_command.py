@@ -29,7 +29,7 @@ def test_it_prints_each_issue_with_the_launch_corrected(starter_kb: None) -> Non
 
     text = out.getvalue()
     assert text.startswith("Meets 1 known issue(s), first: CUDA-graph capture runs out of memory")
-    assert "   left to the framework: --kv-cache-dtype is not bf16" in text
+    assert "   not settled by the launch: --kv-cache-dtype is not bf16" in text
     assert f"     {' '.join(LAUNCH)} --mem-fraction-static 0.88\n" in text
     assert "Known to work on this setup" in text
 

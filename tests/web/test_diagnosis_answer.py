@@ -444,7 +444,7 @@ def test_a_launch_is_checked_before_it_runs_with_the_fix_applied_to_it(
     html = page.content.decode()
     assert page.status_code == 200
     assert "Omitting --kv-cache-dtype still gives an FP8 KV cache" in html
-    assert "it leaves to the framework:" in html
+    assert "not settled by your launch:" in html
     commands = re.findall(r'<pre id="cmd-\d+">(.*?)</pre>', html, re.S)
     assert f"{launch} --kv-cache-dtype bf16" in [re.sub(r"<[^>]+>", "", c) for c in commands]
     assert "Known to work on this setup" in html

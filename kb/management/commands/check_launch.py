@@ -62,7 +62,7 @@ def render_check(answer: dict[str, Any]) -> list[str]:
         lines.append(f"   meets: {met}")
         if risk["open"]:
             left = ", ".join(c["in_words"] for c in risk["open"])
-            lines.append(f"   left to the framework: {left}")
+            lines.append(f"   not settled by the launch: {left}")
         if risk["fixes"]:
             fix = risk["fixes"][0]
             lines.append(
