@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class FlagValue:
 
     flag: str  # canonical name, without dashes
     value: str
-    bound: str  # "at_most" | "at_least": the figures allow no more, or need no less
+    bound: Literal["at_most", "at_least"]  # the figures allow no more, or need no less
     why: str  # where the figure comes from, in a few words
 
     def describe(self) -> str:
@@ -34,7 +35,7 @@ class FlagValue:
 # context_length (131072)", "User-specified max_model_len (65536) is greater than the
 # derived max_model_len (max_position_embeddings=32768 or model_max_length=None ...)".
 MODEL_LENGTH = re.compile(
-    r"User-specified (?P<setting>max_model_len|context_length) \((?P<asked>\d+)\) is greater "
+    r"User-specified (?P<setting>max_model_len|context_length) \(\d+\) is greater "
     r"than the derived (?:max_model_len|context_length) \((?:(?P<key>\w+)=)?(?P<own>\d+)"
 )
 LENGTH_FLAGS = {"max_model_len": "max-model-len", "context_length": "context-length"}
