@@ -61,11 +61,14 @@ def gpu_facets(gpus: Iterable[Any]) -> list[Facet]:
 
 
 def condition_facets(conditions: Iterable[object]) -> list[Facet]:
-    """A finding that names its architecture only as a condition is filtered by it too."""
+    """A finding that names its architecture only as a condition is filtered by it too;
+    one that needs any but an architecture ("gpu.arch != sm_90") is not filed under it."""
     return [
         ("arch", canonical_arch(str(condition.get("value", ""))))
         for condition in conditions
-        if isinstance(condition, dict) and condition.get("key") == "gpu.arch"
+        if isinstance(condition, dict)
+        and condition.get("key") == "gpu.arch"
+        and not condition.get("negate")
     ]
 
 
