@@ -14,6 +14,9 @@ that needs it at anything but some value stays open: the framework's choice deci
 
 A finding that states nothing beyond the framework (an out-of-memory any server may meet)
 says nothing about this launch and is not named; nor is one that records a working launch.
+Conditions nobody stated, read off where a finding was seen (`derived`), say what its cause
+needs no more than that: they never name a finding, but one seen with a setting this launch
+contradicts (an FP8 KV cache, where the launch sets BF16) is left out.
 Everything here is read off the graph: no paste, no matching.
 """
 
@@ -82,7 +85,11 @@ def _risk(
     finding: FindingRecord, context: Context, graph: KnowledgeGraph, vocabulary: Vocabulary
 ) -> LaunchRisk | None:
     conditions = graph.conditions_of(finding.id)
-    states = [(condition, _state(condition, context, vocabulary)) for condition in conditions]
+    seen = [c for c in conditions if c.derived]
+    if any(assess(c, context, vocabulary) is State.CONTRADICTED for c in seen):
+        return None  # seen on another setup than this launch: it says nothing of this one
+    stated = [c for c in conditions if not c.derived]
+    states = [(condition, _state(condition, context, vocabulary)) for condition in stated]
     if any(state is State.CONTRADICTED for _, state in states):
         return None
     met = tuple(c for c, state in states if state is State.MET)

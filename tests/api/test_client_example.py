@@ -1,6 +1,7 @@
 """docs/api.md's Python client, run as written against a live server: it diagnoses a paste,
-votes, searches and validates the first fix on a GPU host (the fake-GPU test host over SSH,
-run by a real Celery worker). Only the address, the token and the host name are ours."""
+votes, searches, checks the corrected launch and validates the first fix on a GPU host (the
+fake-GPU test host over SSH, run by a real Celery worker). Only the address, the token and
+the host name are ours."""
 
 from __future__ import annotations
 
@@ -79,6 +80,8 @@ def test_the_python_client_in_docs_api_md_runs_as_written(
     assert printed[2].startswith("Try: python -m sglang.launch_server --model-path ")
     assert printed[2].endswith("--kv-cache-dtype bf16")
     assert f"{dsa_finding.title} http://127.0.0.1:8000/findings/{dsa_finding.pk}/" in printed
+    # The finding states only its GPU (sm_120): the corrected launch, on one, still meets it.
+    assert f"Launch check: Meets 1 known issue(s), first: {dsa_finding.title}." in printed
     run = ValidationRun.objects.get()
     assert (run.fix, run.host, run.status) == (first, host, ValidationRun.Status.PASSED)
     assert printed[-1].startswith("Validation: passed {")

@@ -106,3 +106,21 @@ def test_a_misspelt_flag_is_a_problem_of_the_launch() -> None:
     [problem] = check(f"{SERVER} --kv-cache-dytpe fp8_e4m3").flag_problems
 
     assert (problem.written, problem.instead) == ("--kv-cache-dytpe", "--kv-cache-dtype")
+
+
+def test_conditions_read_off_where_a_finding_was_seen_only_rule_it_out() -> None:
+    """Stated: Blackwell. Seen with an FP8 KV cache (derived): a BF16 launch is not warned,
+    and a launch that matches only the derived facts is not named for them."""
+    seen_fp8 = Condition("flag.kv-cache-dtype", "fp8_e4m3", derived=True)
+    on_blackwell = finding(
+        5, "AssertionError: store", (BF16_KV,), conditions=(SGLANG, BLACKWELL, seen_fp8)
+    )
+    only_seen = finding(6, "RuntimeError: x", (BF16_KV,), conditions=(SGLANG, seen_fp8))
+    graph = build_graph([on_blackwell, only_seen])
+
+    def named(launch: str) -> list[int]:
+        context = build_context(launch_command=launch, gpu="RTX PRO 6000")
+        return [risk.finding.id for risk in check_launch(context, graph, load()).risks]
+
+    assert named(f"{SERVER} --kv-cache-dtype fp8_e4m3") == [5]
+    assert named(f"{SERVER} --kv-cache-dtype bf16") == []
