@@ -449,3 +449,20 @@ def test_a_launch_is_checked_before_it_runs_with_the_fix_applied_to_it(
     assert f"{launch} --kv-cache-dtype bf16" in [re.sub(r"<[^>]+>", "", c) for c in commands]
     assert "Known to work on this setup" in html
     assert client.post("/check/", {"gpu": "H100"}).status_code == 400
+
+
+def test_the_first_fixs_corrected_launch_can_be_checked_from_the_diagnosis(
+    client: Client, starter_kb: None
+) -> None:
+    """The decode crash's fix gives a corrected launch; checked, it carries the GPU."""
+    launch = "python3 -m sglang.launch_server --model-path GLM-5-NVFP4 --tp-size 8"
+    page = page_of(client, DECODE_CRASH, launch_command=launch, gpu="RTX PRO 6000")
+
+    form = page.split('<form method="post" action="/check/" class="check-launch">', 1)[1]
+    form = form.split("</form>", 1)[0]
+    fields = dict(re.findall(r'name="(\w+)" value="([^"]*)"', form))
+    assert fields["launch_command"].startswith(launch + " --")
+    assert fields["gpu"] == "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+
+    checked = client.post("/check/", fields)
+    assert checked.status_code == 200 and b"sm_120" in checked.content
