@@ -1048,13 +1048,17 @@ class LaunchCheckSerializer(serializers.Serializer):
         many=True,
         help_text="Known issues this setup meets (certain first), the most specific first",
     )
+    more = serializers.IntegerField(
+        help_text="Issues beyond those in `risks` (at most 20 are told): give the GPU and the "
+        "release to narrow them"
+    )
     known_good = serializers.SerializerMethodField(
         help_text="The runbook's launch for this model, GPU and framework, and how yours differs"
     )
 
     def get_summary(self, check: LaunchCheck) -> str:
         certain = [risk for risk in check.risks if risk.certain]
-        maybe = len(check.risks) - len(certain)
+        maybe = len(check.risks) - len(certain) + check.more
         parts = []
         if certain:
             parts.append(f"meets {len(certain)} known issue(s), first: {certain[0].finding.title}")

@@ -28,6 +28,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from decisiontree.context import Context  # noqa: E402
 from decisiontree.diagnose import diagnose  # noqa: E402
 from decisiontree.graph import REBUILD_CHUNK, KnowledgeGraph, build_graph  # noqa: E402
+from decisiontree.launch_check import check_launch  # noqa: E402
 from decisiontree.records import (  # noqa: E402
     Change,
     ChangeAction,
@@ -51,7 +53,9 @@ from decisiontree.samples import (  # noqa: E402
     stored_form,
 )
 from decisiontree.traceback import parse  # noqa: E402
+from decisiontree.vocabulary import load  # noqa: E402
 
+T = TypeVar("T")
 SEED = 20260219
 PASTES = 500
 
@@ -244,13 +248,13 @@ def timed(action: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - started, result
 
 
-def latencies(texts: list[str], action: Callable[[str], object]) -> tuple[list[float], list[float]]:
-    """Per text, wall-clock and CPU milliseconds: on a shared machine the CPU time of
-    this process is what the code costs; the wall clock adds the others' load."""
+def latencies(items: list[T], action: Callable[[T], object]) -> tuple[list[float], list[float]]:
+    """Per item (a paste, a launch), wall-clock and CPU milliseconds: on a shared machine
+    the CPU time of this process is what the code costs; the wall clock adds the others'."""
     wall, cpu = [], []
-    for text in texts:
+    for item in items:
         started, started_cpu = time.perf_counter(), time.process_time()
-        action(text)
+        action(item)
         wall.append((time.perf_counter() - started) * 1000)
         cpu.append((time.process_time() - started_cpu) * 1000)
     return wall, cpu
@@ -311,6 +315,16 @@ def one_size(size: int) -> dict[str, float]:
     parse_ms, _ = latencies(texts, parse)
     diag_ms, diag_cpu = latencies(texts, lambda t: diagnose(t, context, graph))
     matched = sum(diagnose(t, context, graph).match != "none" for t in texts)
+    # A launch checked before it runs reads every finding's conditions (no index): timed
+    # over launches of each architecture and framework with one flag set.
+    vocabulary = load()
+    launches = [
+        Context(arch=arch, framework=framework, flags={flag: rng.choice(values)})
+        for arch in ARCHS
+        for framework in ("sglang", "vllm")
+        for flag, values in FLAGS[:3]
+    ]
+    check_ms, _ = latencies(launches, lambda c: check_launch(c, graph, vocabulary))
     return {
         "size": size,
         "ingest_s": ingest_s,
@@ -325,6 +339,8 @@ def one_size(size: int) -> dict[str, float]:
         "cpu_p50": statistics.median(diag_cpu),
         "cpu_p99": percentile(diag_cpu, 0.99),
         "matched": matched / len(texts),
+        "check_p50": statistics.median(check_ms),
+        "check_p99": percentile(check_ms, 0.99),
     }
 
 
@@ -389,7 +405,8 @@ def table(rows: list[dict[str, float]]) -> Iterator[str]:
     yield (
         f"{'findings':>9} {'parse all s':>11} {'build s':>8} {'build cpu s':>11} "
         f"{'graph MiB':>9} {'rebuild peak MiB':>16} {'parse p50':>10} {'parse p99':>10} "
-        f"{'diag p50':>9} {'diag p99':>9} {'cpu p50':>9} {'cpu p99':>9} {'matched':>8}"
+        f"{'diag p50':>9} {'diag p99':>9} {'cpu p50':>9} {'cpu p99':>9} {'matched':>8} "
+        f"{'check p50':>10} {'check p99':>10}"
     )
     for r in rows:
         yield (
@@ -397,7 +414,7 @@ def table(rows: list[dict[str, float]]) -> Iterator[str]:
             f"{r['build_cpu_s']:>11.2f} {r['graph_mib']:>9.0f} {r['rss_peak_mib']:>16.0f} "
             f"{r['parse_p50']:>8.2f}ms {r['parse_p99']:>8.2f}ms "
             f"{r['p50']:>7.2f}ms {r['p99']:>7.2f}ms {r['cpu_p50']:>7.2f}ms {r['cpu_p99']:>7.2f}ms "
-            f"{r['matched']:>8.0%}"
+            f"{r['matched']:>8.0%} {r['check_p50']:>8.1f}ms {r['check_p99']:>8.1f}ms"
         )
 
 
@@ -427,7 +444,8 @@ def main() -> None:
     print("graph MiB = memory the built graph holds (tracemalloc); rebuild peak MiB = peak RSS")
     print("of a process that builds a graph, lets it go and builds anew, reading the stored")
     print("signatures back a chunk of findings at a time, as the service does;")
-    print("cpu = this process's CPU time per diagnosis (the machine's other load left out).")
+    print("cpu = this process's CPU time per diagnosis (the machine's other load left out);")
+    print("check = a launch checked before it runs (decisiontree.launch_check), at most 20 told.")
     print("targets at 100k: diag p50 <= 5 ms, p99 <= 25 ms, build <= 20 s, rebuild peak <= 2 GiB")
 
 

@@ -22,6 +22,7 @@ Everything here is read off the graph: no paste, no matching.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from decisiontree import flags
@@ -67,35 +68,74 @@ class LaunchCheck:
     context: Context
     flag_problems: tuple[FlagProblem, ...]  # flags no release of the framework knows
     risks: tuple[LaunchRisk, ...]  # those it meets first, the most specific first
+    more: int = 0  # risks beyond the first SHOWN, counted but not told
+
+
+# A launch check tells at most this many issues, the best first: a page, a thread or a
+# bot's reply past that is not read, and each told one walks its fixes.
+SHOWN = 20
 
 
 def check_launch(context: Context, graph: KnowledgeGraph, vocabulary: Vocabulary) -> LaunchCheck:
     """The known issues a launch in `context` meets before it runs."""
-    risks = [
-        risk
+    states: dict[Condition, State] = {}  # findings share conditions: each assessed once
+
+    def state(condition: Condition) -> State:
+        if condition not in states:
+            states[condition] = _state(condition, context, vocabulary)
+        return states[condition]
+
+    found = [
+        (finding, met, open_)
         for finding in graph.findings.values()
         if finding.kind not in WORKING_KINDS
-        and (risk := _risk(finding, context, graph, vocabulary)) is not None
+        # The record's own conditions: a fact both stated and derived is judged alike both
+        # ways, so the graph's deduplicated view is needed only for the risks told.
+        and (held := _held(finding.conditions, state)) is not None
+        for met, open_ in (held,)
     ]
-    risks.sort(key=lambda r: (bool(r.open), len(r.open), -len(r.met), r.finding.id))
-    return LaunchCheck(context, flag_problems("", context), tuple(risks))
+    found.sort(key=lambda f: (bool(f[2]), len(f[2]), -len(f[1]), f[0].id))
+    risks = tuple(
+        _risk(finding, met, open_, context, graph, vocabulary)
+        for finding, met, open_ in found[:SHOWN]
+    )
+    return LaunchCheck(context, flag_problems("", context), risks, max(len(found) - SHOWN, 0))
+
+
+def _held(
+    conditions: Sequence[Condition], state: Callable[[Condition], State]
+) -> tuple[tuple[Condition, ...], tuple[Condition, ...]] | None:
+    """The stated conditions this launch meets and those it leaves open; None where it
+    contradicts one, or meets nothing particular to it."""
+    if any(c.derived and state(c) is State.CONTRADICTED for c in conditions):
+        return None  # seen on another setup than this launch: it says nothing of this one
+    met: list[Condition] = []
+    left: list[Condition] = []
+    for condition in conditions:
+        if condition.derived:
+            continue
+        found = state(condition)
+        if found is State.CONTRADICTED:
+            return None
+        (met if found is State.MET else left).append(condition)
+    if not any(c.key not in GENERAL_KEYS for c in met):
+        return None  # nothing particular to this launch is known to lead there
+
+    def in_order(held: list[Condition]) -> tuple[Condition, ...]:
+        return tuple(sorted(held, key=lambda c: (c.key, c.value)))
+
+    return in_order(met), in_order(left)
 
 
 def _risk(
-    finding: FindingRecord, context: Context, graph: KnowledgeGraph, vocabulary: Vocabulary
-) -> LaunchRisk | None:
-    conditions = graph.conditions_of(finding.id)
-    seen = [c for c in conditions if c.derived]
-    if any(assess(c, context, vocabulary) is State.CONTRADICTED for c in seen):
-        return None  # seen on another setup than this launch: it says nothing of this one
-    stated = [c for c in conditions if not c.derived]
-    states = [(condition, _state(condition, context, vocabulary)) for condition in stated]
-    if any(state is State.CONTRADICTED for _, state in states):
-        return None
-    met = tuple(c for c, state in states if state is State.MET)
-    if not any(c.key not in GENERAL_KEYS for c in met):
-        return None  # nothing particular to this launch is known to lead there
-    _, steps = condition_steps(conditions, context, vocabulary)
+    finding: FindingRecord,
+    met: tuple[Condition, ...],
+    left: tuple[Condition, ...],
+    context: Context,
+    graph: KnowledgeGraph,
+    vocabulary: Vocabulary,
+) -> LaunchRisk:
+    _, steps = condition_steps(graph.conditions_of(finding.id), context, vocabulary)
     why = (WhyStep("cause", spelled_text(finding.cause, context, finding)), *steps)
     visit = Visit(
         finding,
@@ -105,19 +145,14 @@ def _risk(
         why,
         (PathStep("finding", finding.title, finding.id),),
     )
-    return LaunchRisk(
-        finding,
-        met,
-        tuple(c for c, state in states if state is State.UNKNOWN),
-        why,
-        _fixes(visit, context, graph, vocabulary),
-    )
+    return LaunchRisk(finding, met, left, why, _fixes(visit, context, graph, vocabulary))
 
 
 def _state(condition: Condition, context: Context, vocabulary: Vocabulary) -> State:
-    """The condition's state for this launch, an unset flag taken at its default."""
+    """The condition's state for this launch, an unset flag taken at its default (a
+    derived condition as written: an unset flag does not contradict where it was seen)."""
     state = assess(condition, context, vocabulary)
-    if state is not State.UNKNOWN or not condition.key.startswith("flag."):
+    if state is not State.UNKNOWN or condition.derived or not condition.key.startswith("flag."):
         return state
     name = condition.key.removeprefix("flag.")
     spec = flags.flag(name, context.framework)

@@ -124,3 +124,18 @@ def test_conditions_read_off_where_a_finding_was_seen_only_rule_it_out() -> None
 
     assert named(f"{SERVER} --kv-cache-dtype fp8_e4m3") == [5]
     assert named(f"{SERVER} --kv-cache-dtype bf16") == []
+
+
+def test_past_the_first_twenty_the_rest_are_counted_not_told() -> None:
+    many = build_graph(
+        [
+            finding(n, f"RuntimeError: case {n}", (BF16_KV,), conditions=(SGLANG, BLACKWELL))
+            for n in range(1, 26)
+        ]
+    )
+    context = build_context(launch_command=SERVER, gpu="RTX PRO 6000")
+
+    result = check_launch(context, many, load())
+
+    assert [risk.finding.id for risk in result.risks] == list(range(1, 21))
+    assert result.more == 5

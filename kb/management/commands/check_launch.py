@@ -71,6 +71,11 @@ def render_check(answer: dict[str, Any]) -> list[str]:
             if fix["corrected_command"] and not fix["already_applied"]:
                 lines.append(f"     {fix['corrected_command']}")
         lines.append(f"   {risk['finding']['html_url']}")
+    if answer["more"]:
+        lines += [
+            "",
+            f"{answer['more']} more not shown: give the GPU and the release to narrow them.",
+        ]
     if answer["known_good"]:
         lines += render_known_good(answer["known_good"])
     return lines
