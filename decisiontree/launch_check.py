@@ -35,7 +35,7 @@ from decisiontree.setup import UNDECIDED_VALUES, State, assess, normal_value
 from decisiontree.vocabulary import Vocabulary
 from decisiontree.walk import (
     Visit,
-    condition_steps,
+    condition_step,
     order,
     ranked,
     spelled_text,
@@ -78,12 +78,15 @@ SHOWN = 20
 
 def check_launch(context: Context, graph: KnowledgeGraph, vocabulary: Vocabulary) -> LaunchCheck:
     """The known issues a launch in `context` meets before it runs."""
-    states: dict[Condition, State] = {}  # findings share conditions: each assessed once
+    judged: dict[Condition, _Judged] = {}  # findings share conditions: each judged once
+
+    def judge(condition: Condition) -> _Judged:
+        if condition not in judged:
+            judged[condition] = _judge(condition, context, vocabulary)
+        return judged[condition]
 
     def state(condition: Condition) -> State:
-        if condition not in states:
-            states[condition] = _state(condition, context, vocabulary)
-        return states[condition]
+        return judge(condition).state
 
     found = [
         (finding, met, open_)
@@ -96,7 +99,7 @@ def check_launch(context: Context, graph: KnowledgeGraph, vocabulary: Vocabulary
     ]
     found.sort(key=lambda f: (bool(f[2]), len(f[2]), -len(f[1]), f[0].id))
     risks = tuple(
-        _risk(finding, met, open_, context, graph, vocabulary)
+        _risk(finding, met, open_, judge, context, graph, vocabulary)
         for finding, met, open_ in found[:SHOWN]
     )
     return LaunchCheck(context, flag_problems("", context), risks, max(len(found) - SHOWN, 0))
@@ -131,11 +134,16 @@ def _risk(
     finding: FindingRecord,
     met: tuple[Condition, ...],
     left: tuple[Condition, ...],
+    judge: Callable[[Condition], _Judged],
     context: Context,
     graph: KnowledgeGraph,
     vocabulary: Vocabulary,
 ) -> LaunchRisk:
-    _, steps = condition_steps(graph.conditions_of(finding.id), context, vocabulary)
+    steps = (
+        condition_step(condition, judged.state, context, vocabulary, judged.unset)
+        for condition in graph.conditions_of(finding.id)
+        for judged in (judge(condition),)
+    )
     why = (WhyStep("cause", spelled_text(finding.cause, context, finding)), *steps)
     visit = Visit(
         finding,
@@ -148,12 +156,18 @@ def _risk(
     return LaunchRisk(finding, met, left, why, _fixes(visit, context, graph, vocabulary))
 
 
-def _state(condition: Condition, context: Context, vocabulary: Vocabulary) -> State:
+@dataclass(frozen=True)
+class _Judged:
+    state: State
+    unset: str | None = None  # how a flag the launch leaves unset was judged
+
+
+def _judge(condition: Condition, context: Context, vocabulary: Vocabulary) -> _Judged:
     """The condition's state for this launch, an unset flag taken at its default (a
     derived condition as written: an unset flag does not contradict where it was seen)."""
     state = assess(condition, context, vocabulary)
     if state is not State.UNKNOWN or condition.derived or not condition.key.startswith("flag."):
-        return state
+        return _Judged(state)
     name = condition.key.removeprefix("flag.")
     spec = flags.flag(name, context.framework)
     default = flags.default_in(spec, context.framework_version) if spec else None
@@ -164,8 +178,14 @@ def _state(condition: Condition, context: Context, vocabulary: Vocabulary) -> St
         or normal_value(default.value) in UNDECIDED_VALUES
     ):
         # The framework chooses: a cause needing one value of it needs the user to set it.
-        return State.UNKNOWN if condition.negate else State.CONTRADICTED
-    return assess(condition, context.with_answer(condition.key, default.value), vocabulary)
+        chooser = context.framework or "the framework"
+        if default is not None and default.changed is not None:
+            how = f"not set ({default.describe()}; your release is not known)"
+        else:
+            how = f"not set: {chooser} chooses at start-up"
+        return _Judged(State.UNKNOWN if condition.negate else State.CONTRADICTED, how)
+    at_default = context.with_answer(condition.key, default.value)
+    return _Judged(assess(condition, at_default, vocabulary), f"not set, so {default.value}")
 
 
 def _fixes(

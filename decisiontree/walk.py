@@ -292,9 +292,19 @@ def condition_steps(
     for condition in conditions:
         state = assess(condition, context, vocabulary)
         factor *= condition_factor(condition, state)
-        detail = condition_detail(condition, state, context, vocabulary)
-        steps.append(WhyStep("condition", detail, condition.key, shown_value(condition), state))
+        steps.append(condition_step(condition, state, context, vocabulary))
     return factor, tuple(steps)
+
+
+def condition_step(
+    condition: Condition,
+    state: State,
+    context: Context,
+    vocabulary: Vocabulary,
+    here: str | None = None,
+) -> WhyStep:
+    detail = condition_detail(condition, state, context, vocabulary, here)
+    return WhyStep("condition", detail, condition.key, shown_value(condition), state)
 
 
 def condition_factor(condition: Condition, state: State) -> float:
@@ -310,13 +320,21 @@ def shown_value(condition: Condition) -> str:
 
 
 def condition_detail(
-    condition: Condition, state: State, context: Context, vocabulary: Vocabulary
+    condition: Condition,
+    state: State,
+    context: Context,
+    vocabulary: Vocabulary,
+    here: str | None = None,
 ) -> str:
+    """`here`: what the setup has, where it is not the context's value (a flag left unset
+    judged at its default)."""
     # A flag is named in the user's framework spelling (`--dsa-*` vs `--nsa-*`).
     needs = condition_in_words(condition, context.framework, context.spelling_version)
     where = f"applies when {needs}"
     if condition.derived:
         where = f"seen where {needs} (not stated as needed)"
+    if here is not None:
+        return f"{where}; here {here} ({state})"
     if state is State.UNKNOWN:
         return f"{where}; not known here"
     return f"{where}; here {context.get(condition.key)} ({state})"

@@ -98,6 +98,22 @@ def test_an_unset_flag_with_a_default_is_judged_at_its_default() -> None:
     assert 3 not in [finding for finding, _ in risks(f"{SERVER} --disable-cuda-graph")]
 
 
+def test_why_says_how_a_flag_left_unset_was_judged() -> None:
+    """An unset flag is judged at its default or left to the framework, and its why says
+    which, not that the setting is unknown."""
+    by_id = {risk.finding.id: risk for risk in check(SERVER).risks}
+
+    def detail(finding_id: int, key: str) -> str:
+        [step] = [s for s in by_id[finding_id].why if s.key == key]
+        return step.detail
+
+    assert detail(3, "flag.disable-cuda-graph").endswith("here not set, so false (met)")
+    assert detail(1, "flag.kv-cache-dtype").endswith(
+        "here not set: sglang chooses at start-up (unknown)"
+    )
+    assert detail(1, "gpu.arch").endswith("here sm_120 (met)")
+
+
 def test_a_finding_that_states_only_the_framework_is_not_named() -> None:
     assert 4 not in [finding for finding, _ in risks(SERVER)]
 
