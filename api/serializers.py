@@ -6,6 +6,7 @@ import difflib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -1055,6 +1056,26 @@ class LaunchCheckSerializer(serializers.Serializer):
     known_good = serializers.SerializerMethodField(
         help_text="The runbook's launch for this model, GPU and framework, and how yours differs"
     )
+    html_url = serializers.SerializerMethodField(
+        help_text="The check on the web page: the same launch, GPU and release, run again "
+        "when opened (nothing is stored)"
+    )
+
+    def get_html_url(self, check: LaunchCheck) -> str:
+        context = check.context
+        gpu = context.gpus[0] if context.gpus else ""
+        count = context.get("gpu.count")
+        release = " ".join(filter(None, (context.framework, context.framework_version)))
+        query = {
+            "launch_command": self.context.get("launch_command") or "",
+            "gpu": f"{count}x {gpu}" if gpu and count and count != "1" else gpu,
+            "release": release,
+        }
+        return (
+            page_url(reverse("kb:launch-check"))
+            + "?"
+            + urlencode({key: value for key, value in query.items() if value})
+        )
 
     def get_summary(self, check: LaunchCheck) -> str:
         certain = [risk for risk in check.risks if risk.certain]
@@ -1365,7 +1386,7 @@ class SlashCommandSerializer(serializers.Serializer):
         default="",
         trim_whitespace=False,
         max_length=40_000,
-        help_text="What follows the command: the pasted error",
+        help_text="What follows the command: the pasted error, or `check` and a launch command",
     )
     response_url = slack_text("Where the answer goes when there is no bot token")
     command = slack_text()
@@ -1373,6 +1394,11 @@ class SlashCommandSerializer(serializers.Serializer):
     team_id = slack_text()
     user_id = slack_text("The Slack user: feedback counts once per user")
     trigger_id = slack_text()
+
+    def validate_text(self, value: str) -> str:
+        """Slack sends `&`, `<` and `>` as `&amp;`, `&lt;`, `&gt;` in a command's text:
+        back to what the user pasted (`in <module>`, `init.cc:128 -> 3`, `2>&1`)."""
+        return value.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 class SlackInteractionSerializer(serializers.Serializer):

@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import time
 import urllib.request
 from typing import Any
@@ -38,6 +39,7 @@ from api.serializers import (
 )
 from decisiontree.answer import OTHER_SETUP, PROPOSED, changes_beside
 from decisiontree.fingerprint import shown_error
+from decisiontree.launch import split_at_launch
 from kb.models import Fix, FixFeedback
 from kb.services import feedback, stored_diagnoses
 from kb.services.feedback import Voter
@@ -83,8 +85,11 @@ def link(url: str, label: Any) -> str:
 
 def diagnosis_blocks(answer: dict[str, Any]) -> dict[str, Any]:
     """The whole answer as one message a bot can post as is."""
-    blocks = headline_blocks(answer) + detail_blocks(answer)
-    return {"response_type": "in_channel", "text": escape(answer["summary"]), "blocks": blocks}
+    return one_message(answer["summary"], headline_blocks(answer) + detail_blocks(answer))
+
+
+def one_message(summary: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"response_type": "in_channel", "text": escape(summary), "blocks": blocks}
 
 
 def headline_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
@@ -397,32 +402,124 @@ def call_api(method: str, payload: dict[str, Any]) -> dict[str, Any]:
 def post_answer(answer: dict[str, Any], *, channel: str, response_url: str) -> None:
     """The verdict in the channel and the fixes in a thread under it (with a bot token);
     else the whole answer to `response_url`."""
+    head, details = headline_blocks(answer), detail_blocks(answer)
+    post_threaded(answer["summary"], head, ("Fixes, best first", details), channel, response_url)
+
+
+def post_launch_check(check: dict[str, Any], *, channel: str, response_url: str) -> None:
+    """A launch check as a diagnosis is posted: the summary in the channel, the issues in
+    a thread under it."""
+    head, details = launch_check_headline(check), launch_check_details(check)
+    post_threaded(
+        check["summary"], head, ("Known issues of this launch", details), channel, response_url
+    )
+
+
+def post_threaded(
+    summary: str,
+    headline: list[dict[str, Any]],
+    thread: tuple[str, list[dict[str, Any]]],
+    channel: str,
+    response_url: str,
+) -> None:
+    """`headline` in the channel and the `thread` (its notification text, its blocks)
+    under it, with a bot token; else both as one message to `response_url`."""
+    thread_text, details = thread
     if settings.SLACK_BOT_TOKEN and channel:
         try:
             head = call_api(
                 "chat.postMessage",
-                {
-                    "channel": channel,
-                    "text": escape(answer["summary"]),
-                    "blocks": headline_blocks(answer),
-                },
+                {"channel": channel, "text": escape(summary), "blocks": headline},
             )
             call_api(
                 "chat.postMessage",
                 {
                     "channel": channel,
                     "thread_ts": head["ts"],
-                    "text": "Fixes, best first",
-                    "blocks": detail_blocks(answer),
+                    "text": thread_text,
+                    "blocks": details,
                 },
             )
             return
         except SlackApiError as failed:  # e.g. a private channel the bot was not invited to
             log.warning("Slack thread not posted (%s); answering through response_url", failed)
-    post_to_slack(response_url, diagnosis_blocks(answer))
+    post_to_slack(response_url, one_message(summary, headline + details))
 
 
 # --- endpoints ---------------------------------------------------------------------------------
+
+
+# --- launch checks -------------------------------------------------------------------------
+
+CHECK_KEYWORD = re.compile(r"\s*check(?:\s+|$)", re.IGNORECASE)
+CHECK_USAGE = (
+    "After `check`, give the launch command, and before it the GPU and release if you know "
+    "them: `/fixgraph check 8x H100 sglang 0.5.9 python -m sglang.launch_server --model-path …`"
+)
+MAX_RISKS_SHOWN = 5
+MAX_BUTTON_URL = 3_000  # Slack refuses longer link buttons
+
+
+def launch_to_check(text: str) -> tuple[str, str] | None:
+    """(the words about the setup, the launch command) of `/fixgraph check …`; None for a
+    paste (an error that starts "Check failed: …" holds no launch)."""
+    keyword = CHECK_KEYWORD.match(text)
+    return split_at_launch(text[keyword.end() :]) if keyword else None
+
+
+def launch_check_headline(check: dict[str, Any]) -> list[dict[str, Any]]:
+    """The summary, the setup as read, and flags no release knows."""
+    setup = check["context"]
+    lines = [f"*Launch check: {escape(check['summary'])}*"]
+    read = [
+        ", ".join(setup["gpus"]) + (f" ({setup['arch']})" if setup["arch"] else ""),
+        " ".join(filter(None, (setup["framework"], setup["framework_version"]))),
+        setup["model"] or "",
+    ]
+    lines.append("_Read as:_ " + escape(" · ".join(part for part in read if part) or "nothing"))
+    if not setup["gpus"] and not setup["arch"]:
+        lines.append("_No GPU given: findings that need one stay open. Name it before the launch._")
+    lines += [
+        f"• {code(p['flag'])}: {escape(p['problem'])}"
+        + (f"; use {code(p['instead'])}" if p["instead"] else "")
+        for p in check["flag_problems"]
+    ]
+    block = section("\n".join(lines))
+    if len(check["html_url"]) <= MAX_BUTTON_URL:
+        block["accessory"] = url_button("Open in FixGraph", OPEN, check["html_url"])
+    return [block]
+
+
+def launch_check_details(check: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each issue the launch meets: why, the first fix applied to the launch, its finding."""
+    blocks: list[dict[str, Any]] = []
+    for number, risk in enumerate(check["risks"][:MAX_RISKS_SHOWN], start=1):
+        lines = [f"*{number}. {escape(risk['finding']['title'])}*"]
+        if not risk["certain"]:
+            left = "; ".join(condition["in_words"] for condition in risk["open"])
+            lines[0] += f" _(may apply: not settled by your launch: {escape(left)})_"
+        cause = next((step["detail"] for step in risk["why"] if step["step"] == "cause"), "")
+        if cause:
+            lines.append("_Why:_ " + escape(cause))
+        first = risk["fixes"][0] if risk["fixes"] else None
+        if first:
+            fix = first["fix"]
+            changes = changes_beside(fix["summary"], fix.get("command_changes", []))
+            lines.append(f"_First fix:_ {escape(fix['summary'])}")
+            if changes:
+                lines.append(" ".join(code(change) for change in changes))
+        lines.append("_From:_ " + link(risk["finding"]["html_url"], risk["finding"]["title"]))
+        blocks.append(section("\n".join(lines)))
+        if first and first.get("corrected_command"):
+            command = escape(first["corrected_command"]).replace("```", "'''")
+            blocks.append(section(f"```{command}```"))
+    untold = len(check["risks"]) - MAX_RISKS_SHOWN + check["more"]
+    if untold > 0:
+        blocks.append(context(f"{untold} more on the page: {link(check['html_url'], 'open it')}"))
+    blocks += known_good_blocks(check.get("known_good"))
+    if not blocks:
+        blocks.append(section("No finding of the team's names this launch."))
+    return blocks
 
 
 def ephemeral(text: str) -> Response:
@@ -430,7 +527,8 @@ def ephemeral(text: str) -> Response:
 
 
 class SlashCommandView(SlackEndpoint):
-    """`/fixgraph <paste>`: acknowledged at once; the answer follows in a thread."""
+    """`/fixgraph <paste>` or `/fixgraph check <launch>`: acknowledged at once; the answer
+    follows in a thread."""
 
     @extend_schema(
         tags=["slack"],
@@ -443,12 +541,24 @@ class SlashCommandView(SlackEndpoint):
         serializer = SlashCommandSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        if not data["text"].strip():
+        text = data["text"]
+        if not text.strip():
             return ephemeral("Paste the error after the command: `/fixgraph <traceback>`")
         if not allowed_response_url(data["response_url"]):
             raise exceptions.ValidationError({"response_url": ["Not a Slack URL."]})
+        launch = launch_to_check(text)
+        if launch is not None:
+            from api.tasks import slack_check_launch
+
+            setup, command = launch
+            slack_check_launch.delay(
+                setup, command, data["response_url"], channel=data["channel_id"]
+            )
+            return ephemeral("Checking the launch for known issues…")
+        if text.split(maxsplit=1)[0] == "check":
+            return ephemeral(CHECK_USAGE)
         slack_diagnose.delay(
-            data["text"],
+            text,
             data["response_url"],
             channel=data["channel_id"],
             team=data["team_id"],

@@ -7,7 +7,15 @@ from urllib.error import URLError
 
 from celery import shared_task
 
-from api.slack import code, context, diagnosis_blocks, escape, post_answer, post_to_slack
+from api.slack import (
+    code,
+    context,
+    diagnosis_blocks,
+    escape,
+    post_answer,
+    post_launch_check,
+    post_to_slack,
+)
 
 
 @shared_task(
@@ -29,6 +37,21 @@ def slack_diagnose(
         post_to_slack(response_url, {"response_type": "ephemeral", "text": escape(rejected)})
         return
     post_answer(record.answer, channel=channel, response_url=response_url)
+
+
+@shared_task(
+    name="api.slack_check_launch", autoretry_for=(URLError,), retry_backoff=True, max_retries=3
+)
+def slack_check_launch(setup: str, command: str, response_url: str, *, channel: str = "") -> None:
+    """`/fixgraph check <setup words> <launch>`: the known issues the launch meets."""
+    from api.serializers import LaunchCheckSerializer
+    from decisiontree.context import release_in_words
+    from kb.services.diagnosis import check_launch
+
+    framework, version = release_in_words(setup)
+    check = check_launch(command, framework=framework, framework_version=version, setup=setup)
+    answer = LaunchCheckSerializer(check, context={"launch_command": command}).data
+    post_launch_check(answer, channel=channel, response_url=response_url)
 
 
 @shared_task(name="api.slack_answer", autoretry_for=(URLError,), retry_backoff=True, max_retries=3)

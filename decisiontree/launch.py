@@ -317,6 +317,20 @@ def command_at(lines: list[str], i: int) -> tuple[int, str, bool]:
     return end, "\n".join(parts), False
 
 
+def split_at_launch(text: str) -> tuple[str, str] | None:
+    """(the words before it, the launch command) of the first server launch in a text that
+    starts with a few words about where it runs: "on 8x H100, sglang 0.5.9: python -m
+    sglang.launch_server …" (a chat message). None when no launch starts in it."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        column = launch_start(line[:_SCAN_CHARS])
+        if column is not None:
+            _, command, _ = command_at(lines, i)
+            before = "\n".join([*lines[:i], line[:column]])
+            return before.strip().strip("`").strip(), command.strip()
+    return None
+
+
 def _continues(parts: list[str]) -> bool:
     """After a trailing backslash, or while a quote (ssh host '...') is open."""
     joined = "\n".join(parts)
@@ -628,6 +642,7 @@ __all__ = [
     "names_server",
     "parse_launch_command",
     "release_written",
+    "split_at_launch",
     "words",
     "writable",
 ]

@@ -222,9 +222,11 @@ def check_launch(
     model: str | None = None,
     framework: str | None = None,
     framework_version: str | None = None,
+    setup: str = "",
 ) -> LaunchCheck:
-    """The known issues a launch meets before it runs (`decisiontree.launch_check`)."""
-    context = Given(launch_command, gpu, model, framework, framework_version).context("")
+    """The known issues a launch meets before it runs (`decisiontree.launch_check`).
+    `setup`: words about where it runs ("on 8x H100"), read as a paste is."""
+    context = Given(launch_command, gpu, model, framework, framework_version).context(setup)
     return launch_check.check_launch(context, knowledge_graph(), load_vocabulary())
 
 

@@ -19,9 +19,12 @@ from kb.services.diagnosis import check_launch
 
 @require_http_methods(["GET", "POST"])
 def launch_check_page(request: HttpRequest) -> HttpResponse:
-    if request.method == "GET":
+    """A GET with `launch_command` (and `gpu`, `release`) checks too: the link a chat
+    answer or the API gives opens the same check (nothing is stored, so GET is safe)."""
+    data = request.POST if request.method == "POST" else request.GET
+    if request.method == "GET" and "launch_command" not in data:
         return render(request, "kb/launch_check.html", {"form": LaunchCheckForm(), "check": None})
-    form = LaunchCheckForm(request.POST)
+    form = LaunchCheckForm(data)
     # The diagnose form's budget: both walk the knowledge base for a client.
     wait = wait_before_next(request, "web-diagnose", settings.FIXGRAPH_WEB_DIAGNOSE_RATE)
     if wait is not None:

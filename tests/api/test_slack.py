@@ -526,3 +526,58 @@ def test_a_command_rebuilt_from_the_log_says_so_above_it(reader, starter_kb: Non
         i for i, text in enumerate(texts) if text.startswith("_Rebuilt from the `ServerArgs`")
     ]
     assert texts[note + 1].startswith("```python3 -m sglang.launch_server --model-path zai-org/")
+
+
+GLM5_LAUNCH = "python3 -m sglang.launch_server --model-path GLM-5-NVFP4 --tp-size 8"
+
+
+def test_a_launch_is_checked_from_slack_with_its_gpu_and_release_written_before_it(
+    slack_bot: str, starter_kb: None, settings
+) -> None:
+    """`/fixgraph check <setup> <launch>`: the summary in the channel, the issues with the
+    fix applied to the launch in its thread, and a link that opens the same check."""
+    text = f"check 8x RTX PRO 6000, sglang 0.5.9:\n```{GLM5_LAUNCH}```"
+    response = signed_post(
+        COMMANDS, {"text": text, "response_url": f"{slack_bot}/hook/9", "channel_id": "C42"}
+    )
+
+    assert response.json()["text"] == "Checking the launch for known issues…"
+    head, thread = FakeSlack.posts_to("/api/chat.postMessage")
+    headline = head["blocks"][0]["text"]["text"]
+    assert headline.startswith("*Launch check: May meet")
+    assert "NVIDIA RTX PRO 6000 Blackwell Server Edition (sm_120) · sglang 0.5.9" in headline
+    details = json.dumps(thread["blocks"])
+    assert "Omitting --kv-cache-dtype still gives an FP8 KV cache" in details
+    assert f"```{GLM5_LAUNCH} --kv-cache-dtype bf16```" in details
+    assert "Known to work on this setup" in details
+
+    url = head["blocks"][0]["accessory"]["url"]
+    assert "gpu=8x+NVIDIA+RTX+PRO+6000" in url and "release=sglang+0.5.9" in url
+    page = Client().get(url.removeprefix(settings.SITE_URL))
+    assert page.status_code == 200
+    assert "Omitting --kv-cache-dtype still gives an FP8 KV cache" in page.content.decode()
+
+
+def test_check_without_a_launch_says_how_and_an_error_starting_check_is_a_paste(
+    slack: str,
+) -> None:
+    hook = f"{slack}/hook/10"
+    usage = signed_post(COMMANDS, {"text": "check H100", "response_url": hook}).json()
+    assert usage["text"].startswith("After `check`, give the launch command")
+
+    glog = "F1205 10:00:00.000 12 check.cc:42] Check failed: x == y (3 vs. 4)"
+    pasted = signed_post(COMMANDS, {"text": f"Check failed: {glog}", "response_url": hook})
+    assert pasted.json()["text"] == "Looking for known fixes…"
+    assert StoredDiagnosis.objects.get().text.startswith("Check failed")
+
+
+def test_slacks_escaping_of_the_paste_is_undone_before_diagnosing(slack: str) -> None:
+    """Slack sends `<`, `>` and `&` as entities; the paste is kept as the user wrote it."""
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "serve.py", line 3, in <module>\n'
+        "RuntimeError: NCCL error: init.cc:128 -> 3 && retry failed"
+    )
+    signed_post(COMMANDS, {"text": escape(paste), "response_url": f"{slack}/hook/11"})
+
+    assert StoredDiagnosis.objects.get().text == paste

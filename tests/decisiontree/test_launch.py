@@ -11,6 +11,7 @@ from decisiontree.launch import (
     parse_launch_command,
     release_written,
     rename_flags,
+    split_at_launch,
     words,
     writable,
 )
@@ -358,3 +359,21 @@ def test_the_same_launch_differs_in_nothing() -> None:
 )
 def test_the_release_a_command_installs_or_runs_is_read(command: str, release: str | None) -> None:
     assert parse_launch_command(command).release == release
+
+
+def test_a_message_naming_the_setup_before_the_launch_is_split_at_the_launch() -> None:
+    """A chat message: where it runs, then the command, on one line or in a code block."""
+    launch = "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2"
+    assert split_at_launch(f"on 2x H100, sglang 0.5.9: {launch}") == (
+        "on 2x H100, sglang 0.5.9:",
+        launch,
+    )
+    assert split_at_launch(f"B200\n```\n{launch} \\\n  --kv-cache-dtype bf16\n```") == (
+        "B200",
+        f"{launch} \\\n  --kv-cache-dtype bf16",
+    )
+    assert split_at_launch(f"H200 CUDA_VISIBLE_DEVICES=0,1 {launch}") == (
+        "H200",
+        f"CUDA_VISIBLE_DEVICES=0,1 {launch}",
+    )
+    assert split_at_launch("Check failed: x == y (3 vs. 4)") is None
