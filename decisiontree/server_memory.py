@@ -47,7 +47,7 @@ STAGES: dict[str, re.Pattern[str]] = {
 }
 # "[2026-02-18 22:41:03 DP3 TP3]", "(VllmWorker TP0 pid=2291)", "(Worker_TP3 pid=1502)"
 RANK = re.compile(r"\bTP[ _]?(\d+)\b|Worker_TP(\d+)")
-READINGS = ("no_kv_cache_room", "kv_cache_short", "request_does_not_fit")
+READINGS = ("no_kv_cache_room", "no_kv_pool_room", "kv_cache_short", "request_does_not_fit")
 CONCURRENCY = re.compile(
     r"Maximum concurrency for (?P<tokens>[\d,]+) tokens per request: (?P<times>\d+(?:\.\d+)?)x"
 )
@@ -63,8 +63,15 @@ KV_CACHE_SHORT = re.compile(
 )
 # The most of a GPU a --gpu-memory-utilization worked out here may ask for: vLLM's budget
 # counts all its process holds, but the driver keeps some memory outside any process, and
-# the starter findings advise at most 0.95 on a GPU nothing else uses.
+# the starter findings advise at most 0.95 on a GPU nothing else uses. SGLang's
+# --mem-fraction-static is the same kind of share and gets the same ceiling.
 HIGHEST_UTILIZATION = 0.95
+# SGLang's refusal to start with no room for one KV token (the model runner in 0.5.9, the
+# pool configurator in 0.5.23), with the fraction it ran at where the message gives it.
+NO_KV_POOL = re.compile(
+    r"Not enough memory\. Please try to increase --mem-fraction-static\."
+    r"(?: Current value: (?:self\.server_args\.)?mem_fraction_static=(?P<fraction>\d*\.?\d+))?"
+)
 
 
 @dataclass(frozen=True)
@@ -155,11 +162,18 @@ def log_readings(
     *,
     gpu_total: int | None = None,
     utilization: str | None = None,
+    fraction: str | None = None,
 ) -> tuple[MemoryReading, ...]:
-    """What the start-up figures show: no room left for vLLM's KV cache, or not room
-    enough for one request of the full context. `gpu_total` (bytes of one GPU) and the
-    launch's `utilization` turn a KV shortfall into the --gpu-memory-utilization it needs."""
+    """What the start-up figures show: no room left for vLLM's or SGLang's KV cache, or
+    not room enough for one request of the full context. `gpu_total` (bytes of one GPU)
+    and the launch's `utilization` turn a KV shortfall into the --gpu-memory-utilization
+    it needs; SGLang's stages and the launch's --mem-fraction-static (`fraction`) give
+    the fraction its KV pool needs."""
     found: list[MemoryReading] = []
+    if (refused := NO_KV_POOL.search(text)) and (
+        pool := _kv_pool_short(ranks, refused["fraction"] or fraction)
+    ):
+        found.append(pool)
     for rank in ranks:
         budget = next((s for s in rank.stages if s.stage == "KV cache budget"), None)
         if budget is None or budget.used is None or budget.used > 0:
@@ -243,6 +257,55 @@ def _kv_cache_short(
     else:
         text += f" Keeping {length} takes {in_words(lacking)} more on each GPU."
     return MemoryReading("kv_cache_short", text, values=tuple(values))
+
+
+def _kv_pool_short(ranks: tuple[RankMemory, ...], fraction: str | None) -> MemoryReading | None:
+    """SGLang's KV pool is the memory free after the weights less (1 − --mem-fraction-static)
+    of what was free before them (kept for activations and CUDA graphs; the same in 0.5.9
+    and 0.5.23). With both figures of a rank, the fraction below which no KV token fits."""
+    sized = [
+        (1 - after / before, rank, before, after)
+        for rank in ranks
+        for before, after in [(_free_at(rank, "loading weights"), _free_at(rank, "weights loaded"))]
+        if before and after is not None
+    ]
+    if not sized:
+        return None
+    lowest, rank, before, after = max(sized, key=lambda found: found[0])
+    least = math.floor(round(lowest * 100, 6)) / 100 + 0.01  # above it, in two decimals
+    where = f"{rank.rank}: " if rank.rank else ""
+    text = (
+        f"{where}the weights left {in_words(after)} free of the {in_words(before)} free before "
+        f"them. SGLang keeps (1 − --mem-fraction-static) of the {in_words(before)} for "
+        "activations and CUDA graphs and gives the KV cache the rest"
+    )
+    try:
+        pool = after - before * (1 - float(fraction)) if fraction else None
+    except ValueError:  # a value the launch wrote that is no number
+        pool = None
+    if pool is not None:
+        shown = in_words(pool) if pool >= 0 else f"-{in_words(-pool)}"
+        text += f": at {fraction} that is {shown}"
+    text += f". A KV cache fits only above {lowest:.2f}; each 0.01 more gives it "
+    text += f"{in_words(round(before / 100))}."
+    if least > HIGHEST_UTILIZATION:
+        text += (
+            " That leaves activations too little: spread the model over more GPUs "
+            "(a larger --tp-size) or load it quantized."
+        )
+        return MemoryReading("no_kv_pool_room", text)
+    value = FlagValue(
+        "mem-fraction-static",
+        f"{least:.2f}",
+        "at_least",
+        f"the least that leaves SGLang's KV cache room ({where}{in_words(after)} free after "
+        f"the weights, of {in_words(before)})",
+    )
+    return MemoryReading("no_kv_pool_room", text, values=(value,))
+
+
+def _free_at(rank: RankMemory, stage: str) -> int | None:
+    return next((s.free for s in rank.stages if s.stage == stage), None)
 
 
 def _share_for(lacking: int, gpu_total: int | None, utilization: str | None) -> float | None:

@@ -374,8 +374,8 @@ def ranked(
         detail += "; already in your launch command"
     fits, withheld = fitted_changes(fix.changes, context, visit.finding)
     framework, version = spelling_release(context, visit.finding)
-    fits = with_steps(fits, fix.summary, context.flags, framework)
-    fits, taken = with_values(fits, fix.summary, values, framework)
+    stepped = with_steps(fits, fix.summary, context.flags, framework)
+    fits, taken = with_values(fits, fix.summary, values, framework, stepped)
     summary = spelled_summary(fix, context, visit.finding)
     from_paste = tuple(
         WhyStep("value", respell(value.describe(), framework, version)) for value in taken

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from decisiontree import flags
 from decisiontree.documents._vocab import VocabularyLike
@@ -383,26 +383,39 @@ def _way_before(text: str, at: int) -> int:
 
 
 def with_values(
-    changes: Iterable[Change],
+    changes: Sequence[Change],
     summary: str,
     values: Iterable[FlagValue],
     framework: str | None,
+    stepped: Sequence[Change] | None = None,
 ) -> tuple[tuple[Change, ...], tuple[FlagValue, ...]]:
     """A flag the fix names without a value takes the one the paste's figures give it
     ("--max-model-len at most 98304"), where the fix's words do not move it the other
-    way (a "raise" fix takes no upper bound). The changes, and the values taken."""
+    way (a "raise" fix takes no upper bound). `stepped`: the same changes with the values
+    `with_steps` gave them; a step that falls short of the figures' bound ("raise by
+    0.05" to 0.75 where nothing below 0.78 fits) gives way to the bound. The changes, and
+    the values taken."""
     by_flag = {value.flag: value for value in values}
     taken: list[FlagValue] = []
     filled = []
-    for change in changes:
+    for change, moved in zip(changes, stepped or changes, strict=True):
         value = by_flag.get(change.name) if change.action is ChangeAction.SET_FLAG else None
-        if value is not None and change.value is None:
+        if value is not None and change.value is None and not _within(moved.value, value):
             way = direction_of(summary, change.name, framework)
             if way == 0 or way == (1 if value.bound == "at_least" else -1):
-                change = dataclasses.replace(change, value=value.value)
+                moved = dataclasses.replace(change, value=value.value)
                 taken.append(value)
-        filled.append(change)
+        filled.append(moved)
     return tuple(filled), tuple(taken)
+
+
+def _within(written: str | None, value: FlagValue) -> bool:
+    """Does a value a step gave already keep to the figures' bound?"""
+    try:
+        have, bound = float(written or ""), float(value.value)
+    except ValueError:
+        return False
+    return have >= bound if value.bound == "at_least" else have <= bound
 
 
 def _decimals(number: str) -> int:

@@ -145,3 +145,65 @@ def test_a_length_past_the_models_own_is_lowered_to_the_models_own(
     assert first.command_changes == (f"--{flag} {own}",)
     [value] = [step.detail for step in first.why if step.step == "value"]
     assert value.startswith(f"--{flag} {own}: the model's own context length")
+
+
+# SGLang 0.5.9 refusing to start: the weights of a 70B model in BF16 over two H100s left too
+# little of the memory for a KV cache at --mem-fraction-static 0.7 (log lines shaped as
+# model_runner.py prints them).
+SGLANG_NO_POOL = """\
+[2026-12-04 09:10:02 TP0] Load weight begin. avail mem=78.52 GB
+[2026-12-04 09:10:02 TP1] Load weight begin. avail mem=78.52 GB
+[2026-12-04 09:11:40 TP0] Load weight end. elapsed=98.12 s, type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=12.63 GB, mem usage=65.89 GB.
+[2026-12-04 09:11:40 TP1] Load weight end. elapsed=98.40 s, type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=12.41 GB, mem usage=66.11 GB.
+[2026-12-04 09:11:41 TP1] Scheduler hit an exception: Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/model_runner_kv_cache_mixin.py", line 416, in init_memory_pool
+    raise RuntimeError(
+RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: self.server_args.mem_fraction_static=0.7
+"""
+SGLANG_LAUNCH = (
+    "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct --tp 2 "
+    "--mem-fraction-static 0.7"
+)
+
+
+def sglang_answer(words: str, text: str = SGLANG_NO_POOL, launch: str = SGLANG_LAUNCH):
+    raise_it = fix(1, words, "mem-fraction-static")
+    graph = build_graph([finding(1, text, (raise_it,), cause="no room for the KV pool")])
+    context = build_context(text, launch_command=launch, gpu="H100")
+    return diagnose(text, context, graph)
+
+
+def test_sglangs_weight_lines_give_the_fraction_its_kv_pool_needs() -> None:
+    """TP1 kept 12.41 of 78.52 GiB: no KV token fits at or below 1 - 12.41/78.52 = 0.842.
+    A step of 0.05 from 0.7 would still fail; the fix gets 0.85, the least above it."""
+    result = sglang_answer("raise --mem-fraction-static in steps of 0.05")
+
+    [reading] = result.memory_readings
+    assert reading.kind == "no_kv_pool_room"
+    assert reading.text.startswith("TP1: the weights left 12.41 GiB free of the 78.52 GiB")
+    assert "at 0.7 that is -11.15 GiB" in reading.text
+    assert "A KV cache fits only above 0.84; each 0.01 more gives it 804.04 MiB." in reading.text
+    assert result.fixes[0].command_changes == ("--mem-fraction-static 0.85",)
+
+
+def test_a_step_that_clears_the_bound_is_kept() -> None:
+    """From 0.8 a step of 0.1 gives 0.9, above the 0.85 the figures need: the step stands."""
+    at_08 = SGLANG_NO_POOL.replace("fraction_static=0.7", "fraction_static=0.8")
+    launch = SGLANG_LAUNCH.replace("0.7", "0.8")
+
+    result = sglang_answer("raise --mem-fraction-static by 0.1", at_08, launch)
+
+    assert "at 0.8 that is -3.29 GiB" in result.memory_readings[0].text
+    assert result.fixes[0].command_changes == ("--mem-fraction-static 0.9",)
+    assert not [step for step in result.fixes[0].why if step.step == "value"]
+
+
+def test_weights_that_fill_the_gpu_get_no_fraction_but_more_gpus() -> None:
+    full = SGLANG_NO_POOL.replace("avail mem=12.63", "avail mem=2.63").replace(
+        "avail mem=12.41", "avail mem=2.41"
+    )
+    result = sglang_answer("raise --mem-fraction-static in steps of 0.05", full)
+
+    assert "A KV cache fits only above 0.97" in result.memory_readings[0].text
+    assert "spread the model over more GPUs" in result.memory_readings[0].text
+    assert result.fixes[0].command_changes == ("--mem-fraction-static 0.75",)
