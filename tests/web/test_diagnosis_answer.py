@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.utils.html import escape
@@ -449,6 +450,11 @@ def test_a_launch_is_checked_before_it_runs_with_the_fix_applied_to_it(
     assert f"{launch} --kv-cache-dtype bf16" in [re.sub(r"<[^>]+>", "", c) for c in commands]
     assert "Known to work on this setup" in html
     assert client.post("/check/", {"gpu": "H100"}).status_code == 400
+    # The page's own link runs the same check again.
+    share = re.search(r'<a class="share" href="([^"]+)"', html)[1].replace("&amp;", "&")
+    again = client.get(share.removeprefix(settings.SITE_URL)).content.decode()
+    assert "Omitting --kv-cache-dtype still gives an FP8 KV cache" in again
+    assert re.search(r'name="gpu" value="NVIDIA RTX PRO 6000 Blackwell Server Edition"', again)
 
 
 def test_the_first_fixs_corrected_launch_can_be_checked_from_the_diagnosis(
