@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from decisiontree.context import build_context
 from decisiontree.host_faults import gpu_health, host_faults
 
 # A kernel log of a node whose GPU dropped out, pasted under the server's own error.
@@ -106,3 +109,34 @@ def test_a_failed_remap_and_older_gpus_double_bit_errors_are_read_too() -> None:
     assert "replaced" in next(f for f in host_faults(failed) if "Failure" in f.seen).action
     [double] = gpu_health(volta)
     assert (double.seen, double.where) == ("nvidia-smi: Double Bit / Total: 1", "00000000:86:00.0")
+
+
+# Captured: `nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT` of a healthy H100 on driver
+# 580.159.04 (wider padding than the 550 layout, and the ECC section's repair flags).
+CAPTURED = (ENV / "captured_h100_nvidia_smi_q_health.txt").read_text()
+
+
+def test_a_captured_healthy_h100_shows_no_fault() -> None:
+    assert "Channel Repair Pending                         : No" in CAPTURED
+    assert gpu_health(CAPTURED) == ()
+    assert build_context(CAPTURED).versions["driver"] == "580.159.04"
+
+
+@pytest.mark.parametrize(
+    ("field", "seen", "cure"),
+    [
+        ("Pending                                        : No", "Remapped Rows / Pending", "reset"),
+        ("Channel Repair Pending                         : No", "ECC Errors / Channel", "reset"),
+        ("TPC Repair Pending                             : No", "ECC Errors / TPC", "reset"),
+        ("Unrepairable Memory                            : No", "ECC Errors / Unrep", "replaced"),
+    ],
+)
+def test_each_flag_of_the_captured_layout_set_to_yes_is_a_fault(
+    field: str, seen: str, cure: str
+) -> None:
+    """The capture with one flag turned to Yes (edited here, not captured)."""
+    flagged = CAPTURED.replace(field, field.replace(": No", ": Yes"), 1)
+
+    [fault] = gpu_health(flagged)
+    assert fault.seen.startswith(f"nvidia-smi: {seen}") and fault.seen.endswith(": Yes")
+    assert fault.where == "00000000:00:06.0" and cure in fault.action

@@ -37,11 +37,12 @@ from tests.services import in_ci, require_services
 HERE = Path(__file__).resolve().parent
 GPU_HOST = HERE / "fixtures" / "gpu_host"
 CAPTURED = HERE.parent / "decisiontree" / "fixtures" / "env"
-# What the fake nvidia-smi prints: captured on an H200, and the `-q` memory fields written.
+# What the fake nvidia-smi prints: captured on an H200, the `-q` memory fields of a healthy
+# H100 captured, and those of a GPU waiting for a remap written.
 HOST_FILES = (
     "captured_h200_query_gpu.csv",
     "captured_h200_nvidia_smi.txt",
-    "nvidia_smi_q_h100_healthy.txt",
+    "captured_h100_nvidia_smi_q_health.txt",
     "nvidia_smi_q_h100_remap_pending.txt",
 )
 REPO = HERE.parents[1]
