@@ -280,7 +280,7 @@ def _kv_pool_short(ranks: tuple[RankMemory, ...], fraction: str | None) -> Memor
         "activations and CUDA graphs and gives the KV cache the rest"
     )
     try:
-        pool = after - before * (1 - float(fraction)) if fraction else None
+        pool = round(after - before * (1 - float(fraction))) if fraction else None
     except ValueError:  # a value the launch wrote that is no number
         pool = None
     if pool is not None:
