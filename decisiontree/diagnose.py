@@ -160,6 +160,7 @@ def memory_told(
         gpu_total=gpu_total(memory, context, vocabulary),
         utilization=launched_or_default(context, "gpu-memory-utilization"),
         fraction=launched_or_default(context, "mem-fraction-static"),
+        memory=memory,
     )
     shown = readings(memory) + stages
     return memory, log, shown + listed_processes(nvidia_smi_processes(text))

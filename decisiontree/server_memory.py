@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from decisiontree.flag_values import FlagValue
-from decisiontree.gpu_memory import MemoryReading, in_words, size_of
+from decisiontree.gpu_memory import MemoryReading, OutOfMemory, in_words, size_of
 
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
 
@@ -47,7 +48,13 @@ STAGES: dict[str, re.Pattern[str]] = {
 }
 # "[2026-02-18 22:41:03 DP3 TP3]", "(VllmWorker TP0 pid=2291)", "(Worker_TP3 pid=1502)"
 RANK = re.compile(r"\bTP[ _]?(\d+)\b|Worker_TP(\d+)")
-READINGS = ("no_kv_cache_room", "no_kv_pool_room", "kv_cache_short", "request_does_not_fit")
+READINGS = (
+    "no_kv_cache_room",
+    "no_kv_pool_room",
+    "capture_short",
+    "kv_cache_short",
+    "request_does_not_fit",
+)
 CONCURRENCY = re.compile(
     r"Maximum concurrency for (?P<tokens>[\d,]+) tokens per request: (?P<times>\d+(?:\.\d+)?)x"
 )
@@ -68,6 +75,9 @@ KV_CACHE_SHORT = re.compile(
 HIGHEST_UTILIZATION = 0.95
 # SGLang's refusal to start with no room for one KV token (the model runner in 0.5.9, the
 # pool configurator in 0.5.23), with the fraction it ran at where the message gives it.
+# SGLang's CUDA-graph runners wrap what failed in "Capture cuda graph failed: <error>"
+# (0.5.9 and 0.5.23 alike).
+CAPTURE_FAILED = "Capture cuda graph failed"
 NO_KV_POOL = re.compile(
     r"Not enough memory\. Please try to increase --mem-fraction-static\."
     r"(?: Current value: (?:self\.server_args\.)?mem_fraction_static=(?P<fraction>\d*\.?\d+))?"
@@ -163,17 +173,21 @@ def log_readings(
     gpu_total: int | None = None,
     utilization: str | None = None,
     fraction: str | None = None,
+    memory: Sequence[OutOfMemory] = (),
 ) -> tuple[MemoryReading, ...]:
     """What the start-up figures show: no room left for vLLM's or SGLang's KV cache, or
     not room enough for one request of the full context. `gpu_total` (bytes of one GPU)
     and the launch's `utilization` turn a KV shortfall into the --gpu-memory-utilization
     it needs; SGLang's stages and the launch's --mem-fraction-static (`fraction`) give
-    the fraction its KV pool needs."""
+    the fraction its KV pool needs, or, where a CUDA-graph capture ran out of `memory`,
+    the fraction that frees what it lacked."""
     found: list[MemoryReading] = []
     if (refused := NO_KV_POOL.search(text)) and (
         pool := _kv_pool_short(ranks, refused["fraction"] or fraction)
     ):
         found.append(pool)
+    if CAPTURE_FAILED in text and (capture := _capture_short(ranks, memory, fraction)):
+        found.append(capture)
     for rank in ranks:
         budget = next((s for s in rank.stages if s.stage == "KV cache budget"), None)
         if budget is None or budget.used is None or budget.used > 0:
@@ -302,6 +316,52 @@ def _kv_pool_short(ranks: tuple[RankMemory, ...], fraction: str | None) -> Memor
         f"the weights, of {in_words(before)})",
     )
     return MemoryReading("no_kv_pool_room", text, values=(value,))
+
+
+def _capture_short(
+    ranks: tuple[RankMemory, ...], memory: Sequence[OutOfMemory], fraction: str | None
+) -> MemoryReading | None:
+    """SGLang's CUDA-graph capture ran out of memory: each 0.01 off --mem-fraction-static
+    shrinks the KV pool by 1 % of the memory free before the weights (the pool's formula,
+    see `_kv_pool_short`) and leaves that to the capture. The least lowering that frees
+    what the failed allocation lacked; the capture may ask for more after it."""
+    oom = next((m for m in memory if m.free is not None), None)
+    if oom is None or oom.free is None or oom.requested <= oom.free:
+        return None
+    lacking = oom.requested - oom.free
+    before = next((free for rank in ranks if (free := _free_at(rank, "loading weights"))), None)
+    text = (
+        f"The CUDA-graph capture asked for {in_words(oom.requested)} with {in_words(oom.free)} "
+        f"free: {in_words(lacking)} short. Each 0.01 off --mem-fraction-static gives it "
+    )
+    if before is None:
+        if not oom.total:
+            return None
+        # The GPU's size is a little more than was free before the weights: a figure to
+        # go by, not one to write into the launch.
+        text += (
+            f"about {in_words(round(oom.total / 100))} of the KV cache's memory (the log's "
+            '"Load weight begin" line gives the exact figure).'
+        )
+        return MemoryReading("capture_short", text)
+    text += f"{in_words(round(before / 100))} of the KV cache's memory"
+    try:
+        launched = float(fraction) if fraction else None
+    except ValueError:  # a value the launch wrote that is no number
+        launched = None
+    if launched is None:
+        return MemoryReading("capture_short", text + ".")
+    most = math.floor(round((launched - lacking / before) * 100, 6)) / 100
+    if most <= 0:
+        return MemoryReading("capture_short", text + ".")
+    text += f": {most:.2f} or lower instead of {fraction}, more if the capture asks again."
+    value = FlagValue(
+        "mem-fraction-static",
+        f"{most:.2f}",
+        "at_most",
+        f"the most that frees the {in_words(lacking)} the CUDA-graph capture lacked",
+    )
+    return MemoryReading("capture_short", text, values=(value,))
 
 
 def _free_at(rank: RankMemory, stage: str) -> int | None:

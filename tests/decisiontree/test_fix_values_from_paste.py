@@ -207,3 +207,60 @@ def test_weights_that_fill_the_gpu_get_no_fraction_but_more_gpus() -> None:
     assert "A KV cache fits only above 0.97" in result.memory_readings[0].text
     assert "spread the model over more GPUs" in result.memory_readings[0].text
     assert result.fixes[0].command_changes == ("--mem-fraction-static 0.75",)
+
+
+# SGLang 0.5.9 dying in its CUDA-graph capture (the runner's message, as the starter
+# knowledge base's sample has it), after its log's stages on one H100.
+SGLANG_CAPTURE_OOM = """\
+[2026-12-04 11:02:10 TP0] Load weight begin. avail mem=78.52 GB
+[2026-12-04 11:02:51 TP0] Load weight end. elapsed=41.02 s, type=Qwen3ForCausalLM, dtype=torch.bfloat16, avail mem=62.10 GB, mem usage=16.42 GB.
+[2026-12-04 11:02:52 TP0] KV Cache is allocated. #tokens: 421104, K size: 27.33 GB, V size: 27.33 GB
+[2026-12-04 11:02:52 TP0] Memory pool end. avail mem=6.91 GB
+[2026-12-04 11:02:53 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=6.42 GB
+[2026-12-04 11:03:20 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/cuda_graph_runner.py", line 392, in __init__
+    self.capture()
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.21 GiB is free.
+
+During handling of the above exception, another exception occurred:
+
+Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.21 GiB is free.
+Possible solutions:
+1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)
+"""
+QWEN_LAUNCH = "python -m sglang.launch_server --model-path Qwen/Qwen3-32B --mem-fraction-static 0.9"
+
+
+def capture_answer(words: str, text: str = SGLANG_CAPTURE_OOM, launch: str = QWEN_LAUNCH):
+    lower_it = fix(1, words, "mem-fraction-static")
+    graph = build_graph([finding(1, text, (lower_it,), cause="capture needs memory")])
+    context = build_context(text, launch_command=launch, gpu="H100")
+    return diagnose(text, context, graph)
+
+
+def test_a_capture_that_ran_out_gets_the_fraction_that_frees_what_it_lacked() -> None:
+    """0.79 GiB (808.96 MiB) short; 0.01 of the 78.52 GiB free before the weights is 804 MiB: from 0.9
+    the fraction must drop to 0.88 or lower (0.9 - 0.79/78.52 = 0.8899). A step of 0.05
+    already goes further and stands; a fix without a step takes 0.88."""
+    stepped = capture_answer("lower --mem-fraction-static by 0.05 to 0.1")
+
+    [reading] = [r for r in stepped.memory_readings if r.kind == "capture_short"]
+    assert reading.text == (
+        "The CUDA-graph capture asked for 2.00 GiB with 1.21 GiB free: 808.96 MiB short. "
+        "Each 0.01 off --mem-fraction-static gives it 804.04 MiB of the KV cache's memory: "
+        "0.88 or lower instead of 0.9, more if the capture asks again."
+    )
+    assert stepped.fixes[0].command_changes == ("--mem-fraction-static 0.85",)
+
+    unstepped = capture_answer("lower --mem-fraction-static")
+    assert unstepped.fixes[0].command_changes == ("--mem-fraction-static 0.88",)
+
+
+def test_without_the_log_the_gpus_size_is_a_figure_to_go_by_not_a_value() -> None:
+    message_only = SGLANG_CAPTURE_OOM[SGLANG_CAPTURE_OOM.index("Traceback") :]
+
+    result = capture_answer("lower --mem-fraction-static", message_only)
+
+    [reading] = [r for r in result.memory_readings if r.kind == "capture_short"]
+    assert "gives it about 810.91 MiB of the KV cache's memory (the log's" in reading.text
+    assert reading.values == () and result.fixes[0].command_changes == ()
