@@ -75,6 +75,11 @@ def code(text: Any) -> str:
     return "`" + escape(text).replace("`", "'") + "`"
 
 
+def code_block(text: str) -> str:
+    """A command to copy; three backticks inside would end the block early."""
+    return "```" + escape(text).replace("```", "'''") + "```"
+
+
 def link(url: str, label: Any) -> str:
     # Our own URLs (SITE_URL + a path we built); only the label can carry user text.
     return f"<{url}|{escape(label).replace('|', '¦')}>"
@@ -201,13 +206,12 @@ def fix_blocks(entry: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, 
     lines.append("_From:_ " + link(finding["html_url"], finding["title"]))
     blocks = [section("\n".join(lines))]
     if entry.get("corrected_command"):
-        command = escape(entry["corrected_command"]).replace("```", "'''")
         found = (answer.get("context") or {}).get("found_command") or {}
         commanded = [e for e in answer.get("fixes", []) if e.get("corrected_command")]
         if found.get("source") not in (None, "paste") and commanded[:1] == [entry]:  # once
             rebuilt = f"_Rebuilt from the `{escape(found['source'])}` the server logged:"
             blocks.append(section(f"{rebuilt} check it against the command you ran._"))
-        blocks.append(section(f"```{command}```"))
+        blocks.append(section(code_block(entry["corrected_command"])))
     blocks.append(fix_buttons(entry, answer))
     return blocks
 
@@ -446,9 +450,6 @@ def post_threaded(
     post_to_slack(response_url, one_message(summary, headline + details))
 
 
-# --- endpoints ---------------------------------------------------------------------------------
-
-
 # --- launch checks -------------------------------------------------------------------------
 
 CHECK_KEYWORD = re.compile(r"\s*check(?:\s+|$)", re.IGNORECASE)
@@ -511,8 +512,7 @@ def launch_check_details(check: dict[str, Any]) -> list[dict[str, Any]]:
         lines.append("_From:_ " + link(risk["finding"]["html_url"], risk["finding"]["title"]))
         blocks.append(section("\n".join(lines)))
         if first and first.get("corrected_command"):
-            command = escape(first["corrected_command"]).replace("```", "'''")
-            blocks.append(section(f"```{command}```"))
+            blocks.append(section(code_block(first["corrected_command"])))
     untold = len(check["risks"]) - MAX_RISKS_SHOWN + check["more"]
     if untold > 0:
         blocks.append(context(f"{untold} more on the page: {link(check['html_url'], 'open it')}"))
@@ -520,6 +520,9 @@ def launch_check_details(check: dict[str, Any]) -> list[dict[str, Any]]:
     if not blocks:
         blocks.append(section("No finding of the team's names this launch."))
     return blocks
+
+
+# --- endpoints ---------------------------------------------------------------------------------
 
 
 def ephemeral(text: str) -> Response:
