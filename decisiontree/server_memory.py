@@ -197,15 +197,33 @@ def log_readings(
             f" after the weights took {in_words(weights.used)}" if weights and weights.used else ""
         )
         short = f" ({in_words(-budget.used)} short)" if budget.used < 0 else ""
-        found.append(
-            MemoryReading(
-                "no_kv_cache_room",
-                f"{rank.rank + ': ' if rank.rank else ''}the --gpu-memory-utilization share "
-                f"left no room for the KV cache{short}{took}: the weights and the "
-                "activation peak already fill it. Raise --gpu-memory-utilization if the GPU "
-                "has room, or spread the model over more GPUs, or load it quantized.",
-            )
+        text = (
+            f"{rank.rank + ': ' if rank.rank else ''}the --gpu-memory-utilization share "
+            f"left no room for the KV cache{short}{took}: the weights and the "
+            "activation peak already fill it."
         )
+        # One byte past the shortfall: the least share with any room at all.
+        share = _share_for(-budget.used + 1, gpu_total, utilization)
+        if share is not None and share <= HIGHEST_UTILIZATION:
+            assert gpu_total is not None  # _share_for needs it
+            text += (
+                f" The least share with any room is {share:.2f} instead of {utilization} on "
+                f"a GPU of {in_words(gpu_total)}; one request of the full length needs more."
+                " Or spread the model over more GPUs, or load it quantized."
+            )
+            value = FlagValue(
+                "gpu-memory-utilization",
+                f"{share:.2f}",
+                "at_least",
+                "the least share that leaves the KV cache any room",
+            )
+            found.append(MemoryReading("no_kv_cache_room", text, values=(value,)))
+            break
+        text += (
+            " Raise --gpu-memory-utilization if the GPU has room, or spread the model over "
+            "more GPUs, or load it quantized."
+        )
+        found.append(MemoryReading("no_kv_cache_room", text))
         break
     if refused := KV_CACHE_SHORT.search(text):
         found.append(_kv_cache_short(refused, gpu_total, utilization))

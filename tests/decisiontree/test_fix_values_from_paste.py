@@ -264,3 +264,34 @@ def test_without_the_log_the_gpus_size_is_a_figure_to_go_by_not_a_value() -> Non
     [reading] = [r for r in result.memory_readings if r.kind == "capture_short"]
     assert "gives it about 810.91 MiB of the KV cache's memory (the log's" in reading.text
     assert reading.values == () and result.fixes[0].command_changes == ()
+
+
+# vLLM's v1 engine with nothing left for the KV cache (its worker's and engine core's lines).
+VLLM_NO_ROOM = """\
+(VllmWorker TP0 pid=2291) INFO 08-14 21:03:11 [gpu_model_runner.py:1892] Model loading took 30.7127 GiB and 41.022301 seconds
+(VllmWorker TP0 pid=2291) INFO 08-14 21:03:29 [gpu_worker.py:255] Available KV cache memory: -1.43 GiB
+(EngineCore_0 pid=2158) ERROR 08-14 21:03:29 [core.py:632] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.
+"""
+
+
+def no_room_answer(share: str):
+    raise_it = fix(1, "raise --gpu-memory-utilization", "gpu-memory-utilization")
+    graph = build_graph([finding(1, VLLM_NO_ROOM, (raise_it,), cause="no KV room")])
+    launch = f"vllm serve Qwen/Qwen2.5-32B-Instruct --gpu-memory-utilization {share}"
+    context = build_context(VLLM_NO_ROOM, launch_command=launch, gpu="H100")
+    return diagnose(VLLM_NO_ROOM, context, graph)
+
+
+def test_no_room_for_the_kv_cache_gets_the_least_share_with_any_room() -> None:
+    """1.43 GiB short on an 80 GiB H100: 0.9 + 1.43/80 = 0.918, so 0.92."""
+    result = no_room_answer("0.9")
+
+    [reading] = result.memory_readings
+    assert "The least share with any room is 0.92 instead of 0.9 on a GPU of 80.00 GiB" in (
+        reading.text
+    )
+    assert result.fixes[0].command_changes == ("--gpu-memory-utilization 0.92",)
+
+    beyond = no_room_answer("0.94")  # 0.958: past what a GPU can give
+    assert beyond.fixes[0].command_changes == ()
+    assert "Raise --gpu-memory-utilization if the GPU has room" in beyond.memory_readings[0].text
