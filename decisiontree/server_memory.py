@@ -208,8 +208,8 @@ def log_readings(
             assert gpu_total is not None  # _share_for needs it
             text += (
                 f" The least share with any room is {share:.2f} instead of {utilization} on "
-                f"a GPU of {in_words(gpu_total)}; one request of the full length needs more."
-                " Or spread the model over more GPUs, or load it quantized."
+                f"a GPU of {in_words(gpu_total)}; at it, vLLM says what one request of the "
+                "full length needs. Or spread the model over more GPUs, or load it quantized."
             )
             value = FlagValue(
                 "gpu-memory-utilization",
