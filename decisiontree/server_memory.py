@@ -73,11 +73,11 @@ KV_CACHE_SHORT = re.compile(
 # the starter findings advise at most 0.95 on a GPU nothing else uses. SGLang's
 # --mem-fraction-static is the same kind of share and gets the same ceiling.
 HIGHEST_UTILIZATION = 0.95
-# SGLang's refusal to start with no room for one KV token (the model runner in 0.5.9, the
-# pool configurator in 0.5.23), with the fraction it ran at where the message gives it.
 # SGLang's CUDA-graph runners wrap what failed in "Capture cuda graph failed: <error>"
 # (0.5.9 and 0.5.23 alike).
 CAPTURE_FAILED = "Capture cuda graph failed"
+# SGLang's refusal to start with no room for one KV token (the model runner in 0.5.9, the
+# pool configurator in 0.5.23), with the fraction it ran at where the message gives it.
 NO_KV_POOL = re.compile(
     r"Not enough memory\. Please try to increase --mem-fraction-static\."
     r"(?: Current value: (?:self\.server_args\.)?mem_fraction_static=(?P<fraction>\d*\.?\d+))?"
@@ -197,7 +197,7 @@ def log_readings(
             f" after the weights took {in_words(weights.used)}" if weights and weights.used else ""
         )
         short = f" ({in_words(-budget.used)} short)" if budget.used < 0 else ""
-        text = (
+        said = (
             f"{rank.rank + ': ' if rank.rank else ''}the --gpu-memory-utilization share "
             f"left no room for the KV cache{short}{took}: the weights and the "
             "activation peak already fill it."
@@ -206,7 +206,7 @@ def log_readings(
         share = _share_for(-budget.used + 1, gpu_total, utilization)
         if share is not None and share <= HIGHEST_UTILIZATION:
             assert gpu_total is not None  # _share_for needs it
-            text += (
+            said += (
                 f" The least share with any room is {share:.2f} instead of {utilization} on "
                 f"a GPU of {in_words(gpu_total)}; at it, vLLM says what one request of the "
                 "full length needs. Or spread the model over more GPUs, or load it quantized."
@@ -217,13 +217,13 @@ def log_readings(
                 "at_least",
                 "the least share that leaves the KV cache any room",
             )
-            found.append(MemoryReading("no_kv_cache_room", text, values=(value,)))
+            found.append(MemoryReading("no_kv_cache_room", said, values=(value,)))
             break
-        text += (
+        said += (
             " Raise --gpu-memory-utilization if the GPU has room, or spread the model over "
             "more GPUs, or load it quantized."
         )
-        found.append(MemoryReading("no_kv_cache_room", text))
+        found.append(MemoryReading("no_kv_cache_room", said))
         break
     if refused := KV_CACHE_SHORT.search(text):
         found.append(_kv_cache_short(refused, gpu_total, utilization))
@@ -311,10 +311,8 @@ def _kv_pool_short(ranks: tuple[RankMemory, ...], fraction: str | None) -> Memor
         f"them. SGLang keeps (1 − --mem-fraction-static) of the {in_words(before)} for "
         "activations and CUDA graphs and gives the KV cache the rest"
     )
-    try:
-        pool = round(after - before * (1 - float(fraction))) if fraction else None
-    except ValueError:  # a value the launch wrote that is no number
-        pool = None
+    launched = _number(fraction)
+    pool = round(after - before * (1 - launched)) if launched is not None else None
     if pool is not None:
         shown = in_words(pool) if pool >= 0 else f"-{in_words(-pool)}"
         text += f": at {fraction} that is {shown}"
@@ -363,10 +361,7 @@ def _capture_short(
         )
         return MemoryReading("capture_short", text)
     text += f"{in_words(round(before / 100))} of the KV cache's memory"
-    try:
-        launched = float(fraction) if fraction else None
-    except ValueError:  # a value the launch wrote that is no number
-        launched = None
+    launched = _number(fraction)
     if launched is None:
         return MemoryReading("capture_short", text + ".")
     most = math.floor(round((launched - lacking / before) * 100, 6)) / 100
@@ -389,13 +384,18 @@ def _free_at(rank: RankMemory, stage: str) -> int | None:
 def _share_for(lacking: int, gpu_total: int | None, utilization: str | None) -> float | None:
     """The --gpu-memory-utilization that adds `lacking` bytes to the budget, rounded up to
     two decimals; None without the GPU's size or the launch's share."""
-    if not gpu_total or utilization is None:
+    launched = _number(utilization)
+    if not gpu_total or launched is None:
         return None
+    return math.ceil(round((launched + lacking / gpu_total) * 100, 6)) / 100
+
+
+def _number(value: str | None) -> float | None:
+    """A share the launch gave; None for none, or for a value that is no number."""
     try:
-        share = float(utilization) + lacking / gpu_total
-    except ValueError:  # a value the launch wrote that is no number
+        return float(value) if value else None
+    except ValueError:
         return None
-    return math.ceil(round(share * 100, 6)) / 100
 
 
 __all__ = ["READINGS", "MemoryStage", "RankMemory", "log_readings", "memory_log"]
