@@ -166,11 +166,16 @@ SGLANG_LAUNCH = (
 )
 
 
-def sglang_answer(words: str, text: str = SGLANG_NO_POOL, launch: str = SGLANG_LAUNCH):
-    raise_it = fix(1, words, "mem-fraction-static")
-    graph = build_graph([finding(1, text, (raise_it,), cause="no room for the KV pool")])
+def one_fix_answer(text: str, words: str, flag: str, launch: str):
+    """The answer to `text` from one finding of it whose one fix, in `words`, names `flag`
+    without a value, on an H100."""
+    graph = build_graph([finding(1, text, (fix(1, words, flag),), cause="the figures decide")])
     context = build_context(text, launch_command=launch, gpu="H100")
     return diagnose(text, context, graph)
+
+
+def sglang_answer(words: str, text: str = SGLANG_NO_POOL, launch: str = SGLANG_LAUNCH):
+    return one_fix_answer(text, words, "mem-fraction-static", launch)
 
 
 def test_sglangs_weight_lines_give_the_fraction_its_kv_pool_needs() -> None:
@@ -232,16 +237,13 @@ QWEN_LAUNCH = "python -m sglang.launch_server --model-path Qwen/Qwen3-32B --mem-
 
 
 def capture_answer(words: str, text: str = SGLANG_CAPTURE_OOM, launch: str = QWEN_LAUNCH):
-    lower_it = fix(1, words, "mem-fraction-static")
-    graph = build_graph([finding(1, text, (lower_it,), cause="capture needs memory")])
-    context = build_context(text, launch_command=launch, gpu="H100")
-    return diagnose(text, context, graph)
+    return one_fix_answer(text, words, "mem-fraction-static", launch)
 
 
 def test_a_capture_that_ran_out_gets_the_fraction_that_frees_what_it_lacked() -> None:
-    """0.79 GiB (808.96 MiB) short; 0.01 of the 78.52 GiB free before the weights is 804 MiB: from 0.9
-    the fraction must drop to 0.88 or lower (0.9 - 0.79/78.52 = 0.8899). A step of 0.05
-    already goes further and stands; a fix without a step takes 0.88."""
+    """0.79 GiB (808.96 MiB) short; 0.01 of the 78.52 GiB free before the weights is
+    804 MiB: from 0.9 the fraction must drop to 0.88 or lower (0.9 - 0.79/78.52 = 0.8899).
+    A step of 0.05 already goes further and stands; a fix without a step takes 0.88."""
     stepped = capture_answer("lower --mem-fraction-static by 0.05 to 0.1")
 
     [reading] = [r for r in stepped.memory_readings if r.kind == "capture_short"]
@@ -275,11 +277,9 @@ VLLM_NO_ROOM = """\
 
 
 def no_room_answer(share: str):
-    raise_it = fix(1, "raise --gpu-memory-utilization", "gpu-memory-utilization")
-    graph = build_graph([finding(1, VLLM_NO_ROOM, (raise_it,), cause="no KV room")])
     launch = f"vllm serve Qwen/Qwen2.5-32B-Instruct --gpu-memory-utilization {share}"
-    context = build_context(VLLM_NO_ROOM, launch_command=launch, gpu="H100")
-    return diagnose(VLLM_NO_ROOM, context, graph)
+    words = "raise --gpu-memory-utilization"
+    return one_fix_answer(VLLM_NO_ROOM, words, "gpu-memory-utilization", launch)
 
 
 def test_no_room_for_the_kv_cache_gets_the_least_share_with_any_room() -> None:
