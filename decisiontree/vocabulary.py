@@ -41,6 +41,7 @@ class ModelInfo:
     family: str | None
     arch: str | None  # config.json model_type, e.g. "glm_moe_dsa"
     quantization: str | None  # canonical: nvfp4, mxfp4, fp8, awq, gptq, int4, ...
+    parameters: float | None = None  # billions, all experts counted; None: not known
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class _ModelFamily:
     classes: tuple[str, ...]
     patterns: tuple[re.Pattern[str], ...]
     native_quantization: str | None
+    parameters: float | None  # billions, where the family's names do not say
 
 
 # ---------------------------------------------------------------- text helpers
@@ -105,6 +107,9 @@ class Vocabulary:
         self._families = tuple(_family_from(row) for row in models["families"])
         self._quantizations: dict[str, str] = {
             alias: row["name"] for row in models["quantizations"] for alias in row["aliases"]
+        }
+        self._quantization_bits: dict[str, float | None] = {
+            row["name"]: row.get("bits") for row in models["quantizations"]
         }
 
     # ---- GPUs
@@ -205,21 +210,25 @@ class Vocabulary:
     # ---- models
 
     def model_info(self, text: str) -> ModelInfo | None:
-        """Family, architecture and quantization of a repo id, path, name or arch id."""
+        """Family, architecture, quantization and parameter count of a repo id, path, name
+        or arch id."""
         text = text.strip().rstrip("/")
         if not text:
             return None
         family = self._family(text)
         quantization = self.quantization(text)
-        if family is None and quantization is None:
+        name = _model_name(text)
+        parameters = parameters_in_name(name)
+        if family is None and quantization is None and parameters is None:
             return None
         if quantization is None and family is not None:
             quantization = family.native_quantization
         return ModelInfo(
-            name=_model_name(text),
+            name=name,
             family=family.family if family else None,
             arch=family.arch if family else None,
             quantization=quantization,
+            parameters=parameters or (family.parameters if family else None),
         )
 
     def _family(self, text: str) -> _ModelFamily | None:
@@ -242,6 +251,11 @@ class Vocabulary:
             if alias in tokens:
                 return name
         return None
+
+    def quantization_bits(self, quantization: str) -> float | None:
+        """Bits one weight takes in a quantization, scales included (models.json); None
+        for a format of several widths, or one the data does not know."""
+        return self._quantization_bits.get(self.quantization(quantization) or quantization)
 
 
 # ---------------------------------------------------------------- construction
@@ -322,7 +336,21 @@ def _family_from(row: Mapping[str, Any]) -> _ModelFamily:
         classes=tuple(row.get("classes", ())),
         patterns=tuple(re.compile(p, re.I) for p in row["patterns"]),
         native_quantization=row.get("native_quantization"),
+        parameters=row.get("parameters_b"),
     )
+
+
+# A parameter count as model names write it: "70B", "0.5b", "235B" of "Qwen3-235B-A22B".
+# Not "A22B" (the experts active per token: all of them are held) nor "8x7B" (experts
+# share their attention, so the product overstates), both glued to a letter before them.
+_PARAMETERS = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)[bB](?![A-Za-z0-9])")
+
+
+def parameters_in_name(name: str) -> float | None:
+    """Billions of parameters a model name states ("Llama-3.1-70B-Instruct" -> 70.0);
+    the largest where it states several (a vision tower's beside the model's)."""
+    counts = [float(m[1]) for m in _PARAMETERS.finditer(name.rstrip("/").rsplit("/", 1)[-1])]
+    return max(counts) if counts and max(counts) > 0 else None
 
 
 def _model_name(text: str) -> str:

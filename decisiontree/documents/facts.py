@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from decisiontree.documents._vocab import VocabularyLike
+from decisiontree.documents._vocab import ModelInfoLike, VocabularyLike
 from decisiontree.documents.model import GpuMention, Metrics
 from decisiontree.launch import command_at, launch_start
 from decisiontree.versions import VERSION_TEXT, package_key
@@ -195,7 +195,7 @@ def _looks_like_repo(org: str, name: str) -> bool:
 def model_in(text: str, vocabulary: VocabularyLike, launched: str | None = None) -> ModelFacts:
     """The model a document is about: launched > known repo id > known name > any repo id."""
     repos = repo_ids_in(text)
-    known = {repo for repo in set(repos) if vocabulary.model_info(repo) is not None}
+    known = {repo for repo in set(repos) if _of_known_kind(vocabulary.model_info(repo))}
     known_repos = [repo for repo in repos if repo in known]
     model = (
         _launched_model(launched, text)
@@ -204,6 +204,11 @@ def model_in(text: str, vocabulary: VocabularyLike, launched: str | None = None)
         or _most_common(repos)
     )
     return facts_of_model(model, text, vocabulary)
+
+
+def _of_known_kind(info: ModelInfoLike | None) -> bool:
+    """A family or quantization the vocabulary knows: a size alone names no model."""
+    return info is not None and bool(info.family or info.quantization)
 
 
 def facts_of_model(model: str | None, text: str, vocabulary: VocabularyLike) -> ModelFacts:
