@@ -16,12 +16,12 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api.errors import PayloadTooLarge
-from decisiontree import conditions, host_faults, server_memory
+from decisiontree import conditions, host_faults, model_weights, server_memory
 from decisiontree.answer import OTHER_SETUP, PROPOSED
 from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.fingerprint import UNNAMED_TYPES, error_name
-from decisiontree.gpu_memory import READINGS, OutOfMemory
-from decisiontree.launch import FoundCommand, launch_differences, rename_flags
+from decisiontree.gpu_memory import READINGS, MemoryReading, OutOfMemory
+from decisiontree.launch import FoundCommand, apply_changes, launch_differences, rename_flags
 from decisiontree.launch_check import LaunchCheck
 from decisiontree.match import MatchLevel
 from decisiontree.records import Change, ChangeAction, Condition, Outcome
@@ -952,13 +952,23 @@ class FlagValueSerializer(serializers.Serializer):
 
 
 class MemoryReadingSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=[*READINGS, *server_memory.READINGS])
+    kind = serializers.ChoiceField(
+        choices=[*READINGS, *server_memory.READINGS, *model_weights.READINGS]
+    )
     text = serializers.CharField(help_text="What the figures show, in a sentence")
     helps = serializers.BooleanField(help_text="False: it says what would not help")
     values = FlagValueSerializer(
         many=True,
         help_text="Flag values the figures give; a fix that names the flag without a value "
         "takes it into its corrected command",
+    )
+
+
+class LaunchWeightsSerializer(MemoryReadingSerializer):
+    corrected_command = serializers.CharField(
+        allow_null=True,
+        help_text="The launch with the split the figures give (a tensor-parallel size), "
+        "where the weights do not fit and the GPUs here can hold them",
     )
 
 
@@ -1060,6 +1070,25 @@ class LaunchCheckSerializer(serializers.Serializer):
         help_text="The check on the web page: the same launch, GPU and release, run again "
         "when opened (nothing is stored)"
     )
+    weights = serializers.SerializerMethodField(
+        help_text="Whether the model's weights fit the share of each GPU they must fit in "
+        "(`weights_do_not_fit`, `weights_fill_share`, `weights_fit`), from the parameter "
+        "count its name states; null where the model's size or the GPU's is not known"
+    )
+
+    @extend_schema_field(LaunchWeightsSerializer(allow_null=True))
+    def get_weights(self, check: LaunchCheck) -> dict[str, Any] | None:
+        reading: MemoryReading | None = check.weights
+        if reading is None:
+            return None
+        command = self.context.get("launch_command") or ""
+        changes = [Change(ChangeAction.SET_FLAG, v.flag, v.value) for v in reading.values]
+        corrected = None
+        if command.strip() and changes:
+            framework, version = check.context.framework, check.context.spelling_version
+            corrected = apply_changes(command, changes, framework=framework, version=version)
+        data = dict(MemoryReadingSerializer(reading).data)
+        return {**data, "corrected_command": corrected}
 
     def get_html_url(self, check: LaunchCheck) -> str:
         context = check.context
@@ -1086,6 +1115,8 @@ class LaunchCheckSerializer(serializers.Serializer):
         if maybe:
             more = " more" if certain else " known issue(s)"
             parts.append(f"may meet {maybe}{more}, as the framework's own choices decide")
+        if check.weights is not None and check.weights.kind == "weights_do_not_fit":
+            parts.insert(0, "the model's weights alone do not fit each GPU at this split")
         parts += [
             f"{p.written} is unknown" + (f": {p.instead}?" if p.instead else "")
             for p in check.flag_problems

@@ -485,6 +485,8 @@ def launch_check_headline(check: dict[str, Any]) -> list[dict[str, Any]]:
         + (f"; use {code(p['instead'])}" if p["instead"] else "")
         for p in check["flag_problems"]
     ]
+    if (weights := check.get("weights")) and weights["helps"]:
+        lines.append("_Weights:_ " + escape(weights["text"]))
     block = section("\n".join(lines))
     if len(check["html_url"]) <= MAX_BUTTON_URL:
         block["accessory"] = url_button("Open in FixGraph", OPEN, check["html_url"])
@@ -494,6 +496,9 @@ def launch_check_headline(check: dict[str, Any]) -> list[dict[str, Any]]:
 def launch_check_details(check: dict[str, Any]) -> list[dict[str, Any]]:
     """Each issue the launch meets: why, the first fix applied to the launch, its finding."""
     blocks: list[dict[str, Any]] = []
+    if (weights := check.get("weights")) and weights["corrected_command"]:
+        blocks.append(section("*With a split that holds the weights:*"))
+        blocks.append(section(code_block(weights["corrected_command"])))
     for number, risk in enumerate(check["risks"][:MAX_RISKS_SHOWN], start=1):
         lines = [f"*{number}. {escape(risk['finding']['title'])}*"]
         if not risk["certain"]:

@@ -44,8 +44,7 @@ from decisiontree.fingerprint import (
 )
 from decisiontree.flag_check import flag_problems, named_flags
 from decisiontree.flag_values import FlagValue, length_values
-from decisiontree.flags import canonical_flag, default_in, flags_in_text
-from decisiontree.flags import flag as flag_spec
+from decisiontree.flags import canonical_flag, flags_in_text
 from decisiontree.gpu_memory import (
     MemoryReading,
     OutOfMemory,
@@ -56,6 +55,7 @@ from decisiontree.gpu_memory import (
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.host_faults import host_faults
 from decisiontree.match import Candidate, MatchLevel, Query, shortlist
+from decisiontree.model_weights import weights_reading
 from decisiontree.questions import ask_questions
 from decisiontree.records import FindingRecord
 from decisiontree.retrieval import background_documents
@@ -63,6 +63,8 @@ from decisiontree.server_memory import KV_CACHE_SHORT, RankMemory, log_readings,
 from decisiontree.setup import (
     UNDECIDED_VALUES,
     State,
+    gpu_bytes,
+    launched_or_default,
     normal_value,
     setup_differences,
     setup_not_known,
@@ -148,21 +150,28 @@ def memory_told(
 ) -> tuple[tuple[OutOfMemory, ...], tuple[RankMemory, ...], tuple[MemoryReading, ...]]:
     """The GPU memory the paste tells of, for an error about memory (an out-of-memory
     message, or an error line that says "memory"): its figures, the start-up log's
-    stages, an nvidia-smi process list, and what they show. A crash gets none of it."""
+    stages, an nvidia-smi process list, and what they show, the weights' share of each
+    GPU among them where the model's size is known. A crash gets none of it."""
     memory = out_of_memory(text)
     about_memory = (MEMORY_WORD, KV_CACHE_SHORT)  # the older KV message says no "memory"
     if not memory and not any(p.search(line) for line in error_lines for p in about_memory):
         return (), (), ()
     log = memory_log(text)
+    total = gpu_total(memory, context, vocabulary)
     stages = log_readings(
         log,
         text,
-        gpu_total=gpu_total(memory, context, vocabulary),
+        gpu_total=total,
         utilization=launched_or_default(context, "gpu-memory-utilization"),
         fraction=launched_or_default(context, "mem-fraction-static"),
         memory=memory,
     )
-    shown = readings(memory) + stages
+    measured = next(
+        (s.used for rank in log for s in rank.stages if s.stage == "weights loaded" and s.used),
+        None,
+    )
+    weights = weights_reading(context, vocabulary, total, failed=True, measured=measured)
+    shown = readings(memory) + stages + ((weights,) if weights else ())
     return memory, log, shown + listed_processes(nvidia_smi_processes(text))
 
 
@@ -170,24 +179,9 @@ def gpu_total(
     memory: Sequence[OutOfMemory], context: Context, vocabulary: Vocabulary
 ) -> int | None:
     """Bytes of one GPU: as a memory message in the paste measured it, else the size the
-    vocabulary gives the user's GPU (its marketed figure, which is in GiB)."""
+    vocabulary gives the user's GPU."""
     measured = next((oom.total for oom in memory if oom.total), None)
-    if measured:
-        return measured
-    gpu = vocabulary.gpu(context.gpus[0]) if context.gpus else None
-    return round(gpu.memory_gb * 1024**3) if gpu and gpu.memory_gb else None
-
-
-def launched_or_default(context: Context, flag: str) -> str | None:
-    """The value `flag` ran with: the launch's or the log's, else its default in the
-    user's release; None where the release does not settle the default."""
-    if flag in context.flags:
-        return context.flags[flag]
-    spec = flag_spec(flag, context.framework)
-    if spec is None:
-        return None
-    default = default_in(spec, context.framework_version)
-    return default.value if default.changed is None else None
+    return measured or gpu_bytes(context, vocabulary)
 
 
 def ranked_answer(

@@ -17,7 +17,8 @@ says nothing about this launch and is not named; nor is one that records a worki
 Conditions nobody stated, read off where a finding was seen (`derived`), say what its cause
 needs no more than that: they never name a finding, but one seen with a setting this launch
 contradicts (an FP8 KV cache, where the launch sets BF16) is left out.
-Everything here is read off the graph: no paste, no matching.
+Everything here is read off the graph: no paste, no matching. Beside the findings, one
+figure needs none: whether the model's weights fit each GPU's share (`model_weights`).
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ from decisiontree import flags
 from decisiontree.answer import PathStep, RankedFix, WhyStep
 from decisiontree.context import Context
 from decisiontree.flag_check import FlagProblem, flag_problems
+from decisiontree.gpu_memory import MemoryReading
 from decisiontree.graph import KnowledgeGraph
+from decisiontree.model_weights import weights_reading
 from decisiontree.records import Condition, FindingRecord
-from decisiontree.setup import UNDECIDED_VALUES, State, assess, normal_value
+from decisiontree.setup import UNDECIDED_VALUES, State, assess, gpu_bytes, normal_value
 from decisiontree.vocabulary import Vocabulary
 from decisiontree.walk import (
     Visit,
@@ -69,6 +72,8 @@ class LaunchCheck:
     flag_problems: tuple[FlagProblem, ...]  # flags no release of the framework knows
     risks: tuple[LaunchRisk, ...]  # those it meets first, the most specific first
     more: int = 0  # risks beyond the first SHOWN, counted but not told
+    # Whether the model's weights fit each GPU's share (None: model or GPU size unknown).
+    weights: MemoryReading | None = None
 
 
 # A launch check tells at most this many issues, the best first: a page, a thread or a
@@ -102,7 +107,9 @@ def check_launch(context: Context, graph: KnowledgeGraph, vocabulary: Vocabulary
         _risk(finding, met, open_, judge, context, graph, vocabulary)
         for finding, met, open_ in found[:SHOWN]
     )
-    return LaunchCheck(context, flag_problems("", context), risks, max(len(found) - SHOWN, 0))
+    weights = weights_reading(context, vocabulary, gpu_bytes(context, vocabulary))
+    more = max(len(found) - SHOWN, 0)
+    return LaunchCheck(context, flag_problems("", context), risks, more, weights)
 
 
 def _held(

@@ -1,5 +1,6 @@
 """How the user's setup fits a finding: its conditions, its verdict, its changes.
 
+- `launched_or_default`, `gpu_bytes`: what a launch runs with where it does not say;
 - `assess`: is a condition of a finding met, contradicted, or unknown here?
 - `setup_differences`: the facts that make a match "the same error on a different
   setup" (another GPU architecture, model architecture, framework or release);
@@ -42,6 +43,28 @@ SETUP_LABELS = {
     "framework": "framework",
     "framework.version": "release",
 }
+
+
+# --- what the launch runs with ----------------------------------------------------
+
+
+def launched_or_default(context: Context, flag: str) -> str | None:
+    """The value `flag` ran with: the launch's or the log's, else its default in the
+    user's release; None where the release does not settle the default."""
+    if flag in context.flags:
+        return context.flags[flag]
+    spec = flags.flag(flag, context.framework)
+    if spec is None:
+        return None
+    default = flags.default_in(spec, context.framework_version)
+    return default.value if default.changed is None else None
+
+
+def gpu_bytes(context: Context, vocabulary: Vocabulary) -> int | None:
+    """Bytes of the user's GPU, from the size the vocabulary gives it (its marketed
+    figure, which is in GiB); None where the GPU or its size is not known."""
+    gpu = vocabulary.gpu(context.gpus[0]) if context.gpus else None
+    return round(gpu.memory_gb * 1024**3) if gpu and gpu.memory_gb else None
 
 
 # --- conditions -----------------------------------------------------------------

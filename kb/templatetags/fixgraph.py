@@ -172,6 +172,9 @@ def reads_as_command(text: str | None) -> bool:
     return True
 
 
+OPENING = "(\"'“‘["  # what may open a word before a flag
+
+
 def unbroken_words(text: str | None, *, flags_only: bool) -> SafeString:
     pieces = re.split(r"(\s+)", text or "")
     html: list[str] = []
@@ -183,11 +186,12 @@ def unbroken_words(text: str | None, *, flags_only: bool) -> SafeString:
             i += 1
             continue
         joined = word
-        if word.startswith("-") and i + 2 < len(pieces) and not pieces[i + 2].startswith("-"):
+        flag = word.lstrip(OPENING).startswith("-")  # "(--tp-size" is a flag in brackets
+        if flag and i + 2 < len(pieces) and not pieces[i + 2].startswith("-"):
             pair = word + pieces[i + 1] + pieces[i + 2]
             if len(pair) <= UNBREAKABLE_CHARS and "\n" not in pieces[i + 1]:
                 joined, i = pair, i + 2
-        if joined and flags_only and not joined.startswith("-"):
+        if joined and flags_only and not flag:
             html.append(escape(joined))
         elif joined:
             css = "w long" if len(joined) > UNBREAKABLE_CHARS else "w"

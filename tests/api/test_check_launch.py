@@ -48,6 +48,44 @@ def test_a_setting_met_on_the_command_line_is_certain(reader: APIClient, starter
     assert risk["fixes"][0]["fix"]["command_changes"] == ["--mem-fraction-static 0.88"]
 
 
+def test_weights_larger_than_a_gpus_share_get_a_split_that_holds_them(
+    reader: APIClient, starter_kb: None
+) -> None:
+    """70B in bf16 is 130 GiB: one H100's 72 GiB at --gpu-memory-utilization 0.9 cannot
+    hold it, two can."""
+    launch = "vllm serve meta-llama/Llama-3.1-70B-Instruct"
+    asked = {
+        "launch_command": launch,
+        "gpu": "8x H100",
+        "framework": "vllm",
+        "framework_version": "0.11.0",
+    }
+
+    body = reader.post(CHECK, asked, format="json").json()
+
+    assert body["summary"].startswith("The model's weights alone do not fit each GPU")
+    weights = body["weights"]
+    assert weights["kind"] == "weights_do_not_fit"
+    assert weights["values"] == [
+        {
+            "flag": "tensor-parallel-size",
+            "value": "2",
+            "bound": "at_least",
+            "why": "the fewest GPUs that hold the weights (65.19 GiB each)",
+        }
+    ]
+    assert weights["corrected_command"] == f"{launch} --tensor-parallel-size 2"
+    split = reader.post(
+        CHECK, {**asked, "launch_command": weights["corrected_command"]}, format="json"
+    )
+    # Two hold them with 6.81 GiB to spare each: little, so the check of that launch says
+    # so and names the next split, without calling it an issue.
+    tight = split.json()["weights"]
+    assert tight["kind"] == "weights_fill_share"
+    assert "--tensor-parallel-size 4 puts about 32.60 GiB on each GPU" in tight["text"]
+    assert split.json()["summary"] == "No known issue on this setup."
+
+
 def test_it_needs_a_token_and_a_launch_command(reader: APIClient) -> None:
     assert APIClient().post(CHECK, {"launch_command": GLM5}, format="json").status_code == 401
     missing = reader.post(CHECK, {"gpu": "H100"}, format="json")

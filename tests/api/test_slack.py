@@ -558,6 +558,21 @@ def test_a_launch_is_checked_from_slack_with_its_gpu_and_release_written_before_
     assert "Omitting --kv-cache-dtype still gives an FP8 KV cache" in page.content.decode()
 
 
+def test_a_slack_check_says_when_the_weights_do_not_fit_and_gives_the_split(
+    slack_bot: str, starter_kb: None
+) -> None:
+    launch = "vllm serve meta-llama/Llama-3.1-70B-Instruct"
+    text = f"check 8x H100, vllm 0.11.0: {launch}"
+    signed_post(COMMANDS, {"text": text, "response_url": f"{slack_bot}/hook/9", "channel_id": "C7"})
+
+    head, thread = FakeSlack.posts_to("/api/chat.postMessage")
+    headline = head["blocks"][0]["text"]["text"]
+    assert headline.startswith("*Launch check: The model's weights alone do not fit each GPU")
+    assert "_Weights:_ meta-llama/Llama-3.1-70B-Instruct is 70B parameters in 16-bit" in headline
+    details = json.dumps(thread["blocks"])
+    assert f"```{launch} --tensor-parallel-size 2```" in details
+
+
 def test_check_without_a_launch_says_how_and_an_error_starting_check_is_a_paste(
     slack: str,
 ) -> None:

@@ -42,3 +42,16 @@ def test_json_is_the_apis_answer(starter_kb: None) -> None:
     answer = json.loads(out.getvalue())
     assert answer["context"]["arch"] == "sm_90"
     assert answer["risks"] == [] and answer["summary"] == "No known issue on this setup."
+
+
+def test_it_prints_whether_the_weights_fit_with_the_split_that_holds_them() -> None:
+    out = StringIO()
+    launch = ["vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct"]
+
+    call_command(
+        "check_launch", "--gpu", "8x H100", "--framework", "vllm 0.11.0", "--", *launch, stdout=out
+    )
+
+    text = out.getvalue()
+    assert "\nWeights: meta-llama/Llama-3.1-70B-Instruct is 70B parameters in 16-bit" in text
+    assert f"\n  {' '.join(launch)} --tensor-parallel-size 2\n" in text

@@ -451,10 +451,29 @@ def test_a_launch_is_checked_before_it_runs_with_the_fix_applied_to_it(
     assert "Known to work on this setup" in html
     assert client.post("/check/", {"gpu": "H100"}).status_code == 400
     # The page's own link runs the same check again.
-    share = re.search(r'<a class="share" href="([^"]+)"', html)[1].replace("&amp;", "&")
+    share = re.search(r'<a class="check-link" href="([^"]+)"', html)[1].replace("&amp;", "&")
     again = client.get(share.removeprefix(settings.SITE_URL)).content.decode()
     assert "Omitting --kv-cache-dtype still gives an FP8 KV cache" in again
     assert re.search(r'name="gpu" value="NVIDIA RTX PRO 6000 Blackwell Server Edition"', again)
+
+
+def test_a_launch_whose_weights_do_not_fit_gets_the_split_that_holds_them(
+    client: Client, starter_kb: None
+) -> None:
+    launch = "vllm serve meta-llama/Llama-3.1-70B-Instruct --max-model-len 32768"
+
+    page = client.post(
+        "/check/", {"launch_command": launch, "gpu": "8x H100", "release": "vllm 0.11.0"}
+    )
+
+    html = page.content.decode()
+    assert "The model&#x27;s weights alone do not fit each GPU at this split." in html
+    weights = html.split('<section class="weights notice" id="weights">', 1)[1]
+    weights = re.sub(r"<[^>]+>", "", weights.split("</section>", 1)[0])
+    assert "about 130.39 GiB of weights, all on one GPU (--tensor-parallel-size 1)" in weights
+    assert f"{launch} --tensor-parallel-size 2" in weights  # the command to copy
+    # A flag in brackets does not break after one of its hyphens.
+    assert '<span class="w">(--tensor-parallel-size 1),</span>' in html
 
 
 def test_the_first_fixs_corrected_launch_can_be_checked_from_the_diagnosis(

@@ -56,6 +56,10 @@ def render_check(answer: dict[str, Any]) -> list[str]:
     for problem in answer["flag_problems"]:
         instead = f"; use {problem['instead']}" if problem["instead"] else ""
         lines.append(f"  {problem['flag']}: {problem['problem']}{instead}")
+    if weights := answer["weights"]:
+        lines += ["", f"Weights: {weights['text']}"]
+        if weights["corrected_command"]:
+            lines.append(f"  {weights['corrected_command']}")
     for number, risk in enumerate(answer["risks"], start=1):
         lines += ["", f"{number}. [{risk['kind']}] {risk['finding']['title']}"]
         met = ", ".join(c["in_words"] for c in risk["met"])

@@ -1,0 +1,201 @@
+"""Whether a model's weights fit each GPU: from the parameter count its name states, the
+bits its quantization takes, and how the launch splits it; or from the start-up log's own
+figure. Said in a launch check before anything runs, and beside an out-of-memory paste."""
+
+from __future__ import annotations
+
+import pytest
+
+from decisiontree.context import build_context
+from decisiontree.diagnose import diagnose
+from decisiontree.graph import build_graph
+from decisiontree.launch_check import check_launch
+from decisiontree.model_weights import weights_reading
+from decisiontree.records import Change, ChangeAction, FixRecord, Outcome
+from decisiontree.setup import gpu_bytes
+from decisiontree.vocabulary import load
+from tests.decisiontree.test_walk import finding
+
+VOCAB = load()
+
+
+def reading(launch: str, gpu: str, release: str | None = None, text: str = ""):
+    framework, _, version = (release or "").partition(" ")
+    context = build_context(
+        text,
+        launch_command=launch,
+        gpu=gpu,
+        framework=framework or None,
+        framework_version=version or None,
+    )
+    return weights_reading(context, VOCAB, gpu_bytes(context, VOCAB))
+
+
+@pytest.mark.parametrize(
+    ("name", "billions"),
+    [
+        ("meta-llama/Llama-3.1-70B-Instruct", 70.0),
+        ("Qwen/Qwen2.5-0.5B-Instruct", 0.5),
+        # All experts are held: the total, not the "A22B" a token uses.
+        ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", 235.0),
+        ("/mnt/models/Qwen2-VL-72B-Instruct/", 72.0),
+        # A distilled model is its own size, not its teacher's.
+        ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", 32.0),
+        # No count in the name: the family's stated one.
+        ("deepseek-ai/DeepSeek-R1", 671.0),
+        # Experts share attention: 8 x 7B overstates, so no figure rather than a wrong one.
+        ("mistralai/Mixtral-8x7B-Instruct-v0.1", None),
+        ("zai-org/GLM-5-NVFP4", None),
+        ("unsloth/llama-3-8b-bnb-4bit", 8.0),
+    ],
+)
+def test_a_model_name_gives_its_parameter_count(name: str, billions: float | None) -> None:
+    info = VOCAB.model_info(name)
+    assert (info.parameters if info else None) == billions
+
+
+def test_a_distilled_deepseek_is_not_read_as_deepseek_v3() -> None:
+    info = VOCAB.model_info("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B")
+    assert info is not None and info.arch != "deepseek_v3"
+
+
+def test_a_70b_model_on_one_h100_does_not_fit_and_gets_the_split_that_holds_it() -> None:
+    """70B x 2 bytes = 130.39 GiB, past the 72 GiB of 0.9 x 80 GiB; two GPUs hold 65.19
+    GiB each, inside the estimate's band of the budget, so four are named too."""
+    found = reading("vllm serve meta-llama/Llama-3.1-70B-Instruct", "8x H100", "vllm 0.11.0")
+
+    assert found is not None and found.kind == "weights_do_not_fit"
+    assert found.helps
+    assert found.text.startswith(
+        "meta-llama/Llama-3.1-70B-Instruct is 70B parameters in 16-bit: about 130.39 GiB of "
+        "weights, all on one GPU (--tensor-parallel-size 1), more than the 72.00 GiB that "
+        "--gpu-memory-utilization 0.9 gives of 80.00 GiB: the weights alone do not fit."
+    )
+    assert "--tensor-parallel-size 2 puts about 65.19 GiB on each GPU" in found.text
+    assert "(little: 4 puts about 32.60 GiB)" in found.text
+    [value] = found.values
+    assert (value.flag, value.value, value.bound) == ("tensor-parallel-size", "2", "at_least")
+
+
+def test_sglang_spells_its_own_flag_and_says_it_picks_the_share_at_start_up() -> None:
+    launch = "python -m sglang.launch_server --model-path Qwen/Qwen3-235B-A22B-FP8 --tp 2"
+    found = reading(launch, "8x RTX PRO 6000", "sglang 0.5.9")
+
+    assert found is not None and found.kind == "weights_do_not_fit"
+    assert "at least about 218.86 GiB of weights" in found.text  # fp8: 16-bit layers stay
+    assert "more than the GPU's 96.00 GiB (sglang picks --mem-fraction-static at start-up)" in (
+        found.text
+    )
+    [value] = found.values
+    assert (value.flag, value.value) == ("tp-size", "4")
+
+
+def test_a_split_needing_more_gpus_than_the_host_has_is_said_not_written() -> None:
+    found = reading("vllm serve meta-llama/Llama-3.1-405B-Instruct", "2x H100", "vllm 0.11.0")
+
+    assert found is not None and found.kind == "weights_do_not_fit"
+    assert found.values == ()
+    assert "--tensor-parallel-size 16 puts about 47.15 GiB on each GPU" in found.text
+    assert "more GPUs than the 2 here" in found.text
+    assert "FP8 weights take half as much" in found.text
+
+
+def test_weights_that_fit_say_what_is_left_and_are_not_a_fix() -> None:
+    launch = "vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 4 --gpu-memory-utilization 0.85"
+    found = reading(launch, "4x H100", "vllm 0.11.0")
+
+    assert found is not None and found.kind == "weights_fit"
+    assert not found.helps and found.values == ()
+    assert "32.60 GiB on each GPU at --tensor-parallel-size 4" in found.text
+    assert "of the 68.00 GiB that --gpu-memory-utilization 0.85 gives" in found.text
+    assert "about 35.40 GiB is left for activations, CUDA graphs and the KV cache." in found.text
+
+
+def test_vllm_expert_parallelism_spreads_the_experts_over_its_data_parallel_ranks() -> None:
+    """DeepSeek-R1 is published in FP8: 671 GB over 8 ranks is 78 GiB each, which 141 GiB
+    H200s hold; read as one copy a GPU, it would not fit."""
+    launch = "vllm serve deepseek-ai/DeepSeek-R1 -dp 8 --enable-expert-parallel"
+    found = reading(launch, "8x H200", "vllm 0.11.0")
+
+    assert found is not None and found.kind == "weights_fit"
+    assert "671B parameters in fp8" in found.text
+    assert "78.11 GiB on each GPU at --tensor-parallel-size 1 × --data-parallel-size 8" in (
+        found.text
+    )
+
+
+def test_nothing_is_said_where_the_size_is_not_known() -> None:
+    launch = "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --tp 8"
+    assert reading(launch, "8x RTX PRO 6000", "sglang 0.5.9") is None  # no count in the name
+    assert reading("vllm serve meta-llama/Llama-3.1-70B-Instruct", "") is None  # no GPU
+
+
+def test_a_launch_check_names_the_split_before_anything_runs() -> None:
+    context = build_context(
+        launch_command="vllm serve meta-llama/Llama-3.1-70B-Instruct",
+        gpu="8x H100",
+        framework="vllm",
+        framework_version="0.11.0",
+    )
+    check = check_launch(context, build_graph([]), VOCAB)
+
+    assert check.weights is not None and check.weights.kind == "weights_do_not_fit"
+    assert check.weights.values[0].value == "2"
+
+
+# A 70B model on one H100: the start-up dies while the weights are still being created.
+OOM_LOADING = """\
+INFO 05-02 10:11:12 llm_engine.py:249] Initializing an LLM engine (v0.6.4) with config: model='/mnt/models/Llama-3.3-70B-Instruct', tokenizer='/mnt/models/Llama-3.3-70B-Instruct', dtype=torch.bfloat16, max_seq_len=131072, tensor_parallel_size=1, pipeline_parallel_size=1, quantization=None
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/dist-packages/vllm/model_executor/layers/linear.py", line 1020, in create_weights
+    weight = Parameter(torch.empty(sum(output_partition_sizes), input_size_per_partition, dtype=params_dtype), requires_grad=False)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 301.06 MiB is free. Including non-PyTorch memory, this process has 78.88 GiB memory in use. Of the allocated memory 78.37 GiB is allocated by PyTorch, and 13.27 MiB is reserved by PyTorch but unallocated.
+"""
+SHARD = FixRecord(
+    1,
+    "shard the model over more GPUs with --tensor-parallel-size",
+    (Change(ChangeAction.SET_FLAG, "tensor-parallel-size", None),),
+    Outcome.PROPOSED,
+)
+
+
+def test_an_oom_while_loading_reads_the_model_from_the_log_and_fills_the_split() -> None:
+    """The engine's config line names the model and its split; the GPU's size comes from
+    the message (79.19 GiB). The fix that names the flag without a value takes 2."""
+    graph = build_graph([finding(1, OOM_LOADING, (SHARD,), cause="weights larger than a GPU")])
+    result = diagnose(OOM_LOADING, build_context(OOM_LOADING), graph)
+
+    [weights] = [r for r in result.memory_readings if r.kind.startswith("weights")]
+    assert weights.kind == "weights_do_not_fit"
+    assert weights.text.startswith("Llama-3.3-70B-Instruct is 70B parameters in bf16")
+    assert "more than the 71.27 GiB that --gpu-memory-utilization 0.9 gives of 79.19 GiB" in (
+        weights.text
+    )
+    assert result.fixes[0].command_changes == ("--tensor-parallel-size 2",)
+
+
+SGLANG_LOADED = """\
+[2026-02-10 16:30:44 TP0] Load weight begin. avail mem=78.52 GB
+[2026-02-10 16:31:58 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=12.41 GB, mem usage=65.89 GB.
+[2026-02-10 16:31:59 TP0] Scheduler hit an exception: Traceback (most recent call last):
+RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: self.server_args.mem_fraction_static=0.7
+"""
+
+
+def test_the_logs_own_weight_figure_replaces_the_estimate() -> None:
+    """SGLang printed what the weights took on each rank (65.89 GiB): that figure, not the
+    one from the name, is weighed against 0.7 of the 80 GiB H100."""
+    launch = (
+        "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct "
+        "--tp 2 --mem-fraction-static 0.7"
+    )
+    context = build_context(SGLANG_LOADED, launch_command=launch, gpu="2x H100")
+    result = diagnose(SGLANG_LOADED, context, build_graph([]))
+
+    [weights] = [r for r in result.memory_readings if r.kind.startswith("weights")]
+    assert weights.text.startswith(
+        "The weights of meta-llama/Llama-3.1-70B-Instruct took 65.89 GiB on each GPU at "
+        "--tp-size 2, as the log measured them, more than the 56.00 GiB that "
+        "--mem-fraction-static 0.7 gives of 80.00 GiB"
+    )
+    assert "more GPUs than the 2 here" in weights.text
