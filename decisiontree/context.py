@@ -285,7 +285,13 @@ def _gpu_facts_from_words(words: str, vocab: Vocabulary) -> Facts:
     facts = _gpu_list_facts([gpu.name for gpu, _ in mentions], vocab)
     if any(count > 1 for _, count in mentions):
         facts["gpu.count"] = str(sum(count for _, count in mentions))
+    elif len(mentions) == 1 and _ONE_GPU.match(words):
+        facts["gpu.count"] = "1"  # typed as one ("1x H100"): a split needing two is too many
     return facts
+
+
+# The GPU field typed with a count of one; a bare name says nothing of how many.
+_ONE_GPU = re.compile(r"\s*(?:1\s*[x×*]|one\b|single\b|a single\b)", re.I)
 
 
 def _gpu_list_facts(names: list[str], vocab: Vocabulary) -> Facts:

@@ -12,7 +12,8 @@ attention stays whole on each.
 
 The figure is "about": names round their count (8.03B is "8B"), and a quantized
 checkpoint keeps its embeddings and norms, often its output head, in 16 bits, so its
-figure is a least. A verdict is said only outside a band of FIT_BAND around the share the
+figure is a least. A verdict is said only outside a band (`weights.fit_band` in models.json,
+measured by bench/weights_estimate.py) around the share the
 weights must fit in: vLLM's --gpu-memory-utilization holds weights, activations, CUDA
 graphs and the KV cache; SGLang's --mem-fraction-static holds the weights and the KV
 pool (left unset, SGLang picks it at start-up from the GPU: the whole GPU is the bound).
@@ -35,13 +36,6 @@ from decisiontree.setup import launched_or_default, normal_value
 from decisiontree.spelling import spell_flag
 from decisiontree.vocabulary import Vocabulary
 
-# How far a name's rounded count and a quantized checkpoint's 16-bit layers can move the
-# figure: inside this share of the budget either way, the weights "fill about all of
-# it", and a suggested split inside it is said to leave little, the next one named too.
-# An uncertainty band, not a fit to reports: 8.03B named "8B" is 0.4 % off, gemma-7b's
-# 8.5B is 21 % off (the other way: more weights than named, which only makes "does not
-# fit" surer).
-FIT_BAND = 0.10
 MOST_TENSOR_PARALLEL = 64  # no split is suggested past this many GPUs
 BITS_OF_DTYPE = {"fp32": 32.0}  # unquantized weights take 16 bits, unless float32
 SHARE_FLAGS = {"vllm": "gpu-memory-utilization", "sglang": "mem-fraction-static"}
@@ -141,12 +135,13 @@ def weights_reading(
             f"{weights.model} is {weights.source}: {about} {in_words(weights.total)} of "
             f"weights, {where or f'all on one GPU ({split})'}"
         )
-    if each > budget * (1 + FIT_BAND):
+    band = vocabulary.weights_fit_band
+    if each > budget * (1 + band):
         said += f", more than {share_words}: the weights alone do not fit."
-        return _with_split(weights, said, budget, context, tp_flag, "weights_do_not_fit")
-    if each >= budget * (1 - FIT_BAND):
+        return _with_split(weights, said, "weights_do_not_fit", context, tp_flag, budget, band)
+    if each >= budget * (1 - band):
         said += f", about all of {share_words}: little or nothing is left for the KV cache."
-        return _with_split(weights, said, budget, context, tp_flag, "weights_fill_share")
+        return _with_split(weights, said, "weights_fill_share", context, tp_flag, budget, band)
     said += (
         f", of {share_words}: about {in_words(round(budget - each))} is left for "
         "activations, CUDA graphs and the KV cache"
@@ -155,16 +150,17 @@ def weights_reading(
     return MemoryReading("weights_fit", said, helps=False)
 
 
-def _with_split(
+def _with_split(  # noqa: PLR0913 - the reading's parts, each used once
     weights: Weights,
     said: str,
-    budget: float,
+    kind: str,
     context: Context,
     tp_flag: str,
-    kind: str,
+    budget: float,
+    band: float,
 ) -> MemoryReading:
     """The reading, with the fewest GPUs (a power of two) whose split holds the weights,
-    as a value for the tensor-parallel flag; and, where that split is inside FIT_BAND of
+    as a value for the tensor-parallel flag; and, where that split is inside `band` of
     the budget, the next one too, since the estimate cannot promise the first."""
     ways = weights.tensor_parallel * 2
     while ways <= MOST_TENSOR_PARALLEL and weights.per_gpu(ways) >= budget:
@@ -176,7 +172,7 @@ def _with_split(
         f"{tp_flag} {ways} puts about {in_words(each)} on each GPU, leaving about "
         f"{in_words(round(budget - each))}"
     )
-    if each >= budget * (1 - FIT_BAND):
+    if each >= budget * (1 - band):
         split += f" (little: {ways * 2} puts about {in_words(weights.per_gpu(ways * 2))})"
     count = context.gpu_count
     if count and weights.ways // weights.tensor_parallel * ways > count:
@@ -254,4 +250,4 @@ def _share(value: str | None) -> float | None:
     return share if 0 < share <= 1 else None
 
 
-__all__ = ["FIT_BAND", "READINGS", "Weights", "weights_of", "weights_reading"]
+__all__ = ["READINGS", "Weights", "weights_of", "weights_reading"]

@@ -111,6 +111,8 @@ class Vocabulary:
         self._quantization_bits: dict[str, float | None] = {
             row["name"]: row.get("bits") for row in models["quantizations"]
         }
+        # The weights estimate's uncertainty band (models.json says why).
+        self.weights_fit_band: float = float(models["weights"]["fit_band"])
 
     # ---- GPUs
 

@@ -199,3 +199,13 @@ def test_the_logs_own_weight_figure_replaces_the_estimate() -> None:
         "--mem-fraction-static 0.7 gives of 80.00 GiB"
     )
     assert "more GPUs than the 2 here" in weights.text
+
+
+def test_one_gpu_typed_as_one_is_a_count_and_gets_no_split_it_cannot_run() -> None:
+    found = reading("vllm serve meta-llama/Llama-3.1-70B-Instruct", "1x H100", "vllm 0.11.0")
+    assert found is not None and found.values == ()
+    assert "more GPUs than the 1 here" in found.text
+
+    # A bare name says nothing of how many: the split is offered.
+    unsaid = reading("vllm serve meta-llama/Llama-3.1-70B-Instruct", "H100", "vllm 0.11.0")
+    assert unsaid is not None and [v.value for v in unsaid.values] == ["2"]
