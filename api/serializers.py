@@ -951,10 +951,12 @@ class FlagValueSerializer(serializers.Serializer):
     why = serializers.CharField(help_text="Where the figure comes from, in a few words")
 
 
+# Every kind of memory reading; one enum in the schema wherever a reading appears.
+MEMORY_READINGS = [*READINGS, *server_memory.READINGS, *model_weights.READINGS]
+
+
 class MemoryReadingSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(
-        choices=[*READINGS, *server_memory.READINGS, *model_weights.READINGS]
-    )
+    kind = serializers.ChoiceField(choices=MEMORY_READINGS)
     text = serializers.CharField(help_text="What the figures show, in a sentence")
     helps = serializers.BooleanField(help_text="False: it says what would not help")
     values = FlagValueSerializer(

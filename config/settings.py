@@ -366,6 +366,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MatchLevelEnum": "api.serializers.MATCH_LEVELS",
         "DiagnosisOutcomeEnum": "api.serializers.OUTCOMES",
+        "MemoryReadingKindEnum": "api.serializers.MEMORY_READINGS",
     },
 }
 

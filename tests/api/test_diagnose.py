@@ -500,8 +500,9 @@ def test_a_fix_without_a_value_takes_the_one_the_errors_figures_give(
         "state": None,
         "detail": "--max-model-len 98304: the longest context the KV cache had room for",
     } in first["why"]
-    [reading] = body["memory_readings"]
-    assert reading["kind"] == "kv_cache_short"
+    # The KV shortfall, and the weights' share beside it (70B over four H100s fits).
+    reading, weights = body["memory_readings"]
+    assert (reading["kind"], weights["kind"]) == ("kv_cache_short", "weights_fit")
     assert reading["values"][0] == {
         "flag": "max-model-len",
         "value": "98304",
