@@ -12,11 +12,11 @@ attention stays whole on each.
 
 The figure is "about": names round their count (8.03B is "8B"), and a quantized
 checkpoint keeps its embeddings and norms, often its output head, in 16 bits, so its
-figure is a least. A verdict is said only outside a band (`weights.fit_band` in models.json,
-measured by bench/weights_estimate.py) around the share the
-weights must fit in: vLLM's --gpu-memory-utilization holds weights, activations, CUDA
-graphs and the KV cache; SGLang's --mem-fraction-static holds the weights and the KV
-pool (left unset, SGLang picks it at start-up from the GPU: the whole GPU is the bound).
+figure is a least. A verdict is said only outside a band around the share the weights
+must fit in (`weights.fit_band` in models.json, measured by bench/weights_estimate.py):
+vLLM's --gpu-memory-utilization holds weights, activations, CUDA graphs and the KV
+cache; SGLang's --mem-fraction-static holds the weights and the KV pool (left unset,
+SGLang picks it at start-up from the GPU: the whole GPU is the bound).
 
 A start-up log that measured the weights (SGLang's "Load weight end ... mem usage", vLLM's
 "Model loading took") gives the figure itself; the estimate is for a launch not yet run
