@@ -486,7 +486,7 @@ def launch_check_headline(check: dict[str, Any]) -> list[dict[str, Any]]:
         for p in check["flag_problems"]
     ]
     if (weights := check.get("weights")) and weights["helps"]:
-        lines.append("_Weights:_ " + escape(weights["text"]))
+        lines.append(escape(weights["text"]))
     block = section("\n".join(lines))
     if len(check["html_url"]) <= MAX_BUTTON_URL:
         block["accessory"] = url_button("Open in FixGraph", OPEN, check["html_url"])

@@ -132,8 +132,8 @@ def weights_reading(
     else:
         about = "at least about" if weights.quantized else "about"
         said = (
-            f"{weights.model} is {weights.source}: {about} {in_words(weights.total)} of "
-            f"weights, {where or f'all on one GPU ({split})'}"
+            f"The weights of {weights.model} are {weights.source}: {about} "
+            f"{in_words(weights.total)}, {where or f'all on one GPU ({split})'}"
         )
     band = vocabulary.weights_fit_band
     if each > budget * (1 + band):

@@ -530,6 +530,33 @@ def test_with_no_known_match_the_summary_says_what_the_memory_figures_show(
     )
 
 
+def test_with_no_known_match_a_model_too_large_for_its_gpu_is_said_with_its_split(
+    reader: APIClient, starter_kb: None
+) -> None:
+    """The launch names a 70B model on one H100: its weights, not a setting, ran out."""
+    paste = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB. GPU 0 has a "
+        "total capacity of 79.19 GiB of which 301.06 MiB is free. Including non-PyTorch "
+        "memory, this process has 78.88 GiB memory in use. Of the allocated memory 78.37 GiB is "
+        "allocated by PyTorch, and 13.27 MiB is reserved by PyTorch but unallocated.\n"
+    )
+    launch = "vllm serve meta-llama/Llama-3.3-70B-Instruct --max-model-len 8192"
+    asked = {"traceback": paste, "launch_command": launch, "framework_version": "0.11.0"}
+
+    body = diagnose(reader, asked).json()
+
+    assert body["match"] == "none"
+    assert body["summary"].startswith(
+        "No known match for OutOfMemoryError in FixGraph; the weights of "
+        "meta-llama/Llama-3.3-70B-Instruct are 70B parameters in 16-bit: about 130.39 GiB, "
+        "all on one GPU (--tensor-parallel-size 1)"
+    )
+    assert body["summary"].endswith(
+        "--tensor-parallel-size 2 puts about 65.19 GiB on each GPU, leaving about 6.08 GiB "
+        "(little: 4 puts about 32.60 GiB)."
+    )
+
+
 def test_a_gpu_that_fell_off_the_bus_is_said_first_not_a_server_fix(
     reader: APIClient, starter_kb: None
 ) -> None:

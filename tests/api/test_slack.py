@@ -568,7 +568,10 @@ def test_a_slack_check_says_when_the_weights_do_not_fit_and_gives_the_split(
     head, thread = FakeSlack.posts_to("/api/chat.postMessage")
     headline = head["blocks"][0]["text"]["text"]
     assert headline.startswith("*Launch check: The model's weights alone do not fit each GPU")
-    assert "_Weights:_ meta-llama/Llama-3.1-70B-Instruct is 70B parameters in 16-bit" in headline
+    assert (
+        "\nThe weights of meta-llama/Llama-3.1-70B-Instruct are 70B parameters in 16-bit"
+        in headline
+    )
     details = json.dumps(thread["blocks"])
     assert f"```{launch} --tensor-parallel-size 2```" in details
 

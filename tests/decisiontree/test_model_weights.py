@@ -67,8 +67,8 @@ def test_a_70b_model_on_one_h100_does_not_fit_and_gets_the_split_that_holds_it()
     assert found is not None and found.kind == "weights_do_not_fit"
     assert found.helps
     assert found.text.startswith(
-        "meta-llama/Llama-3.1-70B-Instruct is 70B parameters in 16-bit: about 130.39 GiB of "
-        "weights, all on one GPU (--tensor-parallel-size 1), more than the 72.00 GiB that "
+        "The weights of meta-llama/Llama-3.1-70B-Instruct are 70B parameters in 16-bit: about "
+        "130.39 GiB, all on one GPU (--tensor-parallel-size 1), more than the 72.00 GiB that "
         "--gpu-memory-utilization 0.9 gives of 80.00 GiB: the weights alone do not fit."
     )
     assert "--tensor-parallel-size 2 puts about 65.19 GiB on each GPU" in found.text
@@ -82,7 +82,7 @@ def test_sglang_spells_its_own_flag_and_says_it_picks_the_share_at_start_up() ->
     found = reading(launch, "8x RTX PRO 6000", "sglang 0.5.9")
 
     assert found is not None and found.kind == "weights_do_not_fit"
-    assert "at least about 218.86 GiB of weights" in found.text  # fp8: 16-bit layers stay
+    assert "fp8: at least about 218.86 GiB," in found.text  # fp8: 16-bit layers stay
     assert "more than the GPU's 96.00 GiB (sglang picks --mem-fraction-static at start-up)" in (
         found.text
     )
@@ -167,7 +167,9 @@ def test_an_oom_while_loading_reads_the_model_from_the_log_and_fills_the_split()
 
     [weights] = [r for r in result.memory_readings if r.kind.startswith("weights")]
     assert weights.kind == "weights_do_not_fit"
-    assert weights.text.startswith("Llama-3.3-70B-Instruct is 70B parameters in bf16")
+    assert weights.text.startswith(
+        "The weights of Llama-3.3-70B-Instruct are 70B parameters in bf16"
+    )
     assert "more than the 71.27 GiB that --gpu-memory-utilization 0.9 gives of 79.19 GiB" in (
         weights.text
     )

@@ -53,5 +53,5 @@ def test_it_prints_whether_the_weights_fit_with_the_split_that_holds_them() -> N
     )
 
     text = out.getvalue()
-    assert "\nWeights: meta-llama/Llama-3.1-70B-Instruct is 70B parameters in 16-bit" in text
+    assert "\nThe weights of meta-llama/Llama-3.1-70B-Instruct are 70B parameters in 16-bit" in text
     assert f"\n  {' '.join(launch)} --tensor-parallel-size 2\n" in text

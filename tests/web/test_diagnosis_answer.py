@@ -470,7 +470,10 @@ def test_a_launch_whose_weights_do_not_fit_gets_the_split_that_holds_them(
     assert "The model&#x27;s weights alone do not fit each GPU at this split." in html
     weights = html.split('<section class="weights notice" id="weights">', 1)[1]
     weights = re.sub(r"<[^>]+>", "", weights.split("</section>", 1)[0])
-    assert "about 130.39 GiB of weights, all on one GPU (--tensor-parallel-size 1)" in weights
+    assert (
+        "are 70B parameters in 16-bit: about 130.39 GiB, all on one GPU (--tensor-parallel-size 1)"
+        in weights
+    )
     assert f"{launch} --tensor-parallel-size 2" in weights  # the command to copy
     # A flag in brackets does not break after one of its hyphens.
     assert '<span class="w">(--tensor-parallel-size 1),</span>' in html

@@ -57,7 +57,7 @@ def render_check(answer: dict[str, Any]) -> list[str]:
         instead = f"; use {problem['instead']}" if problem["instead"] else ""
         lines.append(f"  {problem['flag']}: {problem['problem']}{instead}")
     if weights := answer["weights"]:
-        lines += ["", f"Weights: {weights['text']}"]
+        lines += ["", weights["text"]]
         if weights["corrected_command"]:
             lines.append(f"  {weights['corrected_command']}")
     for number, risk in enumerate(answer["risks"], start=1):
