@@ -21,7 +21,7 @@ from decisiontree.answer import OTHER_SETUP, PROPOSED
 from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.fingerprint import UNNAMED_TYPES, error_name
 from decisiontree.gpu_memory import READINGS, MemoryReading, OutOfMemory
-from decisiontree.launch import FoundCommand, apply_changes, launch_differences, rename_flags
+from decisiontree.launch import FoundCommand, launch_differences, rename_flags
 from decisiontree.launch_check import LaunchCheck
 from decisiontree.match import MatchLevel
 from decisiontree.records import Change, ChangeAction, Condition, Outcome
@@ -1083,12 +1083,15 @@ class LaunchCheckSerializer(serializers.Serializer):
         reading: MemoryReading | None = check.weights
         if reading is None:
             return None
+        from kb.views.launch import corrected_command
+
+        changes = [
+            {"action": str(ChangeAction.SET_FLAG), "name": v.flag, "value": v.value}
+            for v in reading.values
+        ]
+        framework, version = check.context.framework, check.context.spelling_version
         command = self.context.get("launch_command") or ""
-        changes = [Change(ChangeAction.SET_FLAG, v.flag, v.value) for v in reading.values]
-        corrected = None
-        if command.strip() and changes:
-            framework, version = check.context.framework, check.context.spelling_version
-            corrected = apply_changes(command, changes, framework=framework, version=version)
+        corrected = corrected_command(command, {"changes": changes}, framework, version)
         data = dict(MemoryReadingSerializer(reading).data)
         return {**data, "corrected_command": corrected}
 
