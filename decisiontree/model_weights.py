@@ -3,7 +3,9 @@
 The weights are the one large figure known before a server starts: parameters times the
 bits each takes, split over the GPUs that share one copy. A model's name mostly states
 its parameter count ("Llama-3.1-70B-Instruct"; "Qwen3-235B-A22B" holds all 235B, not
-the 22B a token uses), and its quantization (the name's, or --quantization) gives the
+the 22B a token uses); for lines whose names do not state their total (GLM-5, Kimi-K2,
+Mixtral-8x7B, Llama-4-Scout-17B-16E) the vocabulary keeps the model card's count and the
+precision the line is published in. Its quantization (the name's, or --quantization) gives the
 bits (models.json); an unquantized model takes 16 bits, or 32 with --dtype float32.
 Tensor- and pipeline-parallel ranks split one copy; vLLM's expert parallelism spreads
 the experts over its data-parallel ranks too (SGLang's stays inside the tensor-parallel
@@ -53,6 +55,7 @@ class Weights:
     tensor_parallel: int
     pipeline_parallel: int = 1
     experts_over: int = 1  # vLLM data-parallel ranks its expert parallelism spreads over
+    bits: float | None = None  # bits a weight takes; None where the log gave the figure
 
     @property
     def ways(self) -> int:
@@ -80,7 +83,7 @@ def weights_of(
     model = info.name if info else context.model
     if measured:
         total = measured * tp * pp * experts_over
-        return Weights(total, "the log", model, False, tp, pp, experts_over)
+        return Weights(total, "the log", model, False, tp, pp, experts_over, None)
     if info is None or not info.parameters:
         return None
     if context.quantization:
@@ -95,7 +98,7 @@ def weights_of(
         return None
     total = round(info.parameters * 1e9 * bits / 8)
     source = f"{info.parameters:g}B parameters in {form}"
-    return Weights(total, source, model, quantized, tp, pp, experts_over)
+    return Weights(total, source, model, quantized, tp, pp, experts_over, bits)
 
 
 def weights_reading(
@@ -166,7 +169,13 @@ def _with_split(  # noqa: PLR0913 - the reading's parts, each used once
     while ways <= MOST_TENSOR_PARALLEL and weights.per_gpu(ways) >= budget:
         ways *= 2
     if ways > MOST_TENSOR_PARALLEL:
-        return MemoryReading(kind, said + " Serve a quantized checkpoint.")
+        smaller = _fewer_bits(weights)
+        return MemoryReading(
+            kind,
+            f"{said} Serve {smaller}."
+            if smaller
+            else f"{said} No split of up to {MOST_TENSOR_PARALLEL} GPUs holds them.",
+        )
     each = weights.per_gpu(ways)
     split = (
         f"{tp_flag} {ways} puts about {in_words(each)} on each GPU, leaving about "
@@ -176,13 +185,11 @@ def _with_split(  # noqa: PLR0913 - the reading's parts, each used once
         split += f" (little: {ways * 2} puts about {in_words(weights.per_gpu(ways * 2))})"
     count = context.gpu_count
     if count and weights.ways // weights.tensor_parallel * ways > count:
-        smaller = (
-            "" if weights.quantized else " (FP8 weights take half as much, 4-bit ones a quarter)"
-        )
+        smaller = _fewer_bits(weights)
         return MemoryReading(
             kind,
-            f"{said} {split}: more GPUs than the {count} here. Add GPUs, or serve a "
-            f"quantized checkpoint{smaller}.",
+            f"{said} {split}: more GPUs than the {count} here. Add GPUs"
+            + (f", or serve {smaller}." if smaller else "."),
         )
     value = FlagValue(
         canonical_flag("tensor-parallel-size", context.framework),
@@ -191,6 +198,19 @@ def _with_split(  # noqa: PLR0913 - the reading's parts, each used once
         f"the fewest GPUs that hold the weights ({in_words(each)} each)",
     )
     return MemoryReading(kind, f"{said} {split}.", values=(value,))
+
+
+def _fewer_bits(weights: Weights) -> str | None:
+    """A checkpoint that takes fewer bits a weight, in words; None where the weights
+    already take about four."""
+    bits = weights.bits
+    if bits is None:
+        return "a checkpoint in fewer bits"
+    if bits <= 5:
+        return None
+    if bits > 8:
+        return "a quantized checkpoint (FP8 weights take half as much, 4-bit ones a quarter)"
+    return f"a 4-bit checkpoint (about half as much as {bits:g}-bit)"
 
 
 def _split_words(weights: Weights, context: Context, tp_flag: str) -> str:

@@ -51,7 +51,16 @@ class _ModelFamily:
     classes: tuple[str, ...]
     patterns: tuple[re.Pattern[str], ...]
     native_quantization: str | None
-    parameters: float | None  # billions, where the family's names do not say
+
+
+@dataclass(frozen=True)
+class _StatedSize:
+    """A model line's total parameter count, as its model card states it (models.json)."""
+
+    pattern: re.Pattern[str]
+    parameters: float  # billions, every expert counted
+    native_quantization: str | None  # the precision the line is published in
+    name_counts_active: bool  # the count in its names is what a token uses, not the total
 
 
 # ---------------------------------------------------------------- text helpers
@@ -105,6 +114,15 @@ class Vocabulary:
             fw: version for fw in FRAMEWORKS if (version := flags.latest_version(fw))
         }
         self._families = tuple(_family_from(row) for row in models["families"])
+        self._stated_sizes = tuple(
+            _StatedSize(
+                re.compile(row["pattern"], re.I),
+                float(row["parameters_b"]),
+                row.get("native_quantization"),
+                row.get("name_counts") == "active",
+            )
+            for row in models["stated_sizes"]
+        )
         self._quantizations: dict[str, str] = {
             alias: row["name"] for row in models["quantizations"] for alias in row["aliases"]
         }
@@ -221,17 +239,31 @@ class Vocabulary:
         quantization = self.quantization(text)
         name = _model_name(text)
         parameters = parameters_in_name(name)
+        # An architecture id or class ("DeepseekV3ForCausalLM") names no one model line.
+        stated = None if self._names_architecture(text) else self._stated_size(text)
+        native = family.native_quantization if family else None
+        if stated and (parameters is None or stated.name_counts_active):
+            parameters, native = stated.parameters, stated.native_quantization or native
         if family is None and quantization is None and parameters is None:
             return None
-        if quantization is None and family is not None:
-            quantization = family.native_quantization
         return ModelInfo(
             name=name,
             family=family.family if family else None,
             arch=family.arch if family else None,
-            quantization=quantization,
-            parameters=parameters or (family.parameters if family else None),
+            quantization=quantization or native,
+            parameters=parameters,
         )
+
+    def _names_architecture(self, text: str) -> bool:
+        lowered = text.lower()
+        return any(
+            lowered == f.arch or any(c.lower() == lowered for c in f.classes)
+            for f in self._families
+        )
+
+    def _stated_size(self, text: str) -> _StatedSize | None:
+        lowered = text.lower()
+        return next((s for s in self._stated_sizes if s.pattern.search(lowered)), None)
 
     def _family(self, text: str) -> _ModelFamily | None:
         lowered = text.lower()
@@ -338,7 +370,6 @@ def _family_from(row: Mapping[str, Any]) -> _ModelFamily:
         classes=tuple(row.get("classes", ())),
         patterns=tuple(re.compile(p, re.I) for p in row["patterns"]),
         native_quantization=row.get("native_quantization"),
-        parameters=row.get("parameters_b"),
     )
 
 

@@ -43,9 +43,19 @@ def reading(launch: str, gpu: str, release: str | None = None, text: str = ""):
         ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", 32.0),
         # No count in the name: the family's stated one.
         ("deepseek-ai/DeepSeek-R1", 671.0),
-        # Experts share attention: 8 x 7B overstates, so no figure rather than a wrong one.
-        ("mistralai/Mixtral-8x7B-Instruct-v0.1", None),
-        ("zai-org/GLM-5-NVFP4", None),
+        # No count in the name: the model card's, from the vocabulary's stated sizes.
+        ("zai-org/GLM-5-NVFP4", 744.0),
+        ("zai-org/GLM-4.5-Air-FP8", 106.0),
+        # Experts share attention: the card's 46.7B, not 8 x 7B.
+        ("mistralai/Mixtral-8x7B-Instruct-v0.1", 46.7),
+        # The name's 17B is what a token uses; all 109B are held.
+        ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 109.0),
+        # A distill that does not say so keeps the count its name states.
+        ("deepseek-ai/DeepSeek-R1-0528-Qwen3-8B", 8.0),
+        # A line the vocabulary has no card for: nothing rather than a guess.
+        ("MiniMaxAI/MiniMax-M2", None),
+        # An architecture names no one checkpoint.
+        ("DeepseekV3ForCausalLM", None),
         ("unsloth/llama-3-8b-bnb-4bit", 8.0),
     ],
 )
@@ -124,9 +134,41 @@ def test_vllm_expert_parallelism_spreads_the_experts_over_its_data_parallel_rank
     )
 
 
+def test_a_line_keeps_its_own_precision_only_with_the_cards_count() -> None:
+    """Kimi-K2-Thinking is published in INT4, Kimi-K2 in FP8; a distill of R1 that keeps
+    its own count is not R1's FP8."""
+    assert VOCAB.model_info("moonshotai/Kimi-K2-Thinking").quantization == "int4"
+    assert VOCAB.model_info("moonshotai/Kimi-K2-Instruct").quantization == "fp8"
+    assert VOCAB.model_info("deepseek-ai/DeepSeek-R1-0528-Qwen3-8B").quantization is None
+
+
+def test_the_seed_glm5_nvfp4_at_tp8_fits_and_at_tp4_asks_for_gpus_not_a_quantization() -> None:
+    """744B in NVFP4 (4.5 bits) is 389.76 GiB: 48.72 GiB on each of eight 96 GiB cards,
+    97.44 GiB on each of four. A 4-bit checkpoint has no smaller one to go to."""
+    launch = "python -m sglang.launch_server --model-path nvidia/GLM-5-NVFP4 --tp 8"
+    fits = reading(launch, "8x RTX PRO 6000", "sglang 0.5.9")
+    assert fits is not None and fits.kind == "weights_fit"
+    assert "744B parameters in nvfp4: at least about 389.76 GiB, 48.72 GiB on each GPU" in (
+        fits.text
+    )
+
+    crowded = reading(launch.replace("--tp 8", "--tp 4"), "4x RTX PRO 6000", "sglang 0.5.9")
+    assert crowded is not None and crowded.kind == "weights_fill_share"
+    assert crowded.text.endswith("more GPUs than the 4 here. Add GPUs.")
+
+
+def test_fp8_weights_that_need_more_gpus_name_a_4_bit_checkpoint() -> None:
+    found = reading("vllm serve moonshotai/Kimi-K2-Instruct -tp 8", "8x H100", "vllm 0.11.0")
+    assert found is not None and found.kind == "weights_do_not_fit"
+    assert "1000B parameters in fp8" in found.text
+    assert found.text.endswith(
+        "Add GPUs, or serve a 4-bit checkpoint (about half as much as 8-bit)."
+    )
+
+
 def test_nothing_is_said_where_the_size_is_not_known() -> None:
-    launch = "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --tp 8"
-    assert reading(launch, "8x RTX PRO 6000", "sglang 0.5.9") is None  # no count in the name
+    launch = "python -m sglang.launch_server --model-path MiniMaxAI/MiniMax-M2 --tp 8"
+    assert reading(launch, "8x RTX PRO 6000", "sglang 0.5.9") is None  # no count known
     assert reading("vllm serve meta-llama/Llama-3.1-70B-Instruct", "") is None  # no GPU
 
 

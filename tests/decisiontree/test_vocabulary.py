@@ -279,11 +279,12 @@ def test_it_reads_flags_from_a_server_args_dump(vocab):
         ("GLM-5-NVFP4", "glm", "glm_moe_dsa", "nvfp4"),
         ("/data/models/GLM-5-NVFP4/", "glm", "glm_moe_dsa", "nvfp4"),
         ("deepseek-ai/DeepSeek-V3.2-Exp", "deepseek", "deepseek_v32", "fp8"),
-        ("DeepseekV3ForCausalLM", "deepseek", "deepseek_v3", "fp8"),
+        # A class names no one checkpoint, so no precision it is published in.
+        ("DeepseekV3ForCausalLM", "deepseek", "deepseek_v3", None),
         ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "qwen", "qwen3_moe", "fp8"),
         ("Qwen/Qwen3-8B", "qwen", "qwen3", None),
         ("openai/gpt-oss-120b", "gpt-oss", "gpt_oss", "mxfp4"),
-        ("moonshotai/Kimi-K2-Instruct", "kimi", "kimi_k2", None),
+        ("moonshotai/Kimi-K2-Instruct", "kimi", "kimi_k2", "fp8"),  # published in FP8
         ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "llama", "llama", "awq"),
     ],
 )
