@@ -18,7 +18,8 @@ figure is a least. A verdict is said only outside a band around the share the we
 must fit in (`weights.fit_band` in models.json, measured by bench/weights_estimate.py):
 vLLM's --gpu-memory-utilization holds weights, activations, CUDA graphs and the KV
 cache; SGLang's --mem-fraction-static holds the weights and the KV pool (left unset,
-SGLang picks it at start-up from the GPU: the whole GPU is the bound).
+SGLang picks it at start-up from the GPU, keeping back at least what `_sglang_keeps_back`
+works out: the GPU less that is the bound).
 
 A start-up log that measured the weights (SGLang's "Load weight end ... mem usage", vLLM's
 "Model loading took") gives the figure itself; the estimate is for a launch not yet run
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from decisiontree import flags
+from decisiontree import flags, versions
 from decisiontree.context import Context
 from decisiontree.flag_values import FlagValue
 from decisiontree.flags import canonical_flag
@@ -41,6 +42,7 @@ from decisiontree.vocabulary import Vocabulary
 MOST_TENSOR_PARALLEL = 64  # no split is suggested past this many GPUs
 BITS_OF_DTYPE = {"fp32": 32.0}  # unquantized weights take 16 bits, unless float32
 SHARE_FLAGS = {"vllm": "gpu-memory-utilization", "sglang": "mem-fraction-static"}
+SGLANG_RESERVE_READ_FROM = "0.5.9"  # the oldest release whose start-up share rule was read
 READINGS = ("weights_do_not_fit", "weights_fill_share", "weights_fit")
 
 
@@ -241,7 +243,15 @@ def _budget(context: Context, gpu_total: int) -> tuple[float, str]:
         spec = flags.flag(flag, framework)
         default = flags.default_in(spec, context.framework_version) if spec else None
         if default is None or default.changed is None:
-            return float(gpu_total), f"the GPU's {size} ({framework} picks {spelled} at start-up)"
+            kept = _sglang_keeps_back(context, gpu_total) if framework == "sglang" else None
+            if kept is None or kept >= gpu_total:
+                return float(
+                    gpu_total
+                ), f"the GPU's {size} ({framework} picks {spelled} at start-up)"
+            return gpu_total - kept, (
+                f"the {in_words(gpu_total - kept)} of {size} that SGLang gives at most where "
+                f"{spelled} is unset (it keeps at least {in_words(kept)} back)"
+            )
         share = _share(default.value)
         if share is None:
             return float(gpu_total), f"the GPU's {size}"
@@ -250,8 +260,38 @@ def _budget(context: Context, gpu_total: int) -> tuple[float, str]:
     return budget, f"the {in_words(round(budget))} that {spelled} {share:g} gives of {size}{note}"
 
 
+def _sglang_keeps_back(context: Context, gpu_total: int) -> int | None:
+    """The least SGLang keeps outside --mem-fraction-static when it picks the share at
+    start-up (server_args of 0.5.9 and 0.5.23 alike): 512 MiB, 1.5 MiB per token of a
+    prefill chunk (2048 at least), 1 GiB per eight tensor x pipeline ranks, and on a GPU
+    over 60 GiB no less than 10 GiB. CUDA graphs, DP attention and speculative decoding
+    take more on top, left out: a floor, so the share it gives is a most. None for a
+    release before 0.5.9, whose rule was not read."""
+    version = context.framework_version
+    if version and versions.sort_key(version) < versions.sort_key(SGLANG_RESERVE_READ_FROM):
+        return None
+    chunk = _count(launched_or_default(context, "chunked-prefill-size"))
+    if _number(context.flags.get("chunked-prefill-size")) <= 0:  # -1: chunking off
+        chunk = _count(launched_or_default(context, "max-prefill-tokens"))
+    ranks = _count(_parallel(context, "tensor-parallel-size")) * _count(
+        _parallel(context, "pipeline-parallel-size")
+    )
+    mib = 512 + 1.5 * max(chunk, 2048) + ranks / 8 * 1024
+    if gpu_total > 60 * 1024**3:
+        mib = max(mib, 10 * 1024)
+    return round(mib * 1024**2)
+
+
 def _parallel(context: Context, flag: str) -> str | None:
     return launched_or_default(context, canonical_flag(flag, context.framework))
+
+
+def _number(value: str | None) -> int:
+    """An integer flag value as launched; 1 where unset or unreadable."""
+    try:
+        return int(value or "1")
+    except ValueError:
+        return 1
 
 
 def _count(value: str | None) -> int:

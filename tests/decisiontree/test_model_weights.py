@@ -87,17 +87,34 @@ def test_a_70b_model_on_one_h100_does_not_fit_and_gets_the_split_that_holds_it()
     assert (value.flag, value.value, value.bound) == ("tensor-parallel-size", "2", "at_least")
 
 
-def test_sglang_spells_its_own_flag_and_says_it_picks_the_share_at_start_up() -> None:
+def test_sglang_spells_its_own_flag_and_bounds_the_share_it_picks_at_start_up() -> None:
+    """Left unset, SGLang keeps at least 10 GiB of a GPU over 60 GiB outside the share."""
     launch = "python -m sglang.launch_server --model-path Qwen/Qwen3-235B-A22B-FP8 --tp 2"
     found = reading(launch, "8x RTX PRO 6000", "sglang 0.5.9")
 
     assert found is not None and found.kind == "weights_do_not_fit"
     assert "fp8: at least about 218.86 GiB," in found.text  # fp8: 16-bit layers stay
-    assert "more than the GPU's 96.00 GiB (sglang picks --mem-fraction-static at start-up)" in (
-        found.text
-    )
+    assert (
+        "more than the 86.00 GiB of 96.00 GiB that SGLang gives at most where "
+        "--mem-fraction-static is unset (it keeps at least 10.00 GiB back)"
+    ) in found.text
     [value] = found.values
     assert (value.flag, value.value) == ("tp-size", "4")
+
+
+def test_sglangs_floor_grows_with_the_prefill_chunk_and_is_not_claimed_for_older_releases() -> None:
+    """On a 24 GiB card: 512 MiB + 1.5 MiB x 2048 tokens + 1/8 GiB for one rank = 3.62 GiB;
+    a 16384-token chunk keeps 24.62 GiB, the whole card, so the share is not bounded."""
+    launch = "python -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct"
+    small = reading(launch, "RTX 4090", "sglang 0.5.23")
+    assert small is not None and "it keeps at least 3.62 GiB back" in small.text
+
+    whole = reading(f"{launch} --chunked-prefill-size 16384", "RTX 4090", "sglang 0.5.23")
+    assert whole is not None
+    assert "the GPU's 24.00 GiB (sglang picks --mem-fraction-static at start-up)" in whole.text
+
+    older = reading(launch, "RTX 4090", "sglang 0.4.6")
+    assert older is not None and "keeps at least" not in older.text
 
 
 def test_a_split_needing_more_gpus_than_the_host_has_is_said_not_written() -> None:
@@ -144,7 +161,8 @@ def test_a_line_keeps_its_own_precision_only_with_the_cards_count() -> None:
 
 def test_the_seed_glm5_nvfp4_at_tp8_fits_and_at_tp4_asks_for_gpus_not_a_quantization() -> None:
     """744B in NVFP4 (4.5 bits) is 389.76 GiB: 48.72 GiB on each of eight 96 GiB cards,
-    97.44 GiB on each of four. A 4-bit checkpoint has no smaller one to go to."""
+    97.44 GiB on each of four, past the 86 GiB SGLang gives at most. A 4-bit checkpoint has
+    no smaller one to go to."""
     launch = "python -m sglang.launch_server --model-path nvidia/GLM-5-NVFP4 --tp 8"
     fits = reading(launch, "8x RTX PRO 6000", "sglang 0.5.9")
     assert fits is not None and fits.kind == "weights_fit"
@@ -153,7 +171,7 @@ def test_the_seed_glm5_nvfp4_at_tp8_fits_and_at_tp4_asks_for_gpus_not_a_quantiza
     )
 
     crowded = reading(launch.replace("--tp 8", "--tp 4"), "4x RTX PRO 6000", "sglang 0.5.9")
-    assert crowded is not None and crowded.kind == "weights_fill_share"
+    assert crowded is not None and crowded.kind == "weights_do_not_fit"  # past 86 GiB
     assert crowded.text.endswith("more GPUs than the 4 here. Add GPUs.")
 
 
