@@ -50,6 +50,9 @@ def reading(launch: str, gpu: str, release: str | None = None, text: str = ""):
         ("mistralai/Mixtral-8x7B-Instruct-v0.1", 46.7),
         # The name's 17B is what a token uses; all 109B are held.
         ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 109.0),
+        ("mistralai/Mistral-Large-Instruct-2411", 123.0),
+        ("microsoft/Phi-4-mini-instruct", 3.8),
+        ("microsoft/phi-4", 14.7),
         # A distill that does not say so keeps the count its name states.
         ("deepseek-ai/DeepSeek-R1-0528-Qwen3-8B", 8.0),
         # A line the vocabulary has no card for: nothing rather than a guess.
