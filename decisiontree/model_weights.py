@@ -119,7 +119,8 @@ def weights_reading(
     weights = weights_of(context, vocabulary, measured)
     if weights is None or not gpu_total:
         return None
-    budget, share_words = _budget(context, gpu_total)
+    share = _budget(context, gpu_total)
+    budget, share_words = share.budget, share.words
     each = weights.per_gpu()
     tp_flag = spell_flag(
         canonical_flag("tensor-parallel-size", context.framework),
@@ -149,8 +150,7 @@ def weights_reading(
         return _with_split(weights, said, "weights_fill_share", context, tp_flag, budget, band)
     said += (
         f", of {share_words}: about {in_words(round(budget - each))} is left for "
-        "activations, CUDA graphs and the KV cache"
-        + (", so the weights alone are not what ran out." if failed else ".")
+        f"{share.beside}" + (", so the weights alone are not what ran out." if failed else ".")
     )
     return MemoryReading("weights_fit", said, helps=False)
 
@@ -228,14 +228,26 @@ def _split_words(weights: Weights, context: Context, tp_flag: str) -> str:
     return " × ".join(parts)
 
 
-def _budget(context: Context, gpu_total: int) -> tuple[float, str]:
-    """Bytes of each GPU the weights must fit in, and those words. A default that changed
-    between releases, for a release not known, is the newest one's, and said so."""
+@dataclass(frozen=True)
+class _Share:
+    """The bytes of each GPU the weights must fit in, said in words, and what else the
+    share holds: vLLM's also holds activations and CUDA graphs, SGLang's only the KV pool."""
+
+    budget: float
+    words: str
+    beside: str = "activations, CUDA graphs and the KV cache"
+
+
+def _budget(context: Context, gpu_total: int) -> _Share:
+    """The share of each GPU the weights must fit in. A default that changed between
+    releases, for a release not known, is the newest one's, and said so."""
     framework = context.framework
     flag = SHARE_FLAGS.get(framework or "")
     size = in_words(gpu_total)
+    whole = _Share(float(gpu_total), f"the GPU's {size}")
     if flag is None:
-        return float(gpu_total), f"the GPU's {size}"
+        return whole
+    beside = "the KV cache" if framework == "sglang" else _Share.beside
     spelled = spell_flag(flag, framework, context.spelling_version)
     share = _share(launched_or_default(context, flag))
     note = ""
@@ -245,19 +257,25 @@ def _budget(context: Context, gpu_total: int) -> tuple[float, str]:
         if default is None or default.changed is None:
             kept = _sglang_keeps_back(context, gpu_total) if framework == "sglang" else None
             if kept is None or kept >= gpu_total:
-                return float(
-                    gpu_total
-                ), f"the GPU's {size} ({framework} picks {spelled} at start-up)"
-            return gpu_total - kept, (
+                return _Share(
+                    whole.budget, f"{whole.words} ({framework} picks {spelled} at start-up)"
+                )
+            return _Share(
+                gpu_total - kept,
                 f"the {in_words(gpu_total - kept)} of {size} that SGLang gives at most where "
-                f"{spelled} is unset (it keeps at least {in_words(kept)} back)"
+                f"{spelled} is unset (it keeps at least {in_words(kept)} back)",
+                beside,
             )
         share = _share(default.value)
         if share is None:
-            return float(gpu_total), f"the GPU's {size}"
+            return whole
         note = f" ({default.describe()}; your release is not known)"
     budget = gpu_total * share
-    return budget, f"the {in_words(round(budget))} that {spelled} {share:g} gives of {size}{note}"
+    return _Share(
+        budget,
+        f"the {in_words(round(budget))} that {spelled} {share:g} gives of {size}{note}",
+        beside,
+    )
 
 
 def _sglang_keeps_back(context: Context, gpu_total: int) -> int | None:

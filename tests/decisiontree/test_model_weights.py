@@ -172,6 +172,8 @@ def test_the_seed_glm5_nvfp4_at_tp8_fits_and_at_tp4_asks_for_gpus_not_a_quantiza
     assert "744B parameters in nvfp4: at least about 389.76 GiB, 48.72 GiB on each GPU" in (
         fits.text
     )
+    # SGLang's share holds the weights and the KV pool; activations and graphs sit outside.
+    assert fits.text.endswith("about 37.28 GiB is left for the KV cache.")
 
     crowded = reading(launch.replace("--tp 8", "--tp 4"), "4x RTX PRO 6000", "sglang 0.5.9")
     assert crowded is not None and crowded.kind == "weights_do_not_fit"  # past 86 GiB
