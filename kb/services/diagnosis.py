@@ -27,8 +27,10 @@ from decisiontree.fingerprint import (
     quoted_error,
     signatures_of,
 )
+from decisiontree.gpu_memory import MemoryReading
 from decisiontree.graph import REBUILD_CHUNK, KnowledgeGraph, build_graph
 from decisiontree.launch_check import LaunchCheck
+from decisiontree.model_weights import weights_reading
 from decisiontree.records import (
     Change,
     ChangeAction,
@@ -40,6 +42,7 @@ from decisiontree.records import (
     SourceRef,
 )
 from decisiontree.samples import SampleSignatures, from_stored
+from decisiontree.setup import gpu_bytes
 from decisiontree.traceback import InputRejected, parse
 from decisiontree.vocabulary import load as load_vocabulary
 from kb.models import (
@@ -228,6 +231,20 @@ def check_launch(
     `setup`: words about where it runs ("on 8x H100"), read as a paste is."""
     context = Given(launch_command, gpu, model, framework, framework_version).context(setup)
     return launch_check.check_launch(context, knowledge_graph(), load_vocabulary())
+
+
+def launch_weights(
+    launch_command: str,
+    *,
+    gpu: str | None = None,
+    framework: str | None = None,
+    framework_version: str | None = None,
+) -> MemoryReading | None:
+    """Whether a launch's weights fit each GPU's share (`decisiontree.model_weights`),
+    without the rest of a launch check: the runbook says it of each working launch."""
+    context = Given(launch_command, gpu, None, framework, framework_version).context("")
+    vocabulary = load_vocabulary()
+    return weights_reading(context, vocabulary, gpu_bytes(context, vocabulary))
 
 
 def start_finding_from_paste(

@@ -14,11 +14,13 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from django.db.models import Prefetch, Q, QuerySet
 
 from decisiontree import flags
+from decisiontree.gpu_memory import MemoryReading
 from decisiontree.launch import apply_changes, parse_launch_command
 from decisiontree.launch import words as shell_words
 from decisiontree.recipes import RecipeRefused, recipe_for
@@ -26,7 +28,7 @@ from kb.models import Finding, FrameworkRelease, Hardware, LanguageModel, Valida
 from kb.models.findings import Fix
 from kb.recipes import LoadSettings
 from kb.services import changes, sources
-from kb.services.diagnosis import change_of
+from kb.services.diagnosis import change_of, launch_weights
 
 EntryKey = tuple[int | None, int, int | None]  # model, GPU, framework release
 TENSOR_PARALLEL = "tensor-parallel-size"  # each framework's table knows it (sglang: --tp-size)
@@ -126,6 +128,19 @@ class RunbookEntry:
         if self.works is None or self.works.origin is None:
             return ""
         return sources.excerpt(self.works.origin, self.works).edit_url
+
+    @cached_property
+    def weights(self) -> MemoryReading | None:
+        """How much of each GPU the working launch's weights take, from the model's size."""
+        if not self.command:
+            return None
+        framework = self.framework
+        return launch_weights(
+            self.command,
+            gpu=f"{self.gpu_count}x {self.gpu.name}",
+            framework=framework.name if framework else None,
+            framework_version=(framework.version or None) if framework else None,
+        )
 
     @property
     def chart_points(self) -> list[tuple[datetime, float, str]]:

@@ -84,6 +84,49 @@ def test_a_pair_without_a_working_command_gets_the_flags_of_its_last_pitfall_fix
     assert "Derived: the flags of" in page
 
 
+def test_it_says_how_much_of_each_gpu_the_weights_take_and_when_they_cannot_fit(
+    client: Client, starter_kb: None
+) -> None:
+    """GLM-5 is 744B parameters (its model card); in NVFP4, 48.72 GiB on each of 8 GPUs, of
+    the 84.48 GiB that --mem-fraction-static 0.88 gives of a 96 GiB card. The same model
+    over 4 H100s takes 97.44 GiB each: the launch derived there cannot hold it."""
+    work = Finding.objects.get(kind="works")
+    h100 = Hardware.objects.get(name="NVIDIA H100 80GB HBM3")
+    finding = Finding.objects.create(
+        title="OOM at start-up on 4x H100",
+        status=Finding.Status.PUBLISHED,
+        kind=Finding.Kind.OOM,
+        model=work.model,
+        framework=work.framework,
+    )
+    FindingGpu.objects.create(finding=finding, hardware=h100, count=4)
+    FlagSetting.objects.create(finding=finding, name="mem-fraction-static", value="0.95")
+    Fix.objects.create(
+        finding=finding,
+        summary="--mem-fraction-static 0.85",
+        outcome="resolves",
+        changes=[{"action": "set_flag", "name": "mem-fraction-static", "value": "0.85"}],
+    )
+
+    page = text_of(client.get("/runbook/"))
+
+    sections = page.split('<section class="runbook-entry"')[1:]
+    rtx = next(s for s in sections if "GLM-5-NVFP4 on 8x" in s.split("</h2>", 1)[0])
+    said = html.unescape(re.sub(r"<[^>]+>", "", rtx.split('-weights">', 1)[1].split("</p>")[0]))
+    assert said == (
+        "The weights of GLM-5-NVFP4 are 744B parameters in nvfp4: at least about 389.76 GiB, "
+        "48.72 GiB on each GPU at --tp-size 8, of the 84.48 GiB that --mem-fraction-static "
+        "0.88 gives of 96.00 GiB: about 35.76 GiB is left for the KV cache."
+    )
+    assert 'class="weights notice"' not in rtx
+    h100_entry = next(s for s in sections if "on 4x NVIDIA H100" in s.split("</h2>", 1)[0])
+    assert 'class="weights notice"' in h100_entry
+    assert "the weights alone do not fit" in h100_entry
+
+    markdown = client.get("/runbook.md").content.decode()
+    assert "48.72 GiB on each GPU at --tp-size 8" in markdown
+
+
 def test_it_shows_versions_and_where_and_when_the_launch_was_verified(
     client: Client, starter_kb: None, validated_run: ValidationRun
 ) -> None:
