@@ -37,6 +37,28 @@ def copied_command(page: str, entry_title_part: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", pre.group(1)))
 
 
+def oom_on_four_h100s_without_a_working_launch() -> None:
+    """A published GLM-5-NVFP4 pitfall on 4x H100 (--mem-fraction-static 0.95, resolved by
+    0.85), with no `Works:` entry: the runbook derives that pair's launch."""
+    works = Finding.objects.get(kind="works")
+    finding = Finding.objects.create(
+        title="OOM at start-up on H100 with a large static fraction",
+        status=Finding.Status.PUBLISHED,
+        kind=Finding.Kind.OOM,
+        model=works.model,
+        framework=works.framework,
+    )
+    h100 = Hardware.objects.get(name="NVIDIA H100 80GB HBM3")
+    FindingGpu.objects.create(finding=finding, hardware=h100, count=4)
+    FlagSetting.objects.create(finding=finding, name="mem-fraction-static", value="0.95")
+    Fix.objects.create(
+        finding=finding,
+        summary="--mem-fraction-static 0.85",
+        outcome="resolves",
+        changes=[{"action": "set_flag", "name": "mem-fraction-static", "value": "0.85"}],
+    )
+
+
 def test_the_command_is_a_whole_launch_with_every_recorded_flag(
     client: Client, starter_kb: None
 ) -> None:
@@ -58,22 +80,7 @@ def test_the_command_is_a_whole_launch_with_every_recorded_flag(
 def test_a_pair_without_a_working_command_gets_the_flags_of_its_last_pitfall_fixed(
     client: Client, starter_kb: None
 ) -> None:
-    h100 = Hardware.objects.get(name="NVIDIA H100 80GB HBM3")
-    finding = Finding.objects.create(
-        title="OOM at start-up on H100 with a large static fraction",
-        status=Finding.Status.PUBLISHED,
-        kind=Finding.Kind.OOM,
-        model=Finding.objects.get(kind="works").model,
-        framework=Finding.objects.get(kind="works").framework,
-    )
-    FindingGpu.objects.create(finding=finding, hardware=h100, count=4)
-    FlagSetting.objects.create(finding=finding, name="mem-fraction-static", value="0.95")
-    Fix.objects.create(
-        finding=finding,
-        summary="--mem-fraction-static 0.85",
-        outcome="resolves",
-        changes=[{"action": "set_flag", "name": "mem-fraction-static", "value": "0.85"}],
-    )
+    oom_on_four_h100s_without_a_working_launch()
 
     page = text_of(client.get("/runbook/"))
 
@@ -90,23 +97,7 @@ def test_it_says_how_much_of_each_gpu_the_weights_take_and_when_they_cannot_fit(
     """GLM-5 is 744B parameters (its model card); in NVFP4, 48.72 GiB on each of 8 GPUs, of
     the 84.48 GiB that --mem-fraction-static 0.88 gives of a 96 GiB card. The same model
     over 4 H100s takes 97.44 GiB each: the launch derived there cannot hold it."""
-    work = Finding.objects.get(kind="works")
-    h100 = Hardware.objects.get(name="NVIDIA H100 80GB HBM3")
-    finding = Finding.objects.create(
-        title="OOM at start-up on 4x H100",
-        status=Finding.Status.PUBLISHED,
-        kind=Finding.Kind.OOM,
-        model=work.model,
-        framework=work.framework,
-    )
-    FindingGpu.objects.create(finding=finding, hardware=h100, count=4)
-    FlagSetting.objects.create(finding=finding, name="mem-fraction-static", value="0.95")
-    Fix.objects.create(
-        finding=finding,
-        summary="--mem-fraction-static 0.85",
-        outcome="resolves",
-        changes=[{"action": "set_flag", "name": "mem-fraction-static", "value": "0.85"}],
-    )
+    oom_on_four_h100s_without_a_working_launch()
 
     page = text_of(client.get("/runbook/"))
 
