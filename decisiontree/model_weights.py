@@ -313,11 +313,8 @@ def _number(value: str | None) -> int:
 
 
 def _count(value: str | None) -> int:
-    """A parallel size as launched; 1 where unset or unreadable."""
-    try:
-        return max(int(value or "1"), 1)
-    except ValueError:
-        return 1
+    """A parallel size or token count as launched; 1 where unset, unreadable or below 1."""
+    return max(_number(value), 1)
 
 
 def _share(value: str | None) -> float | None:
