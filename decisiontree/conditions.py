@@ -26,6 +26,7 @@ from decisiontree.vocabulary import load
 
 KEYS = (
     "gpu.arch",
+    "gpu.capability",
     "gpu.name",
     "gpu.count",
     "framework",
@@ -38,6 +39,8 @@ FAMILIES = ("flag", "version", "env")
 # Short forms people write; each is the key the diagnosis reads.
 _ALIASES = {
     "arch": "gpu.arch",
+    "capability": "gpu.capability",
+    "compute_capability": "gpu.capability",
     "gpu": "gpu.name",
     "gpus": "gpu.count",
     "model": "model.name",
@@ -103,8 +106,9 @@ def canonical_value(key: str, value: str) -> str:
 
 
 def is_version_key(key: str) -> bool:
-    """Values of these keys are releases, compared as versions, not as text."""
-    return key == "framework.version" or key.startswith("version.")
+    """Values of these keys are releases, compared as versions, not as text: a compute
+    capability too ("<8.0": every GPU before Ampere; ">=8.0,<9.0": Ampere and Ada)."""
+    return key in ("framework.version", "gpu.capability") or key.startswith("version.")
 
 
 def is_condition_line(text: str) -> bool:
@@ -219,6 +223,7 @@ __all__ = [
 # How a reader names each fixed key, for pages that show a condition in words.
 _KEY_WORDS = {
     "gpu.arch": "GPU architecture",
+    "gpu.capability": "GPU compute capability",
     "gpu.name": "GPU",
     "gpu.count": "GPU count",
     "framework": "framework",

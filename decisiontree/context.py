@@ -29,7 +29,7 @@ from decisiontree.server_settings import (
     settings_dumps,
 )
 from decisiontree.versions import VERSION_TEXT, package_key, version_text
-from decisiontree.vocabulary import Vocabulary, load
+from decisiontree.vocabulary import Vocabulary, capability_of, load
 
 Facts = dict[str, str]  # condition-style key ("gpu.arch", "flag.tp-size", "version.torch") -> value
 
@@ -75,6 +75,7 @@ class Context:
             return (self.versions if prefix == "version" else self.env).get(rest)
         simple = {
             "gpu.arch": self.arch,
+            "gpu.capability": capability_of(self.arch),
             "gpu.name": self.gpus[0] if self.gpus else None,
             "gpu.count": str(self.gpu_count) if self.gpu_count else None,
             "framework": self.framework,

@@ -379,6 +379,13 @@ def _family_from(row: Mapping[str, Any]) -> _ModelFamily:
 _PARAMETERS = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)[bB](?![A-Za-z0-9])")
 
 
+def capability_of(arch: str | None) -> str | None:
+    """The compute capability an architecture id stands for: "sm_120" -> "12.0",
+    "sm_89" -> "8.9" (the inverse of `Vocabulary.arch_from_capability`)."""
+    found = re.fullmatch(r"sm_(\d+)(\d)", arch or "")
+    return f"{found.group(1)}.{found.group(2)}" if found else None
+
+
 def parameters_in_name(name: str) -> float | None:
     """Billions of parameters a model name states ("Llama-3.1-70B-Instruct" -> 70.0);
     the largest where it states several (a vision tower's beside the model's)."""
@@ -407,6 +414,7 @@ def load() -> Vocabulary:
 
 
 __all__ = [
+    "capability_of",
     "CrossAlias",
     "FlagSpec",
     "Gpu",

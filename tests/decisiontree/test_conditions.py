@@ -141,7 +141,9 @@ def test_a_value_may_be_as_long_as_the_limit() -> None:
 def test_an_unknown_key_is_answered_with_the_keys_there_are() -> None:
     with pytest.raises(ConditionError) as refused:
         canonical_key("colour")
-    assert "the keys are gpu.arch, gpu.name, gpu.count, framework," in str(refused.value)
+    assert "the keys are gpu.arch, gpu.capability, gpu.name, gpu.count, framework," in str(
+        refused.value
+    )
     assert str(refused.value).endswith("flag.<name>, version.<name>, env.<name>.")
 
 

@@ -479,6 +479,23 @@ def test_a_launch_whose_weights_do_not_fit_gets_the_split_that_holds_them(
     assert '<span class="w">(--tensor-parallel-size 1),</span>' in html
 
 
+def test_a_launch_on_a_gpu_too_old_for_its_quantization_is_told_before_it_runs(
+    client: Client, starter_kb: None
+) -> None:
+    """gpt-oss is published in MXFP4, whose vLLM kernels need compute capability 8.0: a
+    T4 (7.5) meets the starter finding, an A100 (8.0) does not."""
+    launch = "vllm serve openai/gpt-oss-20b"
+
+    on_t4 = client.post("/check/", {"launch_command": launch, "gpu": "Tesla T4"})
+    on_a100 = client.post("/check/", {"launch_command": launch, "gpu": "A100"})
+
+    title = "vLLM: MXFP4 checkpoints (gpt-oss) need compute capability 8.0"
+    html = on_t4.content.decode()
+    assert f"Meets 1 known issue(s), first: {title}" in html
+    assert "GPU compute capability &lt;8.0" in html
+    assert title not in on_a100.content.decode()
+
+
 def test_the_first_fixs_corrected_launch_can_be_checked_from_the_diagnosis(
     client: Client, starter_kb: None
 ) -> None:
