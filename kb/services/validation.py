@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import shlex
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from decisiontree import conditions, versions
 from decisiontree.documents.changes import with_steps
 from decisiontree.host_faults import gpu_health, host_faults
 from decisiontree.recipes import (
@@ -41,6 +42,8 @@ from decisiontree.recipes import (
     parse_bench_output,
     recipe_for,
 )
+from decisiontree.records import Condition
+from decisiontree.vocabulary import capability_of
 from kb import remote
 from kb.models import Finding, Fix, Host, KnowledgeRevision, ValidationRun
 from kb.recipes import LoadSettings, http_status, measure
@@ -249,16 +252,37 @@ def finding_archs(finding: Finding) -> set[str]:
     }
 
 
+def capability_needs(finding: Finding) -> list[Condition]:
+    """The finding's conditions on the GPU's compute capability ("gpu.capability < 8.0")."""
+    return [
+        conditions.from_stored(c)
+        for c in finding.conditions or []
+        if c.get("key") == "gpu.capability"
+    ]
+
+
 def matching_hosts(fix: Fix) -> list[Host]:
     """Hosts whose GPUs have an architecture the fix's finding was seen on (all hosts
-    with GPUs when the finding names none)."""
-    return hosts_of(finding_archs(fix.finding))
+    with GPUs when the finding names none) and the compute capability it needs."""
+    return hosts_of(finding_archs(fix.finding), capability_needs(fix.finding))
 
 
-def hosts_of(archs: set[str]) -> list[Host]:
-    """Hosts with GPUs of one of `archs` (every host with GPUs when `archs` is empty)."""
+def hosts_of(archs: set[str], needs: Sequence[Condition] = ()) -> list[Host]:
+    """Hosts with GPUs of one of `archs` (every host with GPUs when `archs` is empty) whose
+    compute capability meets `needs` (a host whose capability is not known is kept)."""
     found = [h for h in Host.objects.all() if (h.facts or {}).get("gpu_count")]
-    return [h for h in found if not archs or h.facts.get("arch") in archs]
+    return [
+        h
+        for h in found
+        if (not archs or h.facts.get("arch") in archs) and _capable(h.facts.get("arch"), needs)
+    ]
+
+
+def _capable(arch: str | None, needs: Sequence[Condition]) -> bool:
+    capability = capability_of(arch)
+    return capability is None or all(
+        versions.satisfies(capability, need.value) != need.negate for need in needs
+    )
 
 
 @dataclass(frozen=True)

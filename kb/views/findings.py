@@ -61,7 +61,11 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "refusal_reasons": {
             pk: sorted({r for r in by_host.values() if r}) for pk, by_host in refused.items()
         },
-        "matching": validation.hosts_of(archs) if may_validate and fixes else [],
+        "matching": (
+            validation.hosts_of(archs, validation.capability_needs(finding))
+            if may_validate and fixes
+            else []
+        ),
         "archs": sorted(archs),
         "pastes_to_learn": to_learn,
         "lessons": {vote.pk: feedback.lesson_of(vote) for vote in to_learn},

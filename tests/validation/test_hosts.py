@@ -215,6 +215,22 @@ def test_it_queues_a_fix_on_every_host_of_the_architecture_it_was_seen_on(
     assert f"not queued on {blackwell.name}: --trust-remote-code is not run" in out.getvalue()
 
 
+def test_a_finding_for_older_gpus_is_validated_only_on_hosts_that_old(
+    make_host: Callable[..., Host], make_fix: Callable[..., Fix]
+) -> None:
+    """A cause that needs compute capability below 8.0 does not reproduce on a Hopper host."""
+    fix = make_fix()
+    fix.finding.conditions = [{"key": "gpu.capability", "value": "<8.0"}]
+    fix.finding.save()
+    turing, hopper = make_host(), make_host()
+    Host.objects.filter(pk=turing.pk).update(facts={"gpu_count": 1, "arch": "sm_75"})
+    Host.objects.filter(pk=hopper.pk).update(facts={"gpu_count": 8, "arch": "sm_90"})
+
+    call_command("validate", "--fix", str(fix.pk), "--all-matching", stdout=io.StringIO())
+
+    assert [run.host_id for run in ValidationRun.objects.filter(fix=fix)] == [turing.pk]
+
+
 def test_it_revalidates_only_pairs_whose_last_run_is_old(
     make_host: Callable[..., Host], make_fix: Callable[..., Fix]
 ) -> None:
