@@ -28,7 +28,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from decisiontree import conditions, versions
+from decisiontree import conditions
+from decisiontree.context import Context
 from decisiontree.documents.changes import with_steps
 from decisiontree.host_faults import gpu_health, host_faults
 from decisiontree.recipes import (
@@ -43,7 +44,8 @@ from decisiontree.recipes import (
     recipe_for,
 )
 from decisiontree.records import Condition
-from decisiontree.vocabulary import capability_of
+from decisiontree.setup import State, assess
+from decisiontree.vocabulary import load as load_vocabulary
 from kb import remote
 from kb.models import Finding, Fix, Host, KnowledgeRevision, ValidationRun
 from kb.recipes import LoadSettings, http_status, measure
@@ -279,10 +281,10 @@ def hosts_of(archs: set[str], needs: Sequence[Condition] = ()) -> list[Host]:
 
 
 def _capable(arch: str | None, needs: Sequence[Condition]) -> bool:
-    capability = capability_of(arch)
-    return capability is None or all(
-        versions.satisfies(capability, need.value) != need.negate for need in needs
-    )
+    """No need contradicted by a GPU of `arch` (judged as a diagnosis judges it)."""
+    gpu = Context(arch=arch)
+    vocabulary = load_vocabulary()
+    return all(assess(need, gpu, vocabulary) is not State.CONTRADICTED for need in needs)
 
 
 @dataclass(frozen=True)
