@@ -15,7 +15,12 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.lookups import Overlap
 from django.db.models import F, Func, Q, TextField
 
+from decisiontree.conditions import from_stored
+from decisiontree.context import Context
 from decisiontree.flags import canonical_flag
+from decisiontree.setup import State, assess
+from decisiontree.vocabulary import capability_of
+from decisiontree.vocabulary import load as load_vocabulary
 from kb.models import FrameworkRelease, Hardware, LanguageModel
 from kb.search.backend import postgres
 from kb.search.text import canonical_arch
@@ -62,14 +67,22 @@ def gpu_facets(gpus: Iterable[Any]) -> list[Facet]:
 
 def condition_facets(conditions: Iterable[object]) -> list[Facet]:
     """A finding that names its architecture only as a condition is filtered by it too;
-    one that needs any but an architecture ("gpu.arch != sm_90") is not filed under it."""
-    return [
-        ("arch", canonical_arch(str(condition.get("value", ""))))
-        for condition in conditions
-        if isinstance(condition, dict)
-        and condition.get("key") == "gpu.arch"
-        and not condition.get("negate")
+    one that needs any but an architecture ("gpu.arch != sm_90") is not filed under it.
+    One that needs a compute capability ("gpu.capability = <8.0") is filed under every
+    architecture that has it, and its capability (sm_70 and 7.0, sm_72, sm_75)."""
+    stated = [c for c in conditions if isinstance(c, dict)]
+    facets: list[Facet] = [
+        ("arch", canonical_arch(str(c.get("value", ""))))
+        for c in stated
+        if c.get("key") == "gpu.arch" and not c.get("negate")
     ]
+    needs = [from_stored(c) for c in stated if c.get("key") == "gpu.capability"]
+    if needs:
+        vocabulary = load_vocabulary()
+        for arch in sorted(vocabulary.arch_names):
+            if all(assess(need, Context(arch=arch), vocabulary) is State.MET for need in needs):
+                facets += [("arch", arch), ("cc", capability_of(arch) or "")]
+    return facets
 
 
 # --- read: the conditions a filter value makes ----------------------------------------

@@ -183,6 +183,18 @@ def test_it_combines_the_query_with_filters(dsa_finding: Finding, oom_finding: F
     assert found("set_kv_buffer", gpu="H100") == []
 
 
+def test_a_finding_that_needs_an_older_gpu_is_filed_under_each_architecture_that_old(
+    dsa_finding: Finding, oom_finding: Finding, django_capture_on_commit_callbacks
+) -> None:
+    dsa_finding.conditions = [{"key": "gpu.capability", "value": "<8.0"}]
+    with django_capture_on_commit_callbacks(execute=True):
+        dsa_finding.save()
+
+    assert found("", arch="sm_75") == [dsa_finding.pk]  # Turing: a T4
+    assert found("", arch="7.0") == [dsa_finding.pk]  # Volta, by its capability
+    assert dsa_finding.pk not in found("", arch="sm_90")
+
+
 def test_it_treats_query_syntax_as_plain_words(dsa_finding: Finding) -> None:
     for hostile in ["a & | ! ( ) :* <->", '"unbalanced', "NEAR(a b) OR AND NOT", "'; DROP"]:
         list(search(hostile).findings)  # must not raise
