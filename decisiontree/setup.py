@@ -80,6 +80,15 @@ def assess(condition: Condition, context: Context, vocabulary: Vocabulary) -> St
     return State.MET if equal != condition.negate else State.CONTRADICTED
 
 
+def on_gpu(
+    arch: str | None, conditions: Iterable[Condition], vocabulary: Vocabulary
+) -> list[State]:
+    """How each condition stands on a GPU of `arch`, nothing else known (a host's GPUs,
+    an architecture a search filter names)."""
+    gpu = Context(arch=arch)
+    return [assess(condition, gpu, vocabulary) for condition in conditions]
+
+
 def _same_value(key: str, wanted: str, actual: str, vocabulary: Vocabulary) -> bool:
     if is_version_key(key):
         return versions.satisfies(actual, wanted)

@@ -16,9 +16,8 @@ from django.contrib.postgres.lookups import Overlap
 from django.db.models import F, Func, Q, TextField
 
 from decisiontree.conditions import from_stored
-from decisiontree.context import Context
 from decisiontree.flags import canonical_flag
-from decisiontree.setup import State, assess
+from decisiontree.setup import State, on_gpu
 from decisiontree.vocabulary import capability_of
 from decisiontree.vocabulary import load as load_vocabulary
 from kb.models import FrameworkRelease, Hardware, LanguageModel
@@ -80,7 +79,7 @@ def condition_facets(conditions: Iterable[object]) -> list[Facet]:
     if needs:
         vocabulary = load_vocabulary()
         for arch in sorted(vocabulary.arch_names):
-            if all(assess(need, Context(arch=arch), vocabulary) is State.MET for need in needs):
+            if set(on_gpu(arch, needs, vocabulary)) == {State.MET}:
                 facets += [("arch", arch), ("cc", capability_of(arch) or "")]
     return facets
 

@@ -29,7 +29,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from decisiontree import conditions
-from decisiontree.context import Context
 from decisiontree.documents.changes import with_steps
 from decisiontree.host_faults import gpu_health, host_faults
 from decisiontree.recipes import (
@@ -44,7 +43,7 @@ from decisiontree.recipes import (
     recipe_for,
 )
 from decisiontree.records import Condition
-from decisiontree.setup import State, assess
+from decisiontree.setup import State, on_gpu
 from decisiontree.vocabulary import load as load_vocabulary
 from kb import remote
 from kb.models import Finding, Fix, Host, KnowledgeRevision, ValidationRun
@@ -282,9 +281,7 @@ def hosts_of(archs: set[str], needs: Sequence[Condition] = ()) -> list[Host]:
 
 def _capable(arch: str | None, needs: Sequence[Condition]) -> bool:
     """No need contradicted by a GPU of `arch` (judged as a diagnosis judges it)."""
-    gpu = Context(arch=arch)
-    vocabulary = load_vocabulary()
-    return all(assess(need, gpu, vocabulary) is not State.CONTRADICTED for need in needs)
+    return State.CONTRADICTED not in on_gpu(arch, needs, load_vocabulary())
 
 
 @dataclass(frozen=True)
