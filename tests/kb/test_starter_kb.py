@@ -8,7 +8,9 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
+from decisiontree.answer import Verdict
 from kb.models import ErrorSignature, Finding, Fix, SourceDocument
+from kb.services.diagnosis import diagnose
 from kb.templatetags.fixgraph import inline_markdown
 from tests.conftest import STARTER
 
@@ -87,3 +89,62 @@ def test_the_home_page_lists_the_starter_findings(starter_kb: None, client: Clie
     assert 25 < len(titles) <= 50  # two pages of results
     for title in titles:  # as the list shows titles: Markdown rendered
         assert str(inline_markdown(title)) in page
+
+
+# Pastes shaped as users meet these errors, each unlike the entry's own samples: another
+# client, other numbers, a release that words the message otherwise.
+REQUEST_TOO_LONG = {
+    "sglang": '{"object":"error","message":"The input (131500 tokens) is longer than the'
+    ' model\'s context length (131072 tokens).","type":"BadRequestError","param":null,"code":400}',
+    "vllm": "ERROR 05-08 11:02:17 [serving_chat.py:201] ValueError: This model's maximum context"
+    " length is 4096 tokens. However, you requested 4600 tokens (600 in the messages, 4000 in"
+    " the completion). Please reduce the length of the messages or completion.",
+}
+PROFILING_RACE = """\
+ERROR 05-11 09:12:33 engine.py:366]   File "/opt/venv/lib/python3.12/site-packages/vllm/worker/worker.py", line 256, in determine_num_available_blocks
+ERROR 05-11 09:12:33 engine.py:366]     assert self.init_gpu_memory - free_gpu_memory > 0, (
+ERROR 05-11 09:12:33 engine.py:366] AssertionError: Error in memory profiling. Initial free memory 38.5 GiB, current free memory 41.0 GiB. This happens when the GPU memory was not properly cleaned up before initializing the vLLM instance.
+"""
+LAUNCHED_TOO_LONG = (
+    "ValueError: User-specified max_model_len (200000) is greater than the derived"
+    " max_model_len (max_position_embeddings=131072 or model_max_length=None in model's"
+    " config.json). To allow overriding this maximum, set the env var"
+    " VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+)
+
+
+@pytest.mark.parametrize("framework", ["sglang", "vllm"])
+def test_a_request_longer_than_the_served_context_is_told_to_shorten_it(
+    starter_kb: None, framework: str
+) -> None:
+    """The server is fine and the request is too long: the first fix is the request's,
+    and the flag that may raise the limit is the framework's own."""
+    result = diagnose(REQUEST_TOO_LONG[framework], framework=framework)
+
+    assert result.verdict is Verdict.KNOWN
+    first = result.fixes[0]
+    assert "answers 400" in first.finding.title and first.finding.title.startswith(
+        {"sglang": "SGLang", "vllm": "vLLM"}[framework]
+    )
+    assert first.fix.summary.startswith("shorten the prompt")
+    raise_limit = {"sglang": "--context-length", "vllm": "--max-model-len"}[framework]
+    assert any(raise_limit in fix.fix.summary for fix in result.fixes[:3])
+
+
+def test_a_launch_longer_than_the_model_is_not_taken_for_a_long_request(starter_kb: None) -> None:
+    result = diagnose(LAUNCHED_TOO_LONG, framework="vllm")
+
+    assert (
+        result.fixes[0].finding.title
+        == "vLLM refuses a --max-model-len longer than the model's own"
+    )
+
+
+def test_memory_freed_during_vllm_profiling_points_at_the_other_process(starter_kb: None) -> None:
+    """An older release words the assert otherwise; the finding still says what to do."""
+    result = diagnose(PROFILING_RACE, framework="vllm")
+
+    assert result.verdict is Verdict.KNOWN
+    assert "Error in memory profiling" in result.fixes[0].finding.title
+    summaries = [fix.fix.summary for fix in result.fixes]
+    assert any("--kv-cache-memory-bytes" in summary for summary in summaries)
