@@ -17,7 +17,7 @@ from rest_framework import serializers
 
 from api.errors import PayloadTooLarge
 from decisiontree import conditions, host_faults, model_weights, server_memory
-from decisiontree.answer import OTHER_SETUP, PROPOSED
+from decisiontree.answer import CAUSE_NOT_PASTED, OTHER_SETUP, PROPOSED
 from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.fingerprint import UNNAMED_TYPES, error_name
 from decisiontree.gpu_memory import READINGS, MemoryReading, OutOfMemory
@@ -1177,6 +1177,11 @@ class DiagnosisSerializer(serializers.Serializer):
         help_text="The raised exception's type as pasted, where the signature gives it its "
         "newer name (RuntimeError for torch's AcceleratorError); empty otherwise",
     )
+    cause_not_pasted = serializers.CharField(
+        help_text="When the paste's only error says that another process failed (\"Engine "
+        'core initialization failed. See root cause above."): that line. The error that '
+        "stopped the process was printed earlier in the log: ask for it. Empty otherwise",
+    )
     corrected_command = serializers.SerializerMethodField(
         help_text="The launch command with the first fix applied; null without one"
     )
@@ -1385,7 +1390,10 @@ def summary_line(diagnosis: Diagnosis) -> str:
 
 def next_step(diagnosis: Diagnosis) -> str:
     """After "no known match", where to look: what the GPU's memory figures show, the
-    settings the error itself names, else the nearest finding, else words to search by."""
+    settings the error itself names, else the nearest finding, else words to search by; for
+    a paste that only says another process failed, the log to paste instead."""
+    if diagnosis.cause_not_pasted:
+        return f"; {CAUSE_NOT_PASTED[0].lower()}{CAUSE_NOT_PASTED[1:].rstrip('.')}"
     if telling := [r for r in diagnosis.memory_readings if r.helps]:
         return f"; {telling[0].text[0].lower()}{telling[0].text[1:].rstrip('.')}"
     if diagnosis.named_flags:

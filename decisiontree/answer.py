@@ -60,6 +60,12 @@ class WithheldChange:
     reason: str
 
 
+# How every channel tells a paste whose errors only say that another process failed.
+CAUSE_NOT_PASTED = (
+    "This only says that another process failed (an engine core, a scheduler, a worker); the"
+    " error that stopped it was printed earlier in the same log, by that process. Paste the"
+    " log from the first Traceback or ERROR line before it."
+)
 # How every channel marks a fix nobody has confirmed (RankedFix.proposed).
 PROPOSED = "proposed, not confirmed — validate it"
 # How every channel introduces RankedFix.for_other_setup.
@@ -186,6 +192,9 @@ class Diagnosis:
     # Where the memory went as the server started (its log's stages), for an error about memory.
     memory_log: tuple[RankMemory, ...] = ()
     memory_readings: tuple[MemoryReading, ...] = ()
+    # The paste's only error says that another process failed (traceback.only_wrappers):
+    # the line, quoted. Its cause was printed elsewhere in the log.
+    cause_not_pasted: str = ""
 
     @property
     def refused_flags(self) -> tuple[FlagProblem, ...]:
@@ -233,6 +242,7 @@ def _written_in(change: str, summary: str) -> bool:
 
 
 __all__ = [
+    "CAUSE_NOT_PASTED",
     "PROPOSED",
     "Diagnosis",
     "NotAsLaunched",

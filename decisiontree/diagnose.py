@@ -142,6 +142,7 @@ def diagnose(
         memory_at_failure=memory,
         memory_log=log,
         memory_readings=memory_readings,
+        cause_not_pasted=parsed.only_wrappers,
     )
 
 

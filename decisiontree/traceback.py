@@ -92,6 +92,24 @@ class ParsedTraceback:
             return typed[-1]
         return self.exceptions[-1] if self.exceptions else None
 
+    @property
+    def only_wrappers(self) -> str:
+        """The line that says another process failed, when that is all the paste's errors
+        say ("Engine core initialization failed. See root cause above."): the error that
+        caused it was printed elsewhere in the log. "" when the paste has an error of its
+        own, or none at all."""
+        if self.kernel_assertions or self.plain_fallback:
+            return ""
+        typed = [exc for exc in self.exceptions if exc.type]
+        if not all(is_generic(exc) for exc in typed):
+            return ""
+        if not all(is_generic_line(line) for line in self.error_lines):
+            return ""
+        if typed:
+            last = typed[-1]
+            return f"{last.type}: {last.message.strip().splitlines()[0]}".rstrip(": ")
+        return self.error_lines[-1].strip() if self.error_lines else ""
+
 
 # --- public helpers -------------------------------------------------------------------
 

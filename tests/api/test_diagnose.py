@@ -163,6 +163,19 @@ def test_with_no_known_match_the_summary_says_where_to_look(
     assert body["type_as_pasted"] == "RuntimeError"
 
 
+def test_a_paste_that_only_says_a_worker_died_is_answered_with_what_to_paste(
+    reader: APIClient, starter_kb: None
+) -> None:
+    """A bot posts the summary alone: it asks for the log the cause is in."""
+    wrapper = "RuntimeError: Worker proc VllmWorker-1 died unexpectedly, shutting down executor."
+    body = diagnose(reader, {"traceback": wrapper}).json()
+    assert body["cause_not_pasted"] == wrapper
+    assert body["summary"].endswith(
+        "the error that stopped it was printed earlier in the same log, by that process. "
+        "Paste the log from the first Traceback or ERROR line before it."
+    )
+
+
 def test_with_no_known_match_the_summary_names_the_settings_the_error_names(
     reader: APIClient, starter_kb: None
 ) -> None:

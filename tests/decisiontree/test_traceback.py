@@ -520,3 +520,35 @@ def test_a_kernel_assertion_after_a_frame_printed_without_source_is_still_read()
     (exc,) = result.exceptions
     assert exc.frames[-1].function == "process_batch_result_decode"
     assert exc.frames[-1].code in ("", None)
+
+
+ENGINE_CORE_FAILED = """\
+(APIServer pid=1) Traceback (most recent call last):
+(APIServer pid=1)   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/utils.py", line 782, in wait_for_engine_startup
+(APIServer pid=1)     raise RuntimeError(
+(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
+"""
+ENGINE_CORE_CAUSE = """\
+(EngineCore_DP0 pid=210) ERROR 02-10 09:14:01 [core.py:708]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py", line 241, in determine_available_memory
+(EngineCore_DP0 pid=210) ERROR 02-10 09:14:01 [core.py:708] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.
+"""
+
+
+def test_a_paste_that_only_says_another_process_failed_names_that_line() -> None:
+    assert parse(ENGINE_CORE_FAILED).only_wrappers == (
+        "RuntimeError: Engine core initialization failed. See root cause above. "
+        "Failed core proc(s): {}"
+    )
+    assert parse("ERROR 02-10 09:14:03 [core.py:708] EngineCore failed to start.\n").only_wrappers
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        ENGINE_CORE_CAUSE + ENGINE_CORE_FAILED,  # the cause is in the paste after all
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+        "the upstream refused the connection\n",  # plain words, not a wrapper
+    ],
+)
+def test_a_paste_with_an_error_of_its_own_is_not_only_a_wrapper(paste: str) -> None:
+    assert parse(paste).only_wrappers == ""

@@ -152,6 +152,21 @@ def test_it_says_no_known_match_for_an_unrelated_error(starter_kb: None, tmp_pat
     assert result["fixes"] == []
 
 
+def test_a_paste_that_only_says_the_engine_failed_asks_for_the_log_before_it(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "wrapper.txt"
+    paste.write_text(
+        "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause"
+        " above. Failed core proc(s): {}\n"
+    )
+    printed = run(str(paste))
+    assert "Paste the log from the first Traceback or ERROR line before it." in printed
+    assert "start a finding from this paste" not in printed  # it would teach nothing
+    answer = json.loads(run(str(paste), "--json"))
+    assert answer["cause_not_pasted"].startswith("RuntimeError: Engine core initialization")
+
+
 def test_a_bare_error_line_is_quoted_as_written(starter_kb: None, tmp_path: Path) -> None:
     paste = tmp_path / "line.txt"
     paste.write_text("the upstream refused the connection\n")

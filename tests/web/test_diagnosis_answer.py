@@ -511,3 +511,18 @@ def test_the_first_fixs_corrected_launch_can_be_checked_from_the_diagnosis(
 
     checked = client.post("/check/", fields)
     assert checked.status_code == 200 and b"sm_120" in checked.content
+
+
+def test_a_paste_that_only_says_the_scheduler_died_says_where_the_cause_is(
+    client: Client, starter_kb: None, django_user_model
+) -> None:
+    """No draft is offered: a paste without its error would teach the finding nothing."""
+    client.force_login(django_user_model.objects.create_user("oncall"))
+    page = page_of(
+        client,
+        "[2026-02-10 09:14:03] Received sigquit from a child process. It usually means the child failed.\n",
+    )
+
+    assert "The cause is not in this paste." in page
+    assert "printed earlier in the same log, by that process" in page
+    assert "Start a finding from this paste" not in page

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from decisiontree.answer import (
+    CAUSE_NOT_PASTED,
     OTHER_SETUP,
     PROPOSED,
     Diagnosis,
@@ -159,6 +160,8 @@ def render_text(
 ) -> str:
     lines = [headline(diagnosis)]
     lines += [f"  {line}" for line in diagnosis.error_lines[1:]]
+    if diagnosis.cause_not_pasted:
+        lines += ["", CAUSE_NOT_PASTED]
     if diagnosis.flag_problems:
         unknown = "Flags FixGraph's flag tables do not know:"
         lines += ["", "Fix these first:" if diagnosis.refused_flags else unknown]
@@ -253,7 +256,7 @@ def render_next_step(diagnosis: Diagnosis) -> list[str]:
     drafts = drafts_of_error(fingerprint) if fingerprint else []
     if drafts:
         lines += ["", drafts_line([{"id": d.pk, "title": d.title} for d in drafts])]
-    else:
+    elif not diagnosis.cause_not_pasted:  # a draft of a wrapper would teach nothing
         lines += ["", "Once you solve it, start a finding from this paste on the web page."]
     return lines
 
