@@ -21,7 +21,7 @@ from decisiontree.launch import (
     command_in_text,
     release_written,
 )
-from decisiontree.logline import strip_ansi
+from decisiontree.logline import record_lines, strip_ansi
 from decisiontree.server_settings import (
     VLLM_FIELDS,
     SettingsDump,
@@ -185,8 +185,12 @@ def build_context(
 
 
 def clean(text: str) -> str:
-    """Pasted text without colour codes or carriage returns."""
-    return strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n")
+    """Pasted text without colour codes or carriage returns, a log collector's JSON
+    records read as the lines they carry."""
+    text = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n")
+    if "{" not in text:
+        return text
+    return "\n".join(line for raw in text.split("\n") for line in (record_lines(raw) or [raw]))
 
 
 def _merge(layers: list[tuple[str, Facts]]) -> tuple[Facts, dict[str, str]]:

@@ -11,11 +11,15 @@ pasted alone or inside a write-up.
 - `last_overwrite(line)`: what a terminal showed of a line redrawn with "\r";
 - `split_prefix(line)`: (message, what the prefixes said: time, level, rank, process);
 - `strip_prefix(line)` / `has_prefix(line)`: the message alone / was there a prefix?
+- `unquoted(line)`: without the quote marks of a Markdown or e-mail quote (`> `);
+- `record_lines(line)`: a log collector's JSON record (docker's json-file, a structured
+  logger, a cloud log export) as the lines its program printed.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from dataclasses import dataclass
 
@@ -36,6 +40,9 @@ def last_overwrite(line: str) -> str:
     return segments[-1] if segments else ""
 
 
+# Markdown and e-mail quote marks, nested or not (">>" too, as Markdown reads it). A ">"
+# must be followed by a space, another ">" or the line's end, so C++'s ">::type" stays.
+QUOTE_MARKS = re.compile(r"[ \t]{0,3}(?:>(?=[\s>]|$)[ \t]?)+")
 _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
 _TS = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _LEVEL_START = "DIWECF"
@@ -73,6 +80,8 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\[?(?P<glog>[IWEF])\d{3,4} \d\d:\d\d:\d\d\.\d+ (?:\d+ )?(?P<src>[\w./-]+:\d+)\] ?"
         ),
     ),
+    # Kubernetes' node log (CRI): 2026-02-19T00:08:10.123456789Z stderr F
+    ("0123456789", re.compile(rf"(?P<ts>{_TS}) (?:stdout|stderr) [FP] ")),
     ("0123456789", re.compile(rf"(?P<ts>{_TS}) *(?:[|:]|-(?= ))? ?")),  # ISO / logging
     ("", re.compile(rf"[\w.]+ +- +(?P<lvl>{_LEVELS}) +- ?")),  # "name - ERROR - "
     # ERROR:root: / INFO:     / ERROR | / ERROR
@@ -82,6 +91,7 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # syslog / journald: Feb 19 00:08:10 host kernel:
     (_UPPER, re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./-]+(?:\[\d+\])?: ?")),
     ("[", re.compile(r"\[ *\d+\.\d+\] ?")),  # dmesg
+    (">", QUOTE_MARKS),  # a log quoted in an issue or a mail: "> > Traceback ..."
     ("", re.compile(r"[\w.-]+:\d+:\d+ \[(?P<dev>\d+)\] (?=NCCL )")),  # NCCL: host:pid:tid [3]
 )
 
@@ -138,6 +148,52 @@ def _first_prefix(line: str) -> re.Match[str] | None:
     return None
 
 
+def unquoted(line: str) -> str:
+    """The line without the marks of a Markdown or e-mail quote: "> > x" -> "x"."""
+    match = QUOTE_MARKS.match(line) if ">" in line[:40] else None
+    return line[match.end() :] if match else line
+
+
+# A log collector's record: the keys that hold what the program printed, and keys that
+# only a log record has (a JSON error body of an HTTP server has "message" too, and is
+# left as it is). Docker's json-file driver: {"log": "...\n", "stream": "stderr", "time": ...};
+# structured loggers: {"level": "error", "ts": ..., "msg": ...}; cloud exports:
+# {"severity": "ERROR", "textPayload": ...}.
+_RECORD_MESSAGE = ("log", "msg", "message", "MESSAGE", "textPayload")
+_RECORD_EXTRA = ("exc_info", "exception", "stack_trace", "stacktrace", "traceback", "error")
+_RECORD_KEYS = frozenset(
+    {"time", "ts", "timestamp", "@timestamp", "level", "levelname", "severity", "stream",
+     "logger", "logger_name", "caller", "_SYSTEMD_UNIT", "__REALTIME_TIMESTAMP"}
+)  # fmt: skip
+_RECORD_LEVEL = ("level", "levelname", "severity")
+
+
+def record_lines(line: str) -> list[str] | None:
+    """The lines a JSON log record carries, its level before its message ("ERROR ...");
+    None for a line that is not one."""
+    body = line.strip()
+    if not (body.startswith("{") and body.endswith("}")) or '"' not in body:
+        return None
+    try:
+        record = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or not _RECORD_KEYS.intersection(record):
+        return None
+    message = next((record[k] for k in _RECORD_MESSAGE if isinstance(record.get(k), str)), None)
+    if message is None:
+        return None
+    level = next((record[k] for k in _RECORD_LEVEL if isinstance(record.get(k), str)), "")
+    level = level.upper() if re.fullmatch(_LEVELS, level.upper()) else ""
+    lines = message.rstrip("\n").split("\n")
+    if level and lines[0]:
+        lines[0] = f"{level} {lines[0]}"
+    for key in _RECORD_EXTRA:
+        if isinstance(record.get(key), str) and record[key].strip():
+            lines += record[key].rstrip("\n").split("\n")
+    return lines
+
+
 def _note_prefix(found: Prefix, groups: dict[str, str | None]) -> None:
     level = groups.get("lvl") or _GLOG_LEVELS.get(groups.get("glog") or "")
     found.stamped = found.stamped or bool(level or groups.get("ts"))
@@ -158,7 +214,9 @@ __all__ = [
     "Prefix",
     "has_prefix",
     "last_overwrite",
+    "record_lines",
     "split_prefix",
     "strip_ansi",
     "strip_prefix",
+    "unquoted",
 ]

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from decisiontree import fingerprint, terms, traceback
+from decisiontree import fingerprint, logline, terms, traceback
 from decisiontree.fingerprint import Signature, signatures_of
 from decisiontree.traceback import InputRejected, parse
 
@@ -27,7 +27,7 @@ SampleSignatures = tuple[Signature, ...] | str
 def scheme() -> str:
     """A digest of the code that turns a sample into signatures."""
     digest = hashlib.sha256()
-    for module in (traceback, terms, fingerprint):
+    for module in (logline, traceback, terms, fingerprint):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:16]
 

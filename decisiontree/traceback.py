@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from decisiontree.logline import Prefix, last_overwrite, split_prefix, strip_ansi
+from decisiontree.logline import Prefix, last_overwrite, record_lines, split_prefix, strip_ansi
 
 MAX_INPUT_CHARS = 2_000_000
 MAX_LINE_CHARS = 4_000  # longer lines are config dumps; cutting them keeps regexes linear
@@ -252,12 +252,20 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
     """
     text = strip_ansi(text).replace("\r\n", "\n")
     raws = _BLANK_RUNS.sub("\n\n", text).split("\n")
+    if "{" in text:  # a log collector's JSON records: what the program printed
+        raws = [line for raw in raws for line in _printed(raw)]
     cut = len(raws) > MAX_LINES
     if cut:
         omitted = len(raws) - MAX_LINES
         raws = [*raws[:HEAD_LINES], f"[... {omitted} lines omitted ...]", *raws[-TAIL_LINES:]]
     lines = [last_overwrite(raw[:MAX_RAW_LINE_CHARS])[:MAX_LINE_CHARS].rstrip() for raw in raws]
     return _joined_table_rows(lines), cut
+
+
+def _printed(raw: str) -> list[str]:
+    if not raw.lstrip().startswith("{") or len(raw) > MAX_RAW_LINE_CHARS:
+        return [raw]
+    return record_lines(raw) or [raw]
 
 
 _BLANK_RUNS = re.compile(r"\n(?:[ \t\r]*\n)+")
@@ -368,7 +376,9 @@ def _logical_lines(physical: list[str]) -> list[_Line]:
 
 _HEADER = "Traceback (most recent call last):"
 _FRAME = re.compile(
-    r'\s*File "(?P<path>[^"]{1,1000})", line (?P<lineno>\d+)(?:, in (?P<func>.+))?$'
+    # Curly quotes: a traceback that passed through a word processor or a chat's formatting.
+    r'\s*File ["\u201c](?P<path>[^"\u201d]{1,1000})["\u201d], line (?P<lineno>\d+)'
+    r"(?:, in (?P<func>.+))?$"
 )
 _CHAIN = re.compile(
     r"\s*(?:During handling of the above exception, another exception occurred"

@@ -17,7 +17,6 @@ MAX_SAMPLES = 40
 MAX_SAMPLE_LINES = 400
 _MAX_LINE_SCAN = 4000  # classify only a line's head: a 1 MB line must not cost a regex pass each
 
-_MD_QUOTE = re.compile(r"^\s*>\s?")
 _TB_HEADER = re.compile(r"Traceback \(most recent call last\):")
 _FILE_LINE = re.compile(r"^\s*File \"[^\"\n]{1,500}\", line \d+")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
@@ -68,8 +67,7 @@ def strip_log_prefix(line: str) -> str:
 
 
 def _unquoted(head: str) -> str:
-    head = logline.strip_ansi(head)
-    return _MD_QUOTE.sub("", head, count=1) if head.lstrip().startswith(">") else head
+    return logline.unquoted(logline.strip_ansi(head))
 
 
 def has_log_prefix(line: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from decisiontree.logline import has_prefix, split_prefix, strip_ansi, strip_prefix
+from decisiontree.logline import has_prefix, split_prefix, strip_ansi, strip_prefix, unquoted
 from decisiontree.traceback import parse
 
 
@@ -53,3 +53,12 @@ def test_an_error_message_goes_on_over_lines_of_its_own_logger_only() -> None:
     )
     (error,) = parse(log).exceptions
     assert error.message == "the prompt is longer than max_model_len\nit holds 40960 tokens"
+
+
+def test_quote_marks_come_off_but_a_cpp_template_close_stays() -> None:
+    assert unquoted("> > RuntimeError: x") == "RuntimeError: x"
+    assert unquoted(">") == ""
+    assert unquoted(">::type' requested here") == ">::type' requested here"
+    assert strip_prefix("> [2026-02-19 00:08:10 TP3] Scheduler hit an exception") == (
+        "Scheduler hit an exception"
+    )

@@ -3,9 +3,12 @@ exception groups nested deep, start-up INFO lines, a traceback left unfinished."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from decisiontree import traceback
+from decisiontree.fingerprint import signatures_of
 from decisiontree.traceback import MAX_NOISE_IN_FRAMES, module_of, parse
 
 
@@ -94,3 +97,59 @@ def test_of_a_paste_over_the_line_budget_its_start_and_its_end_are_read(
 
     assert parsed.truncated
     assert parsed.primary is not None and parsed.primary.type == "ValueError"
+
+
+# One traceback, as it reaches FixGraph by other roads than a terminal.
+KV_ASSERT = """\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/mem_cache/memory_pool.py", line 1502, in set_kv_buffer
+    assert not self.nsa_kv_cache_store_fp8
+AssertionError"""
+
+
+def _docker_json_file(text: str) -> str:
+    return "\n".join(
+        json.dumps({"log": line + "\n", "stream": "stderr", "time": "2026-02-10T09:14:03.1Z"})
+        for line in text.splitlines()
+    )
+
+
+@pytest.mark.parametrize(
+    "carried",
+    [
+        pytest.param(lambda t: "\n".join("> " + line for line in t.splitlines()), id="md-quote"),
+        pytest.param(lambda t: "\n".join("> > " + line for line in t.splitlines()), id="nested"),
+        pytest.param(
+            lambda t: "\n".join(
+                "2026-02-10T09:14:03.123456789Z stderr F " + line for line in t.splitlines()
+            ),
+            id="kubernetes-node-log",
+        ),
+        pytest.param(_docker_json_file, id="docker-json-file"),
+        pytest.param(
+            lambda t: json.dumps({"level": "error", "ts": 1739178843.1, "msg": "x", "exc_info": t}),
+            id="structured-logger",
+        ),
+        pytest.param(lambda t: t.replace('"/', "\u201c/").replace('py"', "py\u201d"), id="curly"),
+    ],
+)
+def test_a_traceback_reads_the_same_however_it_was_carried(carried) -> None:
+    """Quoted in an issue, collected by a node's log agent or docker, exported as JSON
+    records, or passed through a chat that curled its quotes: the same error, the same
+    fingerprint, the same frame."""
+    plain = signatures_of(parse(KV_ASSERT))[0]
+    found = signatures_of(parse(carried(KV_ASSERT)))[0]
+
+    assert found.fingerprint == plain.fingerprint
+    assert found.key_frames == ("sglang/srt/mem_cache/memory_pool.py:set_kv_buffer",)
+
+
+def test_a_json_error_body_is_read_as_the_server_sent_it() -> None:
+    """An HTTP error body has a "message" but is no log record: it is not replaced by it."""
+    body = '{"object":"error","message":"The input (9000 tokens) is too long.","code":400}'
+    assert parse(body).error_lines[0] == body
+
+
+def test_a_structured_loggers_level_marks_its_message_as_an_error_line() -> None:
+    record = json.dumps({"level": "error", "ts": "2026-02-10T09:14:03Z", "msg": "NCCL timeout"})
+    assert "NCCL timeout" in parse(record).error_lines
