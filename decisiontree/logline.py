@@ -44,7 +44,8 @@ def last_overwrite(line: str) -> str:
 # must be followed by a space, another ">" or the line's end, so C++'s ">::type" stays.
 QUOTE_MARKS = re.compile(r"[ \t]{0,3}(?:>(?=[\s>]|$)[ \t]?)+")
 _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
-_TS = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+# A date written with "-" or, as Go's log package and many logging configs do, "/".
+_TS = r"\d{4}(?:-\d\d-\d\d|/\d\d/\d\d)[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _LEVEL_START = "DIWECF"
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Each pattern is anchored at the start and listed with the characters it can
@@ -54,6 +55,11 @@ _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # SGLang: [2026-02-19 00:08:10 TP3] / [2026-02-19 00:08:10 DP0 TP3 EP3]
     ("[", re.compile(rf"\[(?P<ts>{_TS})(?P<tags>(?: [A-Z]{{2,4}}\d+)*)\] ?")),
+    # A clock alone, or with a date, in brackets: [09:14:03], rich's [02/10/26 09:14:03]
+    (
+        "[",
+        re.compile(r"\[(?P<ts>(?:\d{2,4}[/-]\d\d[/-]\d{2,4}[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?)\] ?"),
+    ),
     # vLLM / Ray process tags: (VllmWorker rank=2 pid=1234) (EngineCore_DP0 pid=77)
     (
         "(",

@@ -20,6 +20,11 @@ from decisiontree.traceback import parse
         ("[rank3]: RuntimeError: CUDA error", "RuntimeError: CUDA error"),
         ("2026-02-19T00:08:10.123Z ERROR boom", "boom"),
         ("[pod/sglang-0/server] ValueError: x", "ValueError: x"),
+        ("2026/02/19 00:08:10 ERROR boom", "boom"),  # Go's log package, slashed dates
+        ("[02/19/26 00:08:10] ERROR    boom", "boom"),  # rich's console handler
+        ("[00:08:10] RuntimeError: x", "RuntimeError: x"),
+        ("2026-02-19T00:08:10.123456789Z stderr F RuntimeError: x", "RuntimeError: x"),
+        ("> (EngineCore_DP0 pid=7) ERROR 02-19 00:08:10 [core.py:1] boom", "boom"),
     ],
 )
 def test_it_sets_aside_each_kind_of_log_prefix(line: str, message: str) -> None:
