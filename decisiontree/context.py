@@ -42,6 +42,9 @@ class Context:
     gpus: tuple[str, ...] = ()  # canonical GPU names
     gpu_count: int | None = None
     arch: str | None = None  # "sm_120"
+    # The compute capability as the user answered a question: "8.6", or a range the
+    # question offered (">=8.0,<9.0"); else the architecture's.
+    capability: str | None = None
     framework: str | None = None  # "sglang" | "vllm"
     framework_version: str | None = None
     model: str | None = None
@@ -75,7 +78,7 @@ class Context:
             return (self.versions if prefix == "version" else self.env).get(rest)
         simple = {
             "gpu.arch": self.arch,
-            "gpu.capability": capability_of(self.arch),
+            "gpu.capability": self.capability or capability_of(self.arch),
             "gpu.name": self.gpus[0] if self.gpus else None,
             "gpu.count": str(self.gpu_count) if self.gpu_count else None,
             "framework": self.framework,
@@ -108,6 +111,8 @@ def _answer_fields(key: str, value: str) -> dict[str, Any]:
         return {"gpus": (gpu.name if gpu else value,), "arch": gpu.arch if gpu else None}
     if key == "gpu.arch":
         return {"arch": vocabulary.arch_of(value) or value}
+    if key == "gpu.capability":
+        return {"capability": value.strip()}
     if key == "gpu.count":
         return {"gpu_count": int(value) if value.isdigit() else None}
     if key == "model.name":

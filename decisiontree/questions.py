@@ -23,7 +23,7 @@ from decisiontree.context import Context
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.match import Candidate
 from decisiontree.records import Change
-from decisiontree.setup import State, assess
+from decisiontree.setup import State, assess, capability_answers
 from decisiontree.spelling import spell_flag
 from decisiontree.vocabulary import Vocabulary
 from decisiontree.walk import remedy_of, visit_findings, walk
@@ -33,6 +33,7 @@ OTHER_ANSWER = "other"
 QUESTION_ORDER = (
     "gpu.arch",
     "gpu.name",
+    "gpu.capability",
     "framework",
     "framework.version",
     "model.arch",
@@ -42,6 +43,9 @@ QUESTION_ORDER = (
 ASK = {
     "gpu.arch": "Which GPU?",
     "gpu.name": "Which GPU?",
+    "gpu.capability": (
+        "Which compute capability has the GPU (nvidia-smi --query-gpu=compute_cap --format=csv)?"
+    ),
     "framework": "Which serving framework?",
     "framework.version": "Which release of the framework?",
     "model.arch": "Which model architecture (model_type in its config.json)?",
@@ -139,7 +143,10 @@ def unknown_keys(
         for condition in graph.conditions_of(visit.finding.id):
             if assess(condition, context, vocabulary) is State.UNKNOWN:
                 values.setdefault(condition.key, set()).add(condition.value)
-    return {key: (*sorted(found), OTHER_ANSWER) for key, found in sorted(values.items())}
+    asked = {key: (*sorted(found), OTHER_ANSWER) for key, found in sorted(values.items())}
+    if "gpu.capability" in values:  # ranges that cover every GPU: no "other" to answer
+        asked["gpu.capability"] = capability_answers(values["gpu.capability"], vocabulary)
+    return {key: answers for key, answers in asked.items() if answers}
 
 
 def outcomes(
@@ -196,6 +203,7 @@ def ask(key: str, context: Context) -> str:
 NOUNS = {
     "gpu.arch": "GPU",
     "gpu.name": "GPU",
+    "gpu.capability": "compute capability",
     "framework": "framework",
     "framework.version": "release",
     "model.arch": "model",
@@ -210,7 +218,9 @@ def _answer_label(key: str, answer: str, context: Context) -> str:
     if key.startswith("flag."):
         flag = spell_flag(key.removeprefix("flag."), context.framework, context.spelling_version)
         return f"another value of {flag}" if answer == OTHER_ANSWER else f"{flag}={answer}"
-    return f"another {NOUNS.get(key, key)}" if answer == OTHER_ANSWER else answer
+    if answer == OTHER_ANSWER:
+        return f"another {NOUNS.get(key, key)}"
+    return f"compute capability {answer}" if key == "gpu.capability" else answer
 
 
 def _key_order(key: str) -> int:

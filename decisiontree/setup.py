@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -76,8 +77,59 @@ def assess(condition: Condition, context: Context, vocabulary: Vocabulary) -> St
     actual = normal_value(context.get(condition.key), condition.key, vocabulary)
     if actual in UNDECIDED_VALUES and normal_value(condition.value) not in UNDECIDED_VALUES:
         return State.UNKNOWN
+    if condition.key == "gpu.capability" and _RANGE.match(actual):
+        return _in_range(condition, actual, vocabulary)
     equal = _same_value(condition.key, condition.value, actual, vocabulary)
     return State.MET if equal != condition.negate else State.CONTRADICTED
+
+
+# A compute capability answered as a range (">=8.0,<9.0"), not as one GPU's.
+_RANGE = re.compile(r"\s*[<>=!~]")
+
+
+def _in_range(condition: Condition, answered: str, vocabulary: Vocabulary) -> State:
+    """A condition on the compute capability, the user's answered as a range: met where
+    every GPU the vocabulary knows in that range meets it, contradicted where none does."""
+    inside = [c for c in capabilities(vocabulary) if versions.satisfies(c, answered)]
+    meets = {versions.satisfies(c, condition.value) != condition.negate for c in inside}
+    if meets == {True}:
+        return State.MET
+    return State.CONTRADICTED if meets == {False} else State.UNKNOWN
+
+
+def capabilities(vocabulary: Vocabulary) -> list[str]:
+    """The compute capabilities of the GPUs the vocabulary knows, oldest first."""
+    found = {gpu.compute_capability for gpu in vocabulary.gpus if gpu.compute_capability}
+    return sorted(found, key=versions.sort_key)
+
+
+def capability_answers(wanted: Iterable[str], vocabulary: Vocabulary) -> tuple[str, ...]:
+    """The answers to "which compute capability?" that tell the `wanted` conditions apart:
+    the known capabilities in runs that meet the same of them, each run written as a range
+    ("<8.0", ">=8.0,<9.0", ">=9.0"); () when every known GPU meets the same."""
+    specs = sorted(set(wanted))
+    runs: list[list[str]] = []
+    pattern: tuple[bool, ...] | None = None
+    for capability in capabilities(vocabulary):
+        meets = tuple(versions.satisfies(capability, spec) for spec in specs)
+        if runs and meets == pattern:
+            runs[-1].append(capability)
+        else:
+            runs.append([capability])
+            pattern = meets
+    if len(runs) < 2:
+        return ()
+    return tuple(
+        ",".join(
+            bound
+            for bound in (
+                f">={run[0]}" if number else "",
+                f"<{runs[number + 1][0]}" if number + 1 < len(runs) else "",
+            )
+            if bound
+        )
+        for number, run in enumerate(runs)
+    )
 
 
 def on_gpu(

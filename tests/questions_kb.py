@@ -27,12 +27,15 @@ BLACKWELL_FIX = "Run the MoE layers on the FlashInfer CUTLASS kernels"
 ADA_FIX = "Upgrade Triton"
 
 
-def gpu_split_kb() -> tuple[Finding, Finding]:
-    """Two published findings of one error whose first fix depends on the GPU."""
+def gpu_split_kb(
+    blackwell_gpu: dict[str, str] | None = None, ada_gpu: dict[str, str] | None = None
+) -> tuple[Finding, Finding]:
+    """Two published findings of one error whose first fix depends on the GPU: by its
+    architecture, or by the conditions given (a compute capability)."""
     blackwell = _finding(
         "MoE Triton kernel configs exceed the shared memory of sm_120 cards",
         "The tuned fused-MoE configs assume a data-centre card's shared memory.",
-        "sm_120",
+        blackwell_gpu or {"key": "gpu.arch", "value": "sm_120"},
     )
     Fix.objects.create(
         finding=blackwell,
@@ -45,7 +48,7 @@ def gpu_split_kb() -> tuple[Finding, Finding]:
     ada = _finding(
         "Old Triton picks a MoE config that sm_89 cards cannot run",
         "Triton before 3.3 ignores the card's shared-memory limit when it autotunes.",
-        "sm_89",
+        ada_gpu or {"key": "gpu.arch", "value": "sm_89"},
     )
     Fix.objects.create(
         finding=ada,
@@ -56,15 +59,19 @@ def gpu_split_kb() -> tuple[Finding, Finding]:
     return blackwell, ada
 
 
-def _finding(title: str, cause: str, arch: str) -> Finding:
+def gpu_capability_split_kb() -> tuple[Finding, Finding]:
+    """The same two findings, the GPU they need said by its compute capability."""
+    return gpu_split_kb(
+        {"key": "gpu.capability", "value": ">=12.0"}, {"key": "gpu.capability", "value": "<12.0"}
+    )
+
+
+def _finding(title: str, cause: str, gpu: dict[str, str]) -> Finding:
     finding = Finding.objects.create(
         title=title,
         status=Finding.Status.PUBLISHED,
         cause=cause,
-        conditions=[
-            {"key": "gpu.arch", "value": arch},
-            {"key": "framework", "value": "sglang"},
-        ],
+        conditions=[gpu, {"key": "framework", "value": "sglang"}],
     )
     ErrorSample.objects.create(finding=finding, text=MOE_OUT_OF_RESOURCES)
     return finding

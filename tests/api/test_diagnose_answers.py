@@ -9,6 +9,7 @@ from tests.questions_kb import (
     ADA_FIX,
     BLACKWELL_FIX,
     MOE_OUT_OF_RESOURCES_ELSEWHERE,
+    gpu_capability_split_kb,
     gpu_split_kb,
 )
 
@@ -42,3 +43,20 @@ def test_it_asks_one_question_and_the_answer_changes_the_order(reader: APIClient
     assert summaries(ada) == [ADA_FIX, BLACKWELL_FIX]
     assert summaries(blackwell) == [BLACKWELL_FIX, ADA_FIX]
     assert ada["questions"] == [] and ada["context"]["arch"] == "sm_89"
+
+
+def test_a_compute_capability_is_asked_in_ranges_and_the_answer_changes_the_order(
+    reader: APIClient,
+) -> None:
+    gpu_capability_split_kb()
+
+    asked = diagnose(reader)
+    assert [q["key"] for q in asked["questions"]] == ["gpu.capability"]
+    assert asked["questions"][0]["answers"] == ["<12.0", ">=12.0"]
+
+    older = diagnose(reader, answers={"gpu.capability": "<12.0"})
+    as_printed = diagnose(reader, answers={"gpu.capability": "12.0"})  # nvidia-smi's compute_cap
+
+    assert summaries(older) == [ADA_FIX, BLACKWELL_FIX]
+    assert summaries(as_printed) == [BLACKWELL_FIX, ADA_FIX]
+    assert older["questions"] == [] and as_printed["questions"] == []

@@ -221,3 +221,55 @@ def test_equally_decisive_questions_ask_the_gpu_before_the_framework() -> None:
     gpu, framework = (q.text for q in result.questions)
     assert gpu.startswith("Which GPU? On ") and gpu.endswith(" the first fix differs.")
     assert framework.startswith("Which serving framework? On ")
+
+
+# --- a condition on the compute capability is asked as one -----------------------------
+
+HALF = FixRecord(
+    4, "Serve in float16", (Change(ChangeAction.SET_FLAG, "dtype", "float16"),), Outcome.RESOLVES
+)
+
+
+def capability_finding(finding_id: int, wanted: str, fix: FixRecord) -> FindingRecord:
+    return dataclasses.replace(
+        finding(finding_id, "sm_120", fix, f"the kernel needs compute capability {wanted}"),
+        conditions=(Condition("gpu.capability", wanted), Condition("framework", "sglang")),
+    )
+
+
+CAPABILITY_SPLIT = build_graph(
+    [
+        capability_finding(40, "<8.0", HALF),
+        capability_finding(50, ">=8.0", UPGRADE),
+    ]
+)
+
+
+def test_a_compute_capability_that_splits_the_fixes_is_asked_with_ranges_that_cover_every_gpu() -> (
+    None
+):
+    result = diagnose(NAN_ASSERT_ELSEWHERE, build_context(framework="sglang"), CAPABILITY_SPLIT)
+
+    (question,) = result.questions
+    assert question.key == "gpu.capability"
+    assert question.answers == ("<8.0", ">=8.0")  # a T4 and a V100; every later GPU
+    assert question.text.startswith("Which compute capability has the GPU")
+    assert dict(question.first_fix_by_answer) == {
+        "<8.0": "Serve in float16",
+        ">=8.0": "Upgrade flashinfer",
+    }
+
+
+def test_answering_the_compute_capability_reranks_as_a_named_gpu_would() -> None:
+    def first(context) -> int:
+        return diagnose(NAN_ASSERT_ELSEWHERE, context, CAPABILITY_SPLIT).fixes[0].fix.id
+
+    unknown = build_context(framework="sglang")
+    assert first(unknown.with_answer("gpu.capability", "<8.0")) == HALF.id
+    assert first(unknown.with_answer("gpu.capability", ">=8.0")) == UPGRADE.id
+    assert first(unknown.with_answer("gpu.capability", "7.5")) == HALF.id  # as nvidia-smi says
+    assert first(build_context(framework="sglang", gpu="Tesla T4")) == HALF.id
+    answered = diagnose(
+        NAN_ASSERT_ELSEWHERE, unknown.with_answer("gpu.capability", ">=8.0"), CAPABILITY_SPLIT
+    )
+    assert answered.questions == ()

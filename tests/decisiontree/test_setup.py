@@ -15,7 +15,7 @@ from decisiontree.context import build_context
 from decisiontree.diagnose import diagnose
 from decisiontree.graph import build_graph
 from decisiontree.records import Change, ChangeAction, Condition, FindingRecord, FixRecord, Outcome
-from decisiontree.setup import applicability, setup_differences
+from decisiontree.setup import State, applicability, assess, capability_answers, setup_differences
 from decisiontree.vocabulary import load
 
 FIXTURES = Path(__file__).parent / "fixtures" / "diagnose"
@@ -173,3 +173,23 @@ def test_model_architecture_ties_come_from_the_flag_tables() -> None:
     assert flags.flag("dsa-decode-backend", "sglang").model_archs  # type: ignore[union-attr]
     assert applicability(set_flag("dsa-decode-backend", "trtllm"), deepseek, None).applies
     assert flags.flag("kv-cache-dtype", "sglang").model_archs == ()  # type: ignore[union-attr]
+
+
+def test_compute_capability_answers_tell_each_condition_apart() -> None:
+    assert capability_answers(["<8.0", ">=9.0"], load()) == ("<8.0", ">=8.0,<9.0", ">=9.0")
+    assert capability_answers([">=0.1"], load()) == ()  # every GPU meets it: nothing to ask
+
+
+def test_a_capability_answered_as_a_range_decides_only_what_the_whole_range_decides() -> None:
+    ampere_or_ada = build_context().with_answer("gpu.capability", ">=8.0,<9.0")
+
+    def state(wanted: str) -> State:
+        return assess(Condition("gpu.capability", wanted), ampere_or_ada, load())
+
+    assert state("<9.0") is State.MET
+    assert state("<8.0") is State.CONTRADICTED
+    assert state(">=8.9") is State.UNKNOWN  # an L40S has 8.9, an A100 8.0
+    difference = setup_differences([Condition("gpu.capability", "<8.0")], ampere_or_ada, load())
+    assert difference[0].describe() == (
+        "GPU compute capability >=8.0,<9.0 here, <8.0 in the finding"
+    )

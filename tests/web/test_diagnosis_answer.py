@@ -17,6 +17,7 @@ from tests.questions_kb import (
     ADA_FIX,
     BLACKWELL_FIX,
     MOE_OUT_OF_RESOURCES_ELSEWHERE,
+    gpu_capability_split_kb,
     gpu_split_kb,
 )
 
@@ -59,6 +60,19 @@ def test_it_asks_the_one_question_that_splits_the_fixes_and_reranks_on_the_answe
     assert fix_headings(blackwell) == [BLACKWELL_FIX, ADA_FIX]
     assert "Your answers: <code>gpu.arch = sm_89</code>" in ada
     assert "Which GPU?" not in ada
+
+
+def test_a_compute_capability_question_is_answered_by_a_range_button(client: Client) -> None:
+    gpu_capability_split_kb()
+
+    page = page_of(client, MOE_OUT_OF_RESOURCES_ELSEWHERE)
+    assert "Which compute capability has the GPU" in page
+    assert 'value="gpu.capability=&lt;12.0"' in page and 'value="gpu.capability=&gt;=12.0"' in page
+
+    older = page_of(client, MOE_OUT_OF_RESOURCES_ELSEWHERE, answer="gpu.capability=<12.0")
+
+    assert fix_headings(older) == [ADA_FIX, BLACKWELL_FIX]
+    assert "Your answers: <code>gpu.capability = &lt;12.0</code>" in older
 
 
 def test_the_generic_nan_assert_on_an_h100_llama_is_not_a_known_issue(
