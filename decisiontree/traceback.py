@@ -380,6 +380,16 @@ _FRAME = re.compile(
     r'\s*File ["\u201c](?P<path>[^"\u201d]{1,1000})["\u201d], line (?P<lineno>\d+)'
     r"(?:, in (?P<func>.+))?$"
 )
+# IPython and Jupyter (8+): "AssertionError      Traceback (most recent call last)", then
+# "File /opt/.../vllm/worker/worker.py:229, in Worker.determine_num_available_blocks(self)"
+# frames, each followed by numbered source lines, "--> 229" marking the one that ran.
+_NOTEBOOK_HEADER = re.compile(r"\s*[A-Za-z_][\w.]*\s{2,}Traceback \(most recent call last\)\s*$")
+_NOTEBOOK_FRAME = re.compile(
+    r"\s*File (?P<path>(?:/|~/|[A-Za-z]:\\)[^:\n]{1,1000}):(?P<lineno>\d+), in "
+    r"(?:[\w.<>]+\.)?(?P<func>[\w<>]+)(?:\(.*)?$"
+)
+_NOTEBOOK_CELL = re.compile(r"\s*(?:Cell In\s*\[\d*\], line \d+|<ipython-input-[\w-]+> in )")
+_NOTEBOOK_SOURCE = re.compile(r"\s*(?P<arrow>-+>)?\s*\d+(?: (?P<code>.*))?$")
 _CHAIN = re.compile(
     r"\s*(?:During handling of the above exception, another exception occurred"
     r"|The above exception was the direct cause of the following exception):?\s*$"
@@ -447,10 +457,15 @@ def _said(words: re.Pattern[str], text: str) -> bool:
 _MAX_RELEVANT_INFO_CHARS = 400  # longer INFO lines are argument dumps
 
 
+def _frame_of(text: str) -> re.Match[str] | None:
+    """A frame line, as Python prints it or as IPython does."""
+    return _FRAME.match(text) or (_NOTEBOOK_FRAME.match(text) if "File " in text else None)
+
+
 def _is_structural(text: str) -> bool:
     return (
         _HEADER in text
-        or bool(_FRAME.match(text))
+        or bool(_frame_of(text))
         or bool(_CHAIN.match(text))
         or bool(_CPP_FRAME.match(text))
         or text.startswith("```")
@@ -613,9 +628,9 @@ class _Stream:
 
     def _feed_idle(self, line: _Line) -> None:
         text = line.text
-        if _HEADER in text:
+        if _HEADER in text or _NOTEBOOK_HEADER.match(text):
             self._open_frames(line.index)
-        elif frame := _FRAME.match(text):
+        elif frame := _frame_of(text):
             self.sink.truncated = True  # the paste starts inside a traceback
             self._open_frames(line.index)
             self._add_frame(frame)
@@ -662,8 +677,14 @@ class _Stream:
     def _feed_frames(self, line: _Line) -> bool:
         """Consume a line inside a traceback; False hands it back to the idle reader."""
         text = line.text
-        if frame := _FRAME.match(text):
+        if frame := _frame_of(text):
             self._add_frame(frame)
+        elif self.frames and (source := _NOTEBOOK_SOURCE.match(text)):
+            if source["arrow"] and self.awaiting_code and source["code"]:
+                self._set_code(source["code"].strip())  # the line that ran
+            return True  # the source lines IPython shows around it
+        elif _NOTEBOOK_CELL.match(text):
+            pass  # the notebook cell that made the call: no module to name
         elif _HEADER in text or _CHAIN.match(text):
             self._close_untyped()  # a traceback with no exception line: it was cut
             return _HEADER not in text

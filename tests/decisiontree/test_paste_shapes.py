@@ -153,3 +153,47 @@ def test_a_json_error_body_is_read_as_the_server_sent_it() -> None:
 def test_a_structured_loggers_level_marks_its_message_as_an_error_line() -> None:
     record = json.dumps({"level": "error", "ts": "2026-02-10T09:14:03Z", "msg": "NCCL timeout"})
     assert "NCCL timeout" in parse(record).error_lines
+
+
+NOTEBOOK = """\
+---------------------------------------------------------------------------
+AssertionError                            Traceback (most recent call last)
+Cell In[4], line 3
+      1 from vllm import LLM
+----> 3 llm = LLM(model="Qwen/Qwen2.5-7B-Instruct", gpu_memory_utilization=0.9)
+
+File /opt/conda/lib/python3.11/site-packages/vllm/entrypoints/llm.py:243, in LLM.__init__(self, model, **kwargs)
+    240 engine_args = EngineArgs(model=model, **kwargs)
+--> 243 self.llm_engine = LLMEngine.from_engine_args(engine_args)
+
+File /opt/conda/lib/python3.11/site-packages/vllm/worker/worker.py:229, in Worker.determine_num_available_blocks(self)
+    227 peak_memory = self.init_gpu_memory - free_gpu_memory
+--> 229 assert self.init_gpu_memory - free_gpu_memory > 0, (
+    230     "Error in memory profiling. "
+
+AssertionError: Error in memory profiling. Initial free memory 20516634624, current free memory 22100000768.
+"""
+SCRIPT = """\
+Traceback (most recent call last):
+  File "/home/me/serve.py", line 3, in <module>
+    llm = LLM(model="Qwen/Qwen2.5-7B-Instruct")
+  File "/usr/lib/python3.11/site-packages/vllm/entrypoints/llm.py", line 243, in __init__
+    self.llm_engine = LLMEngine.from_engine_args(engine_args)
+  File "/usr/lib/python3.11/site-packages/vllm/worker/worker.py", line 229, in determine_num_available_blocks
+    assert self.init_gpu_memory - free_gpu_memory > 0, (
+AssertionError: Error in memory profiling. Initial free memory 30516634624, current free memory 32100000768.
+"""
+
+
+def test_a_notebooks_traceback_is_the_same_error_as_a_scripts() -> None:
+    """IPython prints frames as "File path:line, in Class.method(args)" with numbered
+    source lines around the one that ran: read as Python's own frames."""
+    (exc,) = parse(NOTEBOOK).exceptions
+    assert [(f.module, f.function) for f in exc.frames] == [
+        ("vllm/entrypoints/llm.py", "__init__"),
+        ("vllm/worker/worker.py", "determine_num_available_blocks"),
+    ]
+    assert exc.frames[-1].code == "assert self.init_gpu_memory - free_gpu_memory > 0, ("
+    assert signatures_of(parse(NOTEBOOK))[0].fingerprint == (
+        signatures_of(parse(SCRIPT))[0].fingerprint
+    )
