@@ -25,6 +25,7 @@ from decisiontree.logline import record_lines, strip_ansi
 from decisiontree.server_settings import (
     VLLM_FIELDS,
     SettingsDump,
+    engine_calls,
     rebuilt_command,
     settings_dumps,
 )
@@ -160,9 +161,12 @@ def build_context(
     found_line = command_in_text(text)
     found = vocab.parse_launch_command(found_line) if found_line else None
     dumps = tuple(settings_dumps(text))  # read once: for facts, and for a rebuilt command
+    # A script's offline engine: its arguments are what a launch command's flags are.
+    called = _call_facts(engine_calls(text), vocab) if found is None else {}
     layers: list[tuple[str, Facts]] = [
         ("text", _prose_facts(text, vocab)),
         ("log", _path_facts(text)),
+        ("launch_command", called),
         ("launch_command", _command_facts(found)),
         # The release a command names (an image tag, a pin); a log's own beats it.
         ("launch_command", _release_facts(found) | _release_facts(typed)),
@@ -174,7 +178,11 @@ def build_context(
         ("user", _explicit_facts(vocab, gpu, model, framework, framework_version)),
     ]
     merged, sources = _merge(layers)
-    launched = {**(dict(found.flags) if found else {}), **(dict(typed.flags) if typed else {})}
+    launched = {
+        **{k.removeprefix("flag."): v for k, v in called.items() if k.startswith("flag.")},
+        **(dict(found.flags) if found else {}),
+        **(dict(typed.flags) if typed else {}),
+    }
     unknown = (found.unknown_flags if found else ()) + (typed.unknown_flags if typed else ())
     env = {**(dict(found.env) if found else {}), **(dict(typed.env) if typed else {})}
     context = _context_from(merged, sources, launched, tuple(dict.fromkeys(unknown)), env, vocab)
@@ -618,6 +626,16 @@ def server_log_facts(text: str, vocab: Vocabulary, dumps: Iterable[SettingsDump]
     )
     if engine:
         facts["framework"], facts["framework.version"] = "vllm", engine.group(1)
+    return facts
+
+
+def _call_facts(calls: Iterable[SettingsDump], vocab: Vocabulary) -> Facts:
+    """What a script gave its offline engine (`LLM(model=..., tensor_parallel_size=4)`)."""
+    facts: Facts = {}
+    for call in calls:
+        facts["framework"] = call.framework
+        for name, raw in call.pairs:
+            _add_setting(facts, call.framework, name, raw, vocab)
     return facts
 
 

@@ -32,7 +32,7 @@ _MODEL_FIELDS = ("model_path", "model", "model_tag")  # in the order they are re
 @dataclass(frozen=True)
 class SettingsDump:
     framework: str  # "sglang" | "vllm"
-    kind: str  # "ServerArgs" | "non-default args" | "Namespace" | "engine config"
+    kind: str  # "ServerArgs" | "non-default args" | "Namespace" | "engine config" | "engine call"
     pairs: tuple[tuple[str, str], ...]  # (field, value as printed: a Python literal)
 
 
@@ -54,6 +54,46 @@ def settings_dumps(text: str) -> Iterator[SettingsDump]:
         yield SettingsDump("vllm", "Namespace", _pairs(text, found.end(), ")"))
     for found in _last(re.finditer(r"LLM engine.{0,200}?with config:\s*(.*)$", text, re.M)):
         yield SettingsDump("vllm", "engine config", _pairs(found.group(1)))
+
+
+# The offline engines' constructors, whose keyword arguments are the server's settings:
+# vLLM's `LLM(model=..., tensor_parallel_size=4)` (also `EngineArgs`, `AsyncEngineArgs`),
+# SGLang's `sgl.Engine(model_path=..., tp_size=8)`. A class named LLM or Engine is common;
+# the framework must be named in the paste too (an import, a path).
+_ENGINE_CALLS = (
+    ("vllm", re.compile(r"(?<![\w.])(?:vllm\.)?(?:LLM|AsyncEngineArgs|EngineArgs)\(")),
+    ("sglang", re.compile(r"(?<![\w.])(?:sgl\.|sglang\.)?Engine\(")),
+)
+
+
+def engine_calls(text: str) -> Iterator[SettingsDump]:
+    """The settings a script gave an offline engine: `LLM("Qwen/Qwen3-8B", max_model_len=8192)`."""
+    lowered = text.lower()
+    for framework, pattern in _ENGINE_CALLS:
+        if framework not in lowered:
+            continue
+        for found in _last(pattern.finditer(text)):
+            call = text
+            parts, closed = _top_level_parts(text, found.end(), ")")
+            if not closed:  # Python before 3.11 prints a statement's first line only
+                end = text.find("\n", found.end())
+                call = text if end < 0 else text[:end]
+                parts, _ = _top_level_parts(call, found.end(), None)
+            first = parts[0].strip() if parts else ""
+            positional = (("model", first),) if re.fullmatch(r"(['\"]).+\1", first) else ()
+            # Literals only: `EngineArgs(model=model, **kwargs)` inside vLLM's own frames
+            # passes variables, which say nothing.
+            given = tuple(pair for pair in _pairs(call, found.end(), ")") if _is_literal(pair[1]))
+            if positional or given:
+                yield SettingsDump(framework, "engine call", positional + given)
+
+
+def _is_literal(raw: str) -> bool:
+    try:
+        ast.literal_eval(raw.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def _last(found: Iterator[re.Match[str]]) -> list[re.Match[str]]:
@@ -207,4 +247,4 @@ def _top_level_parts(text: str, start: int, closer: str | None) -> tuple[list[st
     return [*parts, text[part_start:end]], closer is None
 
 
-__all__ = ["SettingsDump", "VLLM_FIELDS", "rebuilt_command", "settings_dumps"]
+__all__ = ["SettingsDump", "VLLM_FIELDS", "engine_calls", "rebuilt_command", "settings_dumps"]

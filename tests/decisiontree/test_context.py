@@ -375,3 +375,50 @@ def test_the_image_tag_of_the_launch_command_is_the_release_unless_the_log_says_
         launch_command=launch,
     )
     assert logged.framework_version == "0.10.0"  # what ran, as the server printed it
+
+
+OFFLINE_SCRIPT = """\
+Traceback (most recent call last):
+  File "/home/me/batch.py", line 4, in <module>
+    llm = LLM(model="Qwen/Qwen2.5-72B-Instruct", tensor_parallel_size=4,
+              gpu_memory_utilization=0.95, kv_cache_dtype="fp8")
+  File "/opt/venv/lib/python3.12/site-packages/vllm/entrypoints/llm.py", line 243, in __init__
+    engine_args = EngineArgs(model=model, **kwargs)
+ValueError: No available memory for the cache blocks.
+"""
+
+
+def test_a_scripts_offline_engine_call_is_read_as_its_launch() -> None:
+    """The keyword arguments of vLLM's LLM(...) are its flags; the variables vLLM's own
+    frames pass on say nothing."""
+    context = build_context(OFFLINE_SCRIPT)
+
+    assert (context.framework, context.model) == ("vllm", "Qwen/Qwen2.5-72B-Instruct")
+    assert context.flags["tensor-parallel-size"] == "4"
+    assert context.flags["kv-cache-dtype"] == "fp8"
+    assert context.launched_flags["gpu-memory-utilization"] == "0.95"
+    assert context.found_command is None  # a script, not a command to correct
+
+
+def test_sglangs_offline_engine_takes_its_own_field_names() -> None:
+    script = 'import sglang as sgl\nllm = sgl.Engine(model_path="zai-org/GLM-5-FP8", tp_size=8)\n'
+    context = build_context(script)
+
+    assert (context.framework, context.model) == ("sglang", "zai-org/GLM-5-FP8")
+    assert context.flags["tp-size"] == "8"
+
+
+def test_a_class_named_llm_of_another_library_is_not_vllms() -> None:
+    context = build_context("from otherlib import LLM\nllm = LLM(temperature=0.2)\n")
+    assert context.framework is None and not context.flags
+
+
+def test_an_engine_call_cut_at_its_first_line_still_gives_what_that_line_has() -> None:
+    """Python before 3.11 shows a statement's first line only."""
+    first_line_only = OFFLINE_SCRIPT.replace(
+        '              gpu_memory_utilization=0.95, kv_cache_dtype="fp8")\n', ""
+    )
+    context = build_context(first_line_only)
+
+    assert context.flags["tensor-parallel-size"] == "4"
+    assert "kv-cache-dtype" not in context.flags
