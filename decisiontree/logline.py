@@ -13,7 +13,8 @@ pasted alone or inside a write-up.
 - `strip_prefix(line)` / `has_prefix(line)`: the message alone / was there a prefix?
 - `unquoted(line)`: without the quote marks of a Markdown or e-mail quote (`> `);
 - `record_lines(line)`: a log collector's JSON record (docker's json-file, a structured
-  logger, a cloud log export) as the lines its program printed.
+  logger, a cloud log export) as the lines its program printed;
+- `escaped_lines(line)`: a traceback escaped into one line (a JSON body, a repr) as lines.
 """
 
 from __future__ import annotations
@@ -200,6 +201,27 @@ def record_lines(line: str) -> list[str] | None:
     return lines
 
 
+# A traceback written into one line as an escaped string: a JSON error body's "detail", a
+# logged repr() of an exception text. Its "\n" are two characters.
+_ESCAPED_TRACE = re.compile(r'Traceback \(most recent call last\):\\n|\\n\s*File \\?["\']')
+_ESCAPES = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))")
+_ESCAPED = {"n": "\n", "t": "\t", "r": "", '"': '"', "'": "'", "\\": "\\", "/": "/"}
+_STRING_END = re.compile(r"""['"]+[)\]}]*[,;]?\s*$""")
+
+
+def escaped_lines(line: str) -> list[str] | None:
+    """The lines of a traceback escaped into one line ("...call last):\\n  File \\"x\\"...");
+    None for a line that holds none. The string's closing quote and brackets come off."""
+    if "\\n" not in line or not _ESCAPED_TRACE.search(line):
+        return None
+    text = _ESCAPES.sub(
+        lambda m: chr(int(m[1], 16)) if m[1] else _ESCAPED.get(m[2], "\\" + m[2]), line
+    )
+    lines = text.split("\n")
+    lines[-1] = _STRING_END.sub("", lines[-1])
+    return lines
+
+
 def _note_prefix(found: Prefix, groups: dict[str, str | None]) -> None:
     level = groups.get("lvl") or _GLOG_LEVELS.get(groups.get("glog") or "")
     found.stamped = found.stamped or bool(level or groups.get("ts"))
@@ -218,6 +240,7 @@ def _note_prefix(found: Prefix, groups: dict[str, str | None]) -> None:
 __all__ = [
     "ANSI",
     "Prefix",
+    "escaped_lines",
     "has_prefix",
     "last_overwrite",
     "record_lines",

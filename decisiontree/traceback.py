@@ -21,7 +21,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from decisiontree.logline import Prefix, last_overwrite, record_lines, split_prefix, strip_ansi
+from decisiontree.logline import (
+    Prefix,
+    escaped_lines,
+    last_overwrite,
+    record_lines,
+    split_prefix,
+    strip_ansi,
+)
 
 MAX_INPUT_CHARS = 2_000_000
 MAX_LINE_CHARS = 4_000  # longer lines are config dumps; cutting them keeps regexes linear
@@ -252,7 +259,7 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
     """
     text = strip_ansi(text).replace("\r\n", "\n")
     raws = _BLANK_RUNS.sub("\n\n", text).split("\n")
-    if "{" in text:  # a log collector's JSON records: what the program printed
+    if "{" in text or "\\n" in text:  # JSON log records, escaped tracebacks: as printed
         raws = [line for raw in raws for line in _printed(raw)]
     cut = len(raws) > MAX_LINES
     if cut:
@@ -263,9 +270,10 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
 
 
 def _printed(raw: str) -> list[str]:
-    if not raw.lstrip().startswith("{") or len(raw) > MAX_RAW_LINE_CHARS:
+    if len(raw) > MAX_RAW_LINE_CHARS:
         return [raw]
-    return record_lines(raw) or [raw]
+    lines = record_lines(raw) if raw.lstrip().startswith("{") else None
+    return [unescaped for line in lines or [raw] for unescaped in escaped_lines(line) or [line]]
 
 
 _BLANK_RUNS = re.compile(r"\n(?:[ \t\r]*\n)+")

@@ -197,3 +197,22 @@ def test_a_notebooks_traceback_is_the_same_error_as_a_scripts() -> None:
     assert signatures_of(parse(NOTEBOOK))[0].fingerprint == (
         signatures_of(parse(SCRIPT))[0].fingerprint
     )
+
+
+@pytest.mark.parametrize(
+    "escaped",
+    [
+        pytest.param(
+            lambda t: "ERROR:root:request failed: " + json.dumps({"detail": t}), id="json"
+        ),
+        pytest.param(lambda t: f"worker error: RuntimeError({t!r})", id="repr"),
+    ],
+)
+def test_a_traceback_escaped_into_one_line_is_read_as_its_lines(escaped) -> None:
+    """A JSON error body's "detail" or a logged repr() writes a traceback's newlines as
+    two characters: the same error as the traceback printed."""
+    plain = signatures_of(parse(SCRIPT))[0]
+    found = signatures_of(parse(escaped(SCRIPT)))[0]
+
+    assert found.fingerprint == plain.fingerprint
+    assert found.key_frames == plain.key_frames
