@@ -42,7 +42,7 @@ from kb.models import (
     ValidationRun,
 )
 from kb.services import records, stored_diagnoses
-from kb.services.uploads import LogTooLarge, read_log, send_log_instead
+from kb.services.uploads import LogTooLarge, LogUnreadable, read_log, send_log_instead
 
 MAX_ANSWERS = 20
 MAX_FEEDBACK_CONTEXT_BYTES = 10_000
@@ -140,6 +140,8 @@ class DiagnoseRequestSerializer(KnownFieldsOnly):
                 data["traceback"], data["read_from"] = read_log(log)
             except LogTooLarge as too_large:
                 raise PayloadTooLarge(str(too_large)) from None
+            except LogUnreadable as unreadable:  # a damaged archive, one that unpacks to GBs
+                raise serializers.ValidationError({"log": [str(unreadable)]}) from None
         elif not pasted:
             raise serializers.ValidationError({"traceback": ["This field is required."]})
         return data

@@ -15,7 +15,7 @@ from decisiontree.logfile import size
 from decisiontree.records import Change, ChangeAction
 from decisiontree.server_env import change_problem
 from kb.models import Finding, Fix
-from kb.services.uploads import LogTooLarge, read_log
+from kb.services.uploads import LogTooLarge, LogUnreadable, read_log
 
 
 class SetupForm(forms.Form):
@@ -104,8 +104,8 @@ class DiagnoseForm(SetupForm):
         if log:
             try:
                 data["text"], data["read_from"] = read_log(log)
-            except LogTooLarge as too_large:
-                raise forms.ValidationError(str(too_large)) from None
+            except (LogTooLarge, LogUnreadable) as unreadable:
+                raise forms.ValidationError(str(unreadable)) from None
         elif not pasted.strip():
             raise forms.ValidationError(
                 "Paste the traceback or the error line"

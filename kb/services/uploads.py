@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
-from decisiontree.logfile import excerpt, size
+from decisiontree.logfile import LogUnreadable, excerpt, size
 
 CHUNK_BYTES = 1 << 20
 NAME_CHARS = 200
@@ -57,4 +57,19 @@ def read_log(uploaded: UploadedFile) -> tuple[str, str]:
     found = excerpt(uploaded.chunks(CHUNK_BYTES), settings.FIXGRAPH_MAX_PASTE_BYTES)
     # The browser's file name, without folders; shown escaped, never used as a path.
     name = PurePath(str(uploaded.name or "the log")).name[:NAME_CHARS] or "the log"
-    return found.text, found.describe(name) or f"{name}, read whole ({size(found.total_bytes)})"
+    unpacked = " unpacked" if found.stored == "gzip" else ""
+    whole = f"{name}, read whole ({size(found.total_bytes)}{unpacked})"
+    return found.text, found.describe(name) or whole
+
+
+__all__ = [
+    "BODY_SLACK_BYTES",
+    "CHUNK_BYTES",
+    "LogTooLarge",
+    "LogUnreadable",
+    "declared_length",
+    "log_body_too_large",
+    "log_too_large_message",
+    "read_log",
+    "send_log_instead",
+]

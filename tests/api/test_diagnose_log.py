@@ -99,3 +99,10 @@ def test_a_launch_command_inside_the_paste_is_the_one_corrected(
     ).json()
     assert typed["context"]["found_command"] is None
     assert typed["corrected_command"].startswith("sglang serve --model-path m ")
+
+
+def test_a_damaged_archive_is_a_400_that_says_why(starter_kb: None, reader: APIClient) -> None:
+    damaged = SimpleUploadedFile("vllm.log.gz", b"\x1f\x8b" + b"not deflate data" * 10)
+    answer = reader.post("/api/v1/diagnose/", {"log": damaged}, format="multipart")
+    assert answer.status_code == 400
+    assert "cannot be unpacked" in answer.content.decode()

@@ -3,7 +3,12 @@ kept, the middle left out with a marker, in whole lines, whatever the chunks."""
 
 from __future__ import annotations
 
-from decisiontree.logfile import excerpt, size
+import gzip
+
+import pytest
+
+from decisiontree import logfile
+from decisiontree.logfile import LogUnreadable, excerpt, size
 from decisiontree.traceback import parse
 
 LAUNCH = (
@@ -70,3 +75,45 @@ def test_it_says_what_it_read_in_sizes_people_use() -> None:
     assert " MB: read its first 250 KB (the launch) and its last 1.7 MB (the end), " in said
     assert said.endswith("between them left out")
     assert [size(940), size(256_000), size(48_200_000)] == ["940 bytes", "256 KB", "48.2 MB"]
+
+
+def test_a_gzipd_log_is_read_as_the_log_it_holds() -> None:
+    """Large logs are attached compressed: unpacked as they stream, in bounded memory."""
+    log = server_log(50_000)
+    packed = gzip.compress(log)
+    plain = excerpt(chunks(log, 1 << 20), budget=200_000)
+
+    found = excerpt(chunks(packed, 4096), budget=200_000)
+
+    assert (found.text, found.total_bytes, found.stored) == (plain.text, len(log), "gzip")
+    assert found.describe("server.log.gz").startswith("server.log.gz is 5.")
+    assert " MB unpacked: read its first " in found.describe("server.log.gz")
+
+
+def test_gzip_members_one_after_another_are_one_log() -> None:
+    """`cat monday.log.gz tuesday.log.gz` is a valid gzip file of both."""
+    packed = gzip.compress(LAUNCH.encode()) + gzip.compress(CRASH.encode())
+    assert excerpt(chunks(packed, 10), budget=100_000).text == LAUNCH + CRASH
+
+
+def test_a_damaged_or_cut_archive_is_refused_with_what_to_attach() -> None:
+    packed = gzip.compress(server_log(5_000))
+    with pytest.raises(LogUnreadable, match="cut short after .* its end, where a crash is"):
+        excerpt([packed[: len(packed) // 2]], budget=100_000)
+    with pytest.raises(LogUnreadable, match="cannot be unpacked .* attach the plain log"):
+        excerpt([packed[:10] + b"not deflate data" * 10], budget=100_000)
+
+
+def test_an_archive_that_unpacks_past_the_bound_is_refused(monkeypatch) -> None:
+    monkeypatch.setattr(logfile, "MAX_UNPACKED_BYTES", 1_000_000)
+    bomb = gzip.compress(b"\n" * 5_000_000)  # 5 MB of nothing, packed into kilobytes
+    with pytest.raises(LogUnreadable, match="unpacks to more than 1.0 MB: attach its end"):
+        excerpt([bomb], budget=100_000)
+
+
+def test_a_utf16_log_is_read_as_text() -> None:
+    """Windows PowerShell's `>` writes UTF-16 with a byte-order mark."""
+    log = (LAUNCH + CRASH).replace("\n", "\r\n").encode("utf-16")
+    found = excerpt(chunks(log, 7), budget=100_000)  # odd chunks split its two-byte units
+    assert found.stored == "UTF-16"
+    assert found.text.replace("\r\n", "\n") == LAUNCH + CRASH

@@ -4,6 +4,8 @@ paste; offered to signed-in users only."""
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -86,6 +88,23 @@ def test_a_log_over_the_limit_is_refused_and_nothing_is_stored(
     assert refused.status_code == 413
     assert "The log is larger than 50 KB" in refused.content.decode()
     assert not StoredDiagnosis.objects.exists()
+
+
+def test_a_gzipd_log_is_unpacked_and_a_cut_one_refused(starter_kb: None, member: Client) -> None:
+    packed = gzip.compress(server_log(3))
+    page = member.post(
+        "/diagnose/",
+        {"log": SimpleUploadedFile("sglang.log.gz", packed), "gpu": "RTX PRO 6000"},
+        follow=True,
+    ).content.decode()
+    assert "sglang.log.gz is 3.0 MB unpacked: read its first 250 KB (the launch)" in page
+    assert "Fixes, best first" in page and "--kv-cache-dtype bf16" in page
+
+    cut = SimpleUploadedFile("sglang.log.gz", packed[: len(packed) // 2])
+    refused = member.post("/diagnose/", {"log": cut})
+    assert refused.status_code == 400
+    assert "cut short after" in refused.content.decode()
+    assert StoredDiagnosis.objects.count() == 1  # the first only
 
 
 def test_a_binary_file_is_refused_as_not_text(starter_kb: None, member: Client) -> None:

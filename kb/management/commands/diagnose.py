@@ -25,7 +25,7 @@ from decisiontree.answer import (
     changes_beside,
 )
 from decisiontree.fingerprint import shown_error
-from decisiontree.logfile import excerpt
+from decisiontree.logfile import LogUnreadable, excerpt
 from decisiontree.traceback import InputRejected
 from kb.services.diagnosis import diagnose
 from kb.services.stored_diagnoses import drafts_line, drafts_of_error
@@ -119,6 +119,8 @@ def read_input(path: str | None, *, prompt: TextIO | Any = None) -> tuple[str, s
             found = excerpt(chunks_of(sys.stdin.buffer), limit)
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except LogUnreadable as exc:
+        raise CommandError(f"{path or 'standard input'}: {exc}") from None
     return found.text, found.describe(path or "standard input")
 
 
