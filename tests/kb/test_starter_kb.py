@@ -148,3 +148,16 @@ def test_memory_freed_during_vllm_profiling_points_at_the_other_process(starter_
     assert "Error in memory profiling" in result.fixes[0].finding.title
     summaries = [fix.fix.summary for fix in result.fixes]
     assert any("--kv-cache-memory-bytes" in summary for summary in summaries)
+
+
+def test_retracted_requests_under_load_point_at_admission_not_at_a_crash(starter_kb: None) -> None:
+    """A warning, no error: what the log shows when SGLang's throughput falls under load."""
+    log = (
+        "[2026-03-01 02:11:09 DP0 TP0 EP0] KV cache pool is full. Retract requests. "
+        "#retracted_reqs: 3, #new_tokens_gained: 5120, #new_token_ratio: 0.3500 -> 0.5200\n"
+    )
+    result = diagnose(log, framework="sglang")
+
+    assert result.verdict is Verdict.KNOWN
+    assert result.fixes[0].finding.kind == "slow"
+    assert result.fixes[0].command_changes == ("--schedule-conservativeness 1.3",)
