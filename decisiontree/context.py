@@ -21,7 +21,7 @@ from decisiontree.launch import (
     command_in_text,
     release_written,
 )
-from decisiontree.logline import record_lines, strip_ansi
+from decisiontree.logline import escaped_lines, record_lines, strip_ansi
 from decisiontree.server_settings import (
     VLLM_FIELDS,
     SettingsDump,
@@ -199,11 +199,12 @@ def build_context(
 
 def clean(text: str) -> str:
     """Pasted text without colour codes or carriage returns, a log collector's JSON
-    records read as the lines they carry."""
+    records and a traceback escaped into one line read as the lines they carry."""
     text = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n")
-    if "{" not in text:
+    if "{" not in text and "\\n" not in text:
         return text
-    return "\n".join(line for raw in text.split("\n") for line in (record_lines(raw) or [raw]))
+    records = (line for raw in text.split("\n") for line in (record_lines(raw) or [raw]))
+    return "\n".join(part for line in records for part in (escaped_lines(line) or [line]))
 
 
 def _merge(layers: list[tuple[str, Facts]]) -> tuple[Facts, dict[str, str]]:

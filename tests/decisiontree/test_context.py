@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -422,3 +423,11 @@ def test_an_engine_call_cut_at_its_first_line_still_gives_what_that_line_has() -
 
     assert context.flags["tensor-parallel-size"] == "4"
     assert "kv-cache-dtype" not in context.flags
+
+
+def test_a_traceback_escaped_into_a_json_body_gives_the_same_setup() -> None:
+    escaped = "HTTP 500: " + json.dumps({"detail": OFFLINE_SCRIPT})
+    context = build_context(escaped)
+
+    assert (context.framework, context.model) == ("vllm", "Qwen/Qwen2.5-72B-Instruct")
+    assert context.flags["kv-cache-dtype"] == "fp8"
