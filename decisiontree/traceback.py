@@ -610,6 +610,7 @@ class _Stream:
     start: int = 0
     frames: list[Frame] = field(default_factory=list)
     awaiting_code: bool = False
+    notebook: bool = False  # the frames are IPython's: numbered source lines follow each
     after_code: bool = False  # the last line read was a frame's source line
     noise: int = 0
     exc_type: str = ""
@@ -672,12 +673,14 @@ class _Stream:
 
     def _open_frames(self, index: int) -> None:
         self.state, self.start, self.frames, self.noise = _FRAMES, index, [], 0
+        self.notebook = False
         self.awaiting_code = self.after_code = False
 
     def _add_frame(self, match: re.Match[str]) -> None:
         path = match["path"]
         function = (match["func"] or "").strip()
         self.frames.append(Frame(path, module_of(path), int(match["lineno"]), function))
+        self.notebook = match.re is _NOTEBOOK_FRAME
         if len(self.frames) > MAX_FRAMES:
             del self.frames[0]
         self.awaiting_code = True
@@ -687,7 +690,7 @@ class _Stream:
         text = line.text
         if frame := _frame_of(text):
             self._add_frame(frame)
-        elif self.frames and (source := _NOTEBOOK_SOURCE.match(text)):
+        elif self.notebook and (source := _NOTEBOOK_SOURCE.match(text)):
             if source["arrow"] and self.awaiting_code and source["code"]:
                 self._set_code(source["code"].strip())  # the line that ran
             return True  # the source lines IPython shows around it

@@ -216,3 +216,10 @@ def test_a_traceback_escaped_into_one_line_is_read_as_its_lines(escaped) -> None
 
     assert found.fingerprint == plain.fingerprint
     assert found.key_frames == plain.key_frames
+
+
+def test_a_scripts_code_line_that_starts_with_a_number_stays_its_code() -> None:
+    """Numbered lines are IPython's source listing only under IPython's frames."""
+    script = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    1 / 0\nZeroDivisionError: division by zero\n'
+    (exc,) = parse(script).exceptions
+    assert exc.frames[0].code == "1 / 0"
