@@ -167,6 +167,18 @@ def test_a_paste_that_only_says_the_engine_failed_asks_for_the_log_before_it(
     assert answer["cause_not_pasted"].startswith("RuntimeError: Engine core initialization")
 
 
+def test_a_paste_without_an_error_line_says_it_matched_on_words(
+    starter_kb: None, tmp_path: Path
+) -> None:
+    paste = tmp_path / "retract.txt"
+    paste.write_text(
+        "[2026-03-01 02:11:09 TP0] KV cache pool is full. Retract requests. "
+        "#retracted_reqs: 3, #new_tokens_gained: 5120\n"
+    )
+    first = run(str(paste), "--framework", "sglang").splitlines()[0]
+    assert first == "Known issue: the paste has no error line; matched on its words"
+
+
 def test_a_bare_error_line_is_quoted_as_written(starter_kb: None, tmp_path: Path) -> None:
     paste = tmp_path / "line.txt"
     paste.write_text("the upstream refused the connection\n")

@@ -228,8 +228,9 @@ def headline(diagnosis: Diagnosis) -> str:
         error = diagnosis.error_lines[0]
     elif signature:
         error = shown_error(signature.exception_type, signature.template)
-    else:
-        error = "no error found"
+    else:  # as the web page says it
+        verdict = "No known match" if diagnosis.verdict is Verdict.NONE else diagnosis.verdict_label
+        return f"{verdict}: the paste has no error line; matched on its words"
     verdict = diagnosis.verdict
     if diagnosis.refused_flags:
         return f"The server refused its command line: {error}"
