@@ -17,7 +17,7 @@ from rest_framework import serializers
 
 from api.errors import PayloadTooLarge
 from decisiontree import conditions, host_faults, model_weights, server_memory
-from decisiontree.answer import CAUSE_NOT_PASTED, OTHER_SETUP, PROPOSED
+from decisiontree.answer import OTHER_SETUP, PROPOSED
 from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.fingerprint import UNNAMED_TYPES, error_name
 from decisiontree.gpu_memory import READINGS, MemoryReading, OutOfMemory
@@ -1138,6 +1138,11 @@ class LaunchCheckSerializer(serializers.Serializer):
         return known_good_of(check, self.context.get("launch_command") or "")
 
 
+class CauseElsewhereSerializer(serializers.Serializer):
+    heading = serializers.CharField(help_text='"The process was killed (SIGKILL), ..."')
+    advice = serializers.CharField(help_text="What it means and what to paste or check")
+
+
 class DiagnosisSerializer(serializers.Serializer):
     """The answer to POST /api/v1/diagnose/ and `manage.py diagnose --json`."""
 
@@ -1181,8 +1186,16 @@ class DiagnosisSerializer(serializers.Serializer):
     )
     cause_not_pasted = serializers.CharField(
         help_text="When the paste's only error says that another process failed (\"Engine "
-        'core initialization failed. See root cause above."): that line. The error that '
-        "stopped the process was printed earlier in the log: ask for it. Empty otherwise",
+        'core initialization failed. See root cause above.", "Killed"): that line. Empty '
+        "otherwise",
+    )
+    killed_by = serializers.CharField(
+        help_text='The signal the paste says killed the process ("SIGKILL"); empty otherwise'
+    )
+    cause_elsewhere = serializers.SerializerMethodField(
+        help_text="With `cause_not_pasted`: `heading` and `advice`, where the cause is (earlier "
+        "in the log) or what a signal that killed it means (SIGKILL: most often the host's "
+        "out-of-memory killer); null otherwise"
     )
     corrected_command = serializers.SerializerMethodField(
         help_text="The launch command with the first fix applied; null without one"
@@ -1282,6 +1295,11 @@ class DiagnosisSerializer(serializers.Serializer):
 
         drafts = drafts_of_error(diagnosis.signature.fingerprint)
         return [DraftWaitingSerializer(draft).data for draft in drafts]
+
+    @extend_schema_field(CauseElsewhereSerializer(allow_null=True))
+    def get_cause_elsewhere(self, diagnosis: Diagnosis) -> dict[str, str] | None:
+        found = diagnosis.cause_elsewhere
+        return {"heading": found[0], "advice": found[1]} if found else None
 
     @extend_schema_field(KnownGoodSerializer(allow_null=True))
     def get_known_good(self, diagnosis: Diagnosis) -> dict[str, Any] | None:
@@ -1394,8 +1412,9 @@ def next_step(diagnosis: Diagnosis) -> str:
     """After "no known match", where to look: what the GPU's memory figures show, the
     settings the error itself names, else the nearest finding, else words to search by; for
     a paste that only says another process failed, the log to paste instead."""
-    if diagnosis.cause_not_pasted:
-        return f"; {CAUSE_NOT_PASTED[0].lower()}{CAUSE_NOT_PASTED[1:].rstrip('.')}"
+    if diagnosis.cause_elsewhere:
+        heading, advice = diagnosis.cause_elsewhere
+        return f"; {heading[0].lower()}{heading[1:].rstrip('.')}. {advice.rstrip('.')}"
     if telling := [r for r in diagnosis.memory_readings if r.helps]:
         return f"; {telling[0].text[0].lower()}{telling[0].text[1:].rstrip('.')}"
     if diagnosis.named_flags:

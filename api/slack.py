@@ -37,7 +37,7 @@ from api.serializers import (
     SlackMessageSerializer,
     SlashCommandSerializer,
 )
-from decisiontree.answer import CAUSE_NOT_PASTED, OTHER_SETUP, PROPOSED, changes_beside
+from decisiontree.answer import OTHER_SETUP, PROPOSED, changes_beside
 from decisiontree.fingerprint import shown_error
 from decisiontree.launch import split_at_launch
 from kb.models import Fix, FixFeedback
@@ -119,8 +119,9 @@ def headline_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
     if named and answer.get("match") != "none":  # with no match the summary names them
         lines.append("_The error names:_ " + escape(", ".join(n["text"] for n in named)))
     lines += [f"_GPU memory:_ {escape(r['text'])}" for r in answer.get("memory_readings") or []]
-    if answer.get("cause_not_pasted") and answer.get("match") != "none":  # else the summary
-        lines.append(f"_{escape(CAUSE_NOT_PASTED)}_")
+    elsewhere = answer.get("cause_elsewhere")
+    if elsewhere and answer.get("match") != "none":  # with no match the summary says it
+        lines.append(f"*{escape(elsewhere['heading'])}* {escape(elsewhere['advice'])}")
     block = section("\n".join(lines))
     if answer.get("html_url"):
         block["accessory"] = url_button("Open in FixGraph", OPEN, answer["html_url"])

@@ -60,12 +60,34 @@ class WithheldChange:
     reason: str
 
 
-# How every channel tells a paste whose errors only say that another process failed.
-CAUSE_NOT_PASTED = (
-    "This only says that another process failed (an engine core, a scheduler, a worker); the"
-    " error that stopped it was printed earlier in the same log, by that process. Paste the"
-    " log from the first Traceback or ERROR line before it."
-)
+# How every channel tells a paste whose errors only say that another process failed
+# (heading, advice): by the signal that killed it, where the paste names one.
+CAUSE_ELSEWHERE = {
+    "": (
+        "The cause is not in this paste.",
+        "This only says that another process failed (an engine core, a scheduler, a worker);"
+        " the error that stopped it was printed earlier in the same log, by that process. Paste"
+        " the log from the first Traceback or ERROR line before it.",
+    ),
+    "SIGKILL": (
+        "The process was killed (SIGKILL), not stopped by an error of its own.",
+        "Most often the kernel's out-of-memory killer did it: the host or the container ran out"
+        " of RAM, which loading a checkpoint takes on every rank too. `dmesg -T | grep -i -e oom"
+        " -e 'killed process'` on the host, or the container's status (OOMKilled, exit code"
+        " 137), says so: give the container more memory, or start fewer ranks on the host.",
+    ),
+    "SIGSEGV": (
+        "The process crashed in native code (SIGSEGV).",
+        "A CUDA kernel, a compiled extension or a library built for another torch or CUDA"
+        " crashed it. Paste the lines before it; started with PYTHONFAULTHANDLER=1, Python"
+        " prints where each thread was, which names the library.",
+    ),
+    "SIGABRT": (
+        "The process aborted (SIGABRT).",
+        "A C++ exception or assertion aborted it: the `terminate called after throwing` and"
+        " `what():` lines printed just before say which. Paste the log from there.",
+    ),
+}
 # How every channel marks a fix nobody has confirmed (RankedFix.proposed).
 PROPOSED = "proposed, not confirmed — validate it"
 # How every channel introduces RankedFix.for_other_setup.
@@ -193,8 +215,16 @@ class Diagnosis:
     memory_log: tuple[RankMemory, ...] = ()
     memory_readings: tuple[MemoryReading, ...] = ()
     # The paste's only error says that another process failed (traceback.only_wrappers):
-    # the line, quoted. Its cause was printed elsewhere in the log.
+    # the line, quoted. Its cause was printed elsewhere in the log, or a signal killed it.
     cause_not_pasted: str = ""
+    killed_by: str = ""  # "SIGKILL", where the paste says a signal killed the process
+
+    @property
+    def cause_elsewhere(self) -> tuple[str, str] | None:
+        """(heading, advice) for a paste whose errors only say another process failed."""
+        if not self.cause_not_pasted:
+            return None
+        return CAUSE_ELSEWHERE.get(self.killed_by, CAUSE_ELSEWHERE[""])
 
     @property
     def refused_flags(self) -> tuple[FlagProblem, ...]:
@@ -242,7 +272,7 @@ def _written_in(change: str, summary: str) -> bool:
 
 
 __all__ = [
-    "CAUSE_NOT_PASTED",
+    "CAUSE_ELSEWHERE",
     "PROPOSED",
     "Diagnosis",
     "NotAsLaunched",

@@ -143,6 +143,7 @@ def diagnose(
         memory_log=log,
         memory_readings=memory_readings,
         cause_not_pasted=parsed.only_wrappers,
+        killed_by=parsed.killed_by,
     )
 
 

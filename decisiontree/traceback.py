@@ -102,20 +102,65 @@ class ParsedTraceback:
     @property
     def only_wrappers(self) -> str:
         """The line that says another process failed, when that is all the paste's errors
-        say ("Engine core initialization failed. See root cause above."): the error that
-        caused it was printed elsewhere in the log. "" when the paste has an error of its
-        own, or none at all."""
+        say ("Engine core initialization failed. See root cause above.", "Killed"): the
+        error that caused it was printed elsewhere in the log, or there was none (a signal
+        killed it). "" when the paste has an error of its own, or none at all."""
         if self.kernel_assertions or self.plain_fallback:
             return ""
         typed = [exc for exc in self.exceptions if exc.type]
-        if not all(is_generic(exc) for exc in typed):
+        if not all(is_generic(exc) or killed_by(exc.message) for exc in typed):
             return ""
-        if not all(is_generic_line(line) for line in self.error_lines):
+        if not all(is_generic_line(line) or killed_by(line) for line in self.error_lines):
             return ""
         if typed:
             last = typed[-1]
-            return f"{last.type}: {last.message.strip().splitlines()[0]}".rstrip(": ")
+            said = next((ln.strip() for ln in last.message.splitlines() if _WORDS.search(ln)), "")
+            return f"{last.type}: {said}".rstrip(": ")
         return self.error_lines[-1].strip() if self.error_lines else ""
+
+    @property
+    def killed_by(self) -> str:
+        """The signal that killed a process, when the paste's errors only say that
+        ("Signal 9 (SIGKILL) received by PID 1234", "exitcode : -9", "OOMKilled")."""
+        if not self.only_wrappers:
+            return ""
+        said = [exc.message for exc in self.exceptions] + list(self.error_lines)
+        return next((signal for text in said if (signal := killed_by(text))), "")
+
+
+_WORDS = re.compile(r"[A-Za-z]{2}")  # a line of a message that says something (not "=====")
+# How a process killed by a signal is reported: torch elastic's failure table, Python's
+# multiprocessing, a shell, docker and Kubernetes (137 = 128 + SIGKILL's 9).
+_SIGNAL_DEATH = re.compile(
+    r"Signal \d+ \((?P<named>SIG[A-Z]+)\) received"
+    r"|<Signals\.(?P<member>SIG[A-Z]+): \d+>"
+    r"|(?:killed|terminated) (?:by|with) signal:? "
+    r"(?P<by>SIG[A-Z]+|\d+|Killed|Segmentation fault|Aborted)"
+    r"|exit\s*(?:code|status)\s*[:=]?\s*(?P<code>-\d+|137|139|134)\b"
+    r"|exited with (?:exit )?code (?P<exited>-\d+|137|139|134)\b"
+    r"|(?P<oom>\bOOMKilled\b)"
+    r"|^\s*(?P<shell>Killed)\s*$",
+    re.I,
+)
+_SIGNALS = {"9": "SIGKILL", "137": "SIGKILL", "11": "SIGSEGV", "139": "SIGSEGV", "6": "SIGABRT",
+            "134": "SIGABRT", "15": "SIGTERM"}  # fmt: skip
+
+
+def killed_by(text: str) -> str:
+    """The signal a line says killed a process ("SIGKILL"), or ""."""
+    found = _SIGNAL_DEATH.search(text[:2000])
+    if found is None:
+        return ""
+    if found["oom"] or found["shell"]:
+        return "SIGKILL"
+    words = {"killed": "SIGKILL", "segmentation fault": "SIGSEGV", "aborted": "SIGABRT"}
+    if (found["by"] or "").lower() in words:  # as strsignal() words it
+        return words[found["by"].lower()]
+    named = found["named"] or found["member"] or found["by"] or ""
+    if named.upper().startswith("SIG"):
+        return named.upper()
+    number = (named or found["code"] or found["exited"] or "").lstrip("-")
+    return _SIGNALS.get(number, f"signal {number}")
 
 
 # --- public helpers -------------------------------------------------------------------

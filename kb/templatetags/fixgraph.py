@@ -21,7 +21,7 @@ from django import template
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils.safestring import SafeString, mark_safe
 
-from decisiontree.answer import CAUSE_NOT_PASTED, OTHER_SETUP, PROPOSED
+from decisiontree.answer import OTHER_SETUP, PROPOSED
 from decisiontree.fingerprint import error_name, shown_error
 from kb.models import Fix, ValidationRun
 from kb.services import occurrences
@@ -152,7 +152,6 @@ def answer_words(name: str) -> str:
     words = {
         "proposed": PROPOSED,
         "other_setup": OTHER_SETUP,
-        "cause_not_pasted": CAUSE_NOT_PASTED,
     }[name]
     return words[:1].upper() + words[1:]
 

@@ -176,6 +176,17 @@ def test_a_paste_that_only_says_a_worker_died_is_answered_with_what_to_paste(
     )
 
 
+def test_a_process_the_kernel_killed_is_told_to_look_at_the_hosts_memory(
+    reader: APIClient, starter_kb: None
+) -> None:
+    killed = "ERROR 02-10 09:14:03 [executor.py:1] Worker proc VllmWorker-1 died unexpectedly, exit code -9"
+    body = diagnose(reader, {"traceback": killed}).json()
+
+    assert body["killed_by"] == "SIGKILL"
+    assert body["cause_elsewhere"]["heading"].startswith("The process was killed (SIGKILL)")
+    assert "out-of-memory killer" in body["summary"] and "dmesg" in body["summary"]
+
+
 def test_with_no_known_match_the_summary_names_the_settings_the_error_names(
     reader: APIClient, starter_kb: None
 ) -> None:

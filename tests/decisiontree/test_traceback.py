@@ -552,3 +552,49 @@ def test_a_paste_that_only_says_another_process_failed_names_that_line() -> None
 )
 def test_a_paste_with_an_error_of_its_own_is_not_only_a_wrapper(paste: str) -> None:
     assert parse(paste).only_wrappers == ""
+
+
+TORCHRUN_KILLED = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+serve.py FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-02-10_09:14:03
+  rank      : 0 (local_rank: 0)
+  exitcode  : -9 (pid: 1234)
+  traceback : Signal 9 (SIGKILL) received by PID 1234
+============================================================
+"""
+
+
+@pytest.mark.parametrize(
+    ("paste", "signal"),
+    [
+        (TORCHRUN_KILLED, "SIGKILL"),
+        ("Loading safetensors checkpoint shards:  40% 4/10\nKilled\n", "SIGKILL"),
+        (
+            "ERROR 02-10 09:14:03 [v1/executor.py:1] Worker proc VllmWorker-1 died unexpectedly, exit code -9\n",
+            "SIGKILL",
+        ),
+        ("Error: container vllm exited with code 137 (OOMKilled)\n", "SIGKILL"),
+        ("RuntimeError: DataLoader worker (pid 123) is killed by signal: Killed.\n", "SIGKILL"),
+        (
+            "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGSEGV\n",
+            "SIGSEGV",
+        ),
+    ],
+)
+def test_a_process_killed_by_a_signal_is_told_by_the_signal(paste: str, signal: str) -> None:
+    parsed = parse(paste)
+    assert parsed.only_wrappers  # nothing else failed in the paste
+    assert parsed.killed_by == signal
+
+
+def test_a_signal_after_an_error_of_its_own_leaves_the_error_the_lead() -> None:
+    parsed = parse(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\nKilled\n"
+    )
+    assert (parsed.only_wrappers, parsed.killed_by) == ("", "")
+    assert parse(TORCHRUN_KILLED).only_wrappers.endswith("ChildFailedError: serve.py FAILED")

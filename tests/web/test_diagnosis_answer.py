@@ -540,3 +540,12 @@ def test_a_paste_that_only_says_the_scheduler_died_says_where_the_cause_is(
     assert "The cause is not in this paste." in page
     assert "printed earlier in the same log, by that process" in page
     assert "Start a finding from this paste" not in page
+
+
+def test_a_paste_that_ends_in_killed_points_at_the_hosts_memory(
+    client: Client, starter_kb: None
+) -> None:
+    page = page_of(client, "Loading safetensors checkpoint shards:  40% 4/10\nKilled\n")
+
+    assert "The process was killed (SIGKILL), not stopped by an error of its own." in page
+    assert "<code>dmesg -T | grep -i -e oom -e 'killed process'</code>" in page

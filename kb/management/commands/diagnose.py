@@ -15,7 +15,6 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from decisiontree.answer import (
-    CAUSE_NOT_PASTED,
     OTHER_SETUP,
     PROPOSED,
     Diagnosis,
@@ -162,8 +161,8 @@ def render_text(
 ) -> str:
     lines = [headline(diagnosis)]
     lines += [f"  {line}" for line in diagnosis.error_lines[1:]]
-    if diagnosis.cause_not_pasted:
-        lines += ["", CAUSE_NOT_PASTED]
+    if diagnosis.cause_elsewhere:
+        lines += ["", " ".join(diagnosis.cause_elsewhere)]
     if diagnosis.flag_problems:
         unknown = "Flags FixGraph's flag tables do not know:"
         lines += ["", "Fix these first:" if diagnosis.refused_flags else unknown]
