@@ -459,7 +459,7 @@ def quoted_error(parsed: ParsedTraceback, exception_type: str | None) -> PastedE
         for exc in parsed.exceptions
         if named and exc.type and canonical_type(exc.type, exc.message) == named
     ]
-    said = [(exc.type, stated_message(exc).strip()) for exc in raised[-1:]]
+    said = [(exc.type, _quotable(exc).strip()) for exc in raised[-1:]]
     lines = [f"{name}: {message}" if message else name for name, message in said]
     whole = [exc.message for exc in raised[-1:]]
     lines += parsed.kernel_assertions[:1]
@@ -470,6 +470,13 @@ def quoted_error(parsed: ParsedTraceback, exception_type: str | None) -> PastedE
     # The type's own short name, without the alias its message gives it.
     renamed = [exc.type for exc in raised[-1:] if canonical_type(exc.type, "") != named]
     return PastedError(shown, next(iter(renamed), ""), tuple(w for w in whole if w.strip()))
+
+
+def _quotable(exc: RaisedException) -> str:
+    """The message's first line that says something: torchrun's failure table opens with a
+    rule of "=" (the signature keeps its first line as it is, so fingerprints stay)."""
+    words = next((ln for ln in exc.message.splitlines() if re.search(r"[A-Za-z]{2}", ln)), "")
+    return words or stated_message(exc)
 
 
 def _cut(line: str) -> str:

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from decisiontree.fingerprint import quoted_error, signatures_of
 from decisiontree.traceback import (
     MAX_INPUT_CHARS,
     InputRejected,
@@ -598,3 +599,11 @@ def test_a_signal_after_an_error_of_its_own_leaves_the_error_the_lead() -> None:
     )
     assert (parsed.only_wrappers, parsed.killed_by) == ("", "")
     assert parse(TORCHRUN_KILLED).only_wrappers.endswith("ChildFailedError: serve.py FAILED")
+
+
+def test_torchruns_failure_table_is_quoted_by_its_words_not_its_rule() -> None:
+    parsed = parse(TORCHRUN_KILLED)
+    signature = signatures_of(parsed)[0]
+    assert quoted_error(parsed, signature.exception_type).lines == (
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: serve.py FAILED",
+    )
