@@ -45,6 +45,42 @@ def test_a_driver_mismatch_is_the_hosts_driver() -> None:
     assert "reboot the host" in fault.action
 
 
+@pytest.mark.parametrize(
+    ("pasted", "says"),
+    [
+        (
+            "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an "
+            "NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx",
+            "--gpus all",
+        ),
+        (
+            'docker: Error response from daemon: could not select device driver "" with '
+            "capabilities: [[gpu]].",
+            "nvidia-ctk runtime configure",
+        ),
+        (
+            "docker: Error response from daemon: unknown or invalid runtime name: nvidia.",
+            "--gpus all",
+        ),
+        (
+            "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: "
+            "cannot open shared object file: no such file or directory: unknown.",
+            "reboot it after a driver upgrade",
+        ),
+        ("RuntimeError: CUDA error: no CUDA-capable device is detected", "CUDA_VISIBLE_DEVICES"),
+    ],
+)
+def test_a_container_that_reaches_no_gpu_is_the_hosts_setup_not_the_server(
+    pasted: str, says: str
+) -> None:
+    """Docker without the NVIDIA Container Toolkit, a container started without its GPUs:
+    no server flag helps, and the action says what does."""
+    [fault] = host_faults(pasted)
+
+    assert fault.kind == "driver" and fault.serious
+    assert says in fault.action
+
+
 def test_the_programs_own_page_fault_is_shown_only_without_a_worse_one() -> None:
     page_fault = "NVRM: Xid (PCI:0000:3b:00): 31, pid=48213, name=python3, Ch 00000008, MMU Fault\n"
 
