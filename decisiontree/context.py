@@ -161,8 +161,12 @@ def build_context(
     found_line = command_in_text(text)
     found = vocab.parse_launch_command(found_line) if found_line else None
     dumps = tuple(settings_dumps(text))  # read once: for facts, and for a rebuilt command
-    # A script's offline engine: its arguments are what a launch command's flags are.
-    called = _call_facts(engine_calls(text), vocab) if found is None else {}
+    # A script's offline engine: its arguments are what a launch command's flags are; and
+    # the launch given may be such a call itself (`LLM(model=..., tensor_parallel_size=2)`).
+    calls = list(engine_calls(text)) if found is None else []
+    if launch_command and typed is not None and typed.framework is None:
+        calls += engine_calls(launch_command, named=False)
+    called = _call_facts(calls, vocab)
     layers: list[tuple[str, Facts]] = [
         ("text", _prose_facts(text, vocab)),
         ("log", _path_facts(text)),

@@ -66,11 +66,14 @@ _ENGINE_CALLS = (
 )
 
 
-def engine_calls(text: str) -> Iterator[SettingsDump]:
-    """The settings a script gave an offline engine: `LLM("Qwen/Qwen3-8B", max_model_len=8192)`."""
+def engine_calls(text: str, *, named: bool = True) -> Iterator[SettingsDump]:
+    """The settings a script gave an offline engine: `LLM("Qwen/Qwen3-8B", max_model_len=8192)`.
+
+    `named`: only where the text names the framework too; a snippet given as the launch
+    itself (the launch check's field) needs not."""
     lowered = text.lower()
     for framework, pattern in _ENGINE_CALLS:
-        if framework not in lowered:
+        if named and framework not in lowered:
             continue
         for found in _last(pattern.finditer(text)):
             call = text
@@ -86,6 +89,11 @@ def engine_calls(text: str) -> Iterator[SettingsDump]:
             given = tuple(pair for pair in _pairs(call, found.end(), ")") if _is_literal(pair[1]))
             if positional or given:
                 yield SettingsDump(framework, "engine call", positional + given)
+
+
+def is_engine_call(text: str) -> bool:
+    """Is `text` a script's offline engine call rather than a command line?"""
+    return next(engine_calls(text, named=False), None) is not None
 
 
 def _is_literal(raw: str) -> bool:
@@ -247,4 +255,11 @@ def _top_level_parts(text: str, start: int, closer: str | None) -> tuple[list[st
     return [*parts, text[part_start:end]], closer is None
 
 
-__all__ = ["SettingsDump", "VLLM_FIELDS", "engine_calls", "rebuilt_command", "settings_dumps"]
+__all__ = [
+    "SettingsDump",
+    "VLLM_FIELDS",
+    "engine_calls",
+    "is_engine_call",
+    "rebuilt_command",
+    "settings_dumps",
+]

@@ -12,6 +12,7 @@ from typing import Any
 
 from decisiontree.launch import apply_changes, writable
 from decisiontree.records import ChangeAction
+from decisiontree.server_settings import is_engine_call
 from kb.services.diagnosis import change_of
 
 EDITS = (ChangeAction.SET_FLAG, ChangeAction.REMOVE_FLAG, ChangeAction.SET_ENV)
@@ -26,6 +27,6 @@ def corrected_command(
     """`command` with the fix's flag and env changes applied; None if nothing applies."""
     changes = [change_of(raw) for raw in fix.get("changes", [])]
     edits = [c for c in changes if c.action in EDITS and writable(c, framework)]
-    if not command.strip() or not edits:
-        return None
+    if not command.strip() or not edits or is_engine_call(command):
+        return None  # nothing to write, or a script's `LLM(...)`: no command line to edit
     return apply_changes(command, edits, framework=framework, version=version)

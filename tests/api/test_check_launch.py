@@ -90,3 +90,16 @@ def test_it_needs_a_token_and_a_launch_command(reader: APIClient) -> None:
     assert APIClient().post(CHECK, {"launch_command": GLM5}, format="json").status_code == 401
     missing = reader.post(CHECK, {"gpu": "H100"}, format="json")
     assert missing.status_code == 400 and "launch_command" in missing.content.decode()
+
+
+def test_a_scripts_engine_call_is_checked_as_its_launch_without_a_command_to_correct(
+    reader: APIClient, starter_kb: None
+) -> None:
+    """An offline user pastes the call their script makes: the weights are read at its
+    tensor-parallel size, and no command line is written for a Python call."""
+    call = 'llm = LLM(model="Qwen/Qwen2.5-72B-Instruct", tensor_parallel_size=2)'
+    body = reader.post(CHECK, {"launch_command": call, "gpu": "A100"}, format="json").json()
+
+    weights = body["weights"]
+    assert "67.06 GiB on each GPU at --tensor-parallel-size 2" in weights["text"]
+    assert weights["corrected_command"] is None

@@ -431,3 +431,8 @@ def test_a_traceback_escaped_into_a_json_body_gives_the_same_setup() -> None:
 
     assert (context.framework, context.model) == ("vllm", "Qwen/Qwen2.5-72B-Instruct")
     assert context.flags["kv-cache-dtype"] == "fp8"
+
+
+def test_a_launch_given_as_an_engine_call_is_read_without_naming_the_framework() -> None:
+    context = build_context(launch_command='LLM("Qwen/Qwen3-8B", max_model_len=8192)')
+    assert (context.framework, context.flags["max-model-len"]) == ("vllm", "8192")
