@@ -175,9 +175,16 @@ _RECORD_KEYS = frozenset(
 _RECORD_LEVEL = ("level", "levelname", "severity")
 
 
+# A record or an escaped traceback longer than this is read as the one line it is: its
+# lines would cost more than the paste's line budget allows (traceback.MAX_RAW_LINE_CHARS).
+MAX_UNPACKED_LINE_CHARS = 64_000
+
+
 def record_lines(line: str) -> list[str] | None:
     """The lines a JSON log record carries, its level before its message ("ERROR ...");
     None for a line that is not one."""
+    if len(line) > MAX_UNPACKED_LINE_CHARS:
+        return None
     body = line.strip()
     if not (body.startswith("{") and body.endswith("}")) or '"' not in body:
         return None
@@ -212,7 +219,9 @@ _STRING_END = re.compile(r"""['"]+[)\]}]*[,;]?\s*$""")
 def escaped_lines(line: str) -> list[str] | None:
     """The lines of a traceback escaped into one line ("...call last):\\n  File \\"x\\"...");
     None for a line that holds none. The string's closing quote and brackets come off."""
-    if "\\n" not in line or not _ESCAPED_TRACE.search(line):
+    if len(line) > MAX_UNPACKED_LINE_CHARS or "\\n" not in line:
+        return None
+    if not _ESCAPED_TRACE.search(line):
         return None
     text = _ESCAPES.sub(
         lambda m: chr(int(m[1], 16)) if m[1] else _ESCAPED.get(m[2], "\\" + m[2]), line

@@ -315,8 +315,6 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
 
 
 def _printed(raw: str) -> list[str]:
-    if len(raw) > MAX_RAW_LINE_CHARS:
-        return [raw]
     lines = record_lines(raw) if raw.lstrip().startswith("{") else None
     return [unescaped for line in lines or [raw] for unescaped in escaped_lines(line) or [line]]
 
