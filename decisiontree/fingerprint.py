@@ -23,6 +23,7 @@ from functools import lru_cache, partial
 from decisiontree.gated import GatedPattern, Needs
 from decisiontree.terms import facets_of, unique_words
 from decisiontree.traceback import (
+    PANIC,
     Frame,
     ParsedTraceback,
     RaisedException,
@@ -267,7 +268,7 @@ def error_name(exception_type: str) -> str:
     """The error's class as an answer names it to people: our names for a paste that names
     none read as what they are."""
     unnamed = {ERROR_LOG: "error line", INCOMPLETE_TRACEBACK: "cut-off traceback"}
-    return unnamed.get(exception_type, exception_type)
+    return unnamed.get(exception_type, "Rust panic" if exception_type == PANIC else exception_type)
 
 
 def shown_error(exception_type: str, template: str) -> str:
@@ -277,7 +278,7 @@ def shown_error(exception_type: str, template: str) -> str:
         return template
     if exception_type == INCOMPLETE_TRACEBACK:
         return f"traceback cut off before its error, last line: {template}"
-    return f"{exception_type}: {template}"
+    return f"{error_name(exception_type)}: {template}"
 
 
 def ends_before_error(exception_type: str | None) -> bool:
@@ -460,7 +461,7 @@ def quoted_error(parsed: ParsedTraceback, exception_type: str | None) -> PastedE
         if named and exc.type and canonical_type(exc.type, exc.message) == named
     ]
     said = [(exc.type, _quotable(exc).strip()) for exc in raised[-1:]]
-    lines = [f"{name}: {message}" if message else name for name, message in said]
+    lines = [f"{error_name(name)}: {message}" if message else name for name, message in said]
     whole = [exc.message for exc in raised[-1:]]
     lines += parsed.kernel_assertions[:1]
     whole += parsed.kernel_assertions[:1]

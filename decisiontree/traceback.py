@@ -441,6 +441,13 @@ _NOTEBOOK_FRAME = re.compile(
 )
 _NOTEBOOK_CELL = re.compile(r"\s*(?:Cell In\s*\[\d*\], line \d+|<ipython-input-[\w-]+> in )")
 _NOTEBOOK_SOURCE = re.compile(r"\s*(?P<arrow>-+>)?\s*\d+(?: (?P<code>.*))?$")
+# A Rust panic: "thread 'main' panicked at src/router.rs:412:38:" with its message on the
+# next line (Rust 1.73 and later), or "thread 'main' panicked at 'message', src/main.rs:2:5".
+PANIC = "RustPanic"  # FixGraph's name for it: Rust's panics have no type
+_RUST_PANIC = re.compile(
+    r"\s*thread '[^']{0,200}' panicked at (?:'(?P<quoted>.{0,2000})', )?"
+    r"(?P<path>[\w./\\-]{1,500}\.rs):(?P<lineno>\d+):\d+:?\s*$"
+)
 _CHAIN = re.compile(
     r"\s*(?:During handling of the above exception, another exception occurred"
     r"|The above exception was the direct cause of the following exception):?\s*$"
@@ -682,6 +689,8 @@ class _Stream:
         text = line.text
         if _HEADER in text or _NOTEBOOK_HEADER.match(text):
             self._open_frames(line.index)
+        elif panic := _RUST_PANIC.match(text):
+            self._open_panic(line, panic)
         elif frame := _frame_of(text):
             self.sink.truncated = True  # the paste starts inside a traceback
             self._open_frames(line.index)
@@ -711,6 +720,13 @@ class _Stream:
         else:
             return False
         return True
+
+    def _open_panic(self, line: _Line, panic: re.Match[str]) -> None:
+        """A Rust panic (SGLang's router and gateway are Rust): where it panicked is its
+        frame; its message follows on the next line, or sits in quotes before Rust 1.73."""
+        path = panic["path"]
+        self._open_exception(line, PANIC, (panic["quoted"] or "").strip())
+        self.frames = [Frame(path, module_of(path), int(panic["lineno"]), "")]
 
     # frames: inside "Traceback (most recent call last):"
 

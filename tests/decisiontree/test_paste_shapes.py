@@ -8,7 +8,7 @@ import json
 import pytest
 
 from decisiontree import traceback
-from decisiontree.fingerprint import signatures_of
+from decisiontree.fingerprint import quoted_error, signatures_of
 from decisiontree.traceback import MAX_NOISE_IN_FRAMES, module_of, parse
 
 
@@ -223,3 +223,29 @@ def test_a_scripts_code_line_that_starts_with_a_number_stays_its_code() -> None:
     script = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    1 / 0\nZeroDivisionError: division by zero\n'
     (exc,) = parse(script).exceptions
     assert exc.frames[0].code == "1 / 0"
+
+
+@pytest.mark.parametrize(
+    "panic",
+    [
+        # Rust 1.73 and later: the message on the line after the place.
+        "thread 'tokio-runtime-worker' panicked at src/policies/cache_aware.rs:212:31:\n"
+        "attempt to subtract with overflow\n",
+        # Before: the message quoted on the same line.
+        "thread 'tokio-runtime-worker' panicked at 'attempt to subtract with overflow', "
+        "src/policies/cache_aware.rs:198:9\n",
+    ],
+)
+def test_a_rust_panic_of_sglangs_router_is_read_as_an_error_with_its_place(panic: str) -> None:
+    log = "2026-02-10T09:14:03.123Z  INFO sgl_model_gateway::server: listening on 0.0.0.0:30000\n"
+    parsed = parse(log + panic + "note: run with `RUST_BACKTRACE=1` environment variable\n")
+
+    (exc,) = parsed.exceptions
+    assert (exc.message.splitlines()[0], exc.frames[0].module) == (
+        "attempt to subtract with overflow",
+        "policies/cache_aware.rs",
+    )
+    signature = signatures_of(parsed)[0]
+    assert quoted_error(parsed, signature.exception_type).lines == (
+        "Rust panic: attempt to subtract with overflow",
+    )
