@@ -65,9 +65,9 @@ class WithheldChange:
 CAUSE_ELSEWHERE = {
     "": (
         "The cause is not in this paste.",
-        "This only says that another process failed (an engine core, a scheduler, a worker);"
-        " the error that stopped it was printed earlier in the same log, by that process. Paste"
-        " the log from the first Traceback or ERROR line before it.",
+        "This only says that something else failed (an engine core, a scheduler, a worker, a"
+        " compiler); the error that stopped it was printed earlier in the same log. Paste the"
+        " log from the first Traceback or ERROR line before it.",
     ),
     "SIGKILL": (
         "The process was killed (SIGKILL), not stopped by an error of its own.",

@@ -171,7 +171,7 @@ def test_a_paste_that_only_says_a_worker_died_is_answered_with_what_to_paste(
     body = diagnose(reader, {"traceback": wrapper}).json()
     assert body["cause_not_pasted"] == wrapper
     assert body["summary"].endswith(
-        "the error that stopped it was printed earlier in the same log, by that process. "
+        "the error that stopped it was printed earlier in the same log. "
         "Paste the log from the first Traceback or ERROR line before it."
     )
 

@@ -538,7 +538,7 @@ def test_a_paste_that_only_says_the_scheduler_died_says_where_the_cause_is(
     )
 
     assert "The cause is not in this paste." in page
-    assert "printed earlier in the same log, by that process" in page
+    assert "the error that stopped it was printed earlier in the same log" in page
     assert "Start a finding from this paste" not in page
 
 
