@@ -76,6 +76,13 @@ CAUSE_ELSEWHERE = {
         " -e 'killed process'` on the host, or the container's status (OOMKilled, exit code"
         " 137), says so: give the container more memory, or start fewer ranks on the host.",
     ),
+    "SIGTERM": (
+        "Something stopped the process (SIGTERM).",
+        "A person, a supervisor or an orchestrator asked it to stop. On Kubernetes that is"
+        " most often a liveness or startup probe that failed while the weights were still"
+        " loading: give the pod a startupProbe that waits long enough for the model to load,"
+        " and `kubectl describe pod` shows the probe's failures.",
+    ),
     "SIGSEGV": (
         "The process crashed in native code (SIGSEGV).",
         "A CUDA kernel, a compiled extension or a library built for another torch or CUDA"

@@ -136,14 +136,14 @@ _SIGNAL_DEATH = re.compile(
     r"|<Signals\.(?P<member>SIG[A-Z]+): \d+>"
     r"|(?:killed|terminated) (?:by|with) signal:? "
     r"(?P<by>SIG[A-Z]+|\d+|Killed|Segmentation fault|Aborted)"
-    r"|exit\s*(?:code|status)\s*[:=]?\s*(?P<code>-\d+|137|139|134)\b"
-    r"|exited with (?:exit )?code (?P<exited>-\d+|137|139|134)\b"
+    r"|exit\s*(?:code|status)\s*[:=]?\s*(?P<code>-\d+|137|139|134|143)\b"
+    r"|exited with (?:exit )?code (?P<exited>-\d+|137|139|134|143)\b"
     r"|(?P<oom>\bOOMKilled\b)"
     r"|^\s*(?P<shell>Killed)\s*$",
     re.I,
 )
 _SIGNALS = {"9": "SIGKILL", "137": "SIGKILL", "11": "SIGSEGV", "139": "SIGSEGV", "6": "SIGABRT",
-            "134": "SIGABRT", "15": "SIGTERM"}  # fmt: skip
+            "134": "SIGABRT", "15": "SIGTERM", "143": "SIGTERM"}  # fmt: skip
 
 
 def killed_by(text: str) -> str:

@@ -72,3 +72,15 @@ def test_a_paste_with_nothing_in_common_gets_no_nearest_finding() -> None:
     assert result.verdict == "none"
     assert result.nearest == ()
     assert result.search_words == ()
+
+
+def test_a_pod_stopped_while_loading_is_told_what_stops_one() -> None:
+    """Kubernetes stops a server whose probe fails while the weights still load: exit 143."""
+    stopped = "Error: container vllm exited with code 143\n"
+    result = diagnose(stopped, build_context(stopped), build_graph([]))
+
+    assert result.killed_by == "SIGTERM"
+    assert result.cause_elsewhere is not None
+    heading, advice = result.cause_elsewhere
+    assert heading == "Something stopped the process (SIGTERM)."
+    assert "startupProbe" in advice and "kubectl describe pod" in advice

@@ -585,6 +585,7 @@ Root Cause (first observed failure):
             "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGSEGV\n",
             "SIGSEGV",
         ),
+        ("Error: container vllm exited with code 143\n", "SIGTERM"),  # 128 + 15
     ],
 )
 def test_a_process_killed_by_a_signal_is_told_by_the_signal(paste: str, signal: str) -> None:
