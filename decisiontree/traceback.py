@@ -192,7 +192,7 @@ _GENERIC_PHRASES = (
     "exited with exit code", "engine core failed to start", "enginecore failed to start",
     "engine process failed to start", "enginecore encountered", "engine core encountered",
     "hit an exception", "error building extension", "subcommand failed", "ninja build failed",
-    "returned non-zero exit status",
+    "returned non-zero exit status", "crashloopbackoff", "back-off restarting failed container",
 )  # fmt: skip
 _GENERIC_STARTS = (
     "initialization failed",

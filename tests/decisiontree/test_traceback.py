@@ -586,6 +586,12 @@ Root Cause (first observed failure):
             "SIGSEGV",
         ),
         ("Error: container vllm exited with code 143\n", "SIGTERM"),  # 128 + 15
+        (  # kubectl describe pod
+            "    State:          Waiting\n      Reason:       CrashLoopBackOff\n"
+            "    Last State:     Terminated\n      Reason:       OOMKilled\n"
+            "      Exit Code:    137\n",
+            "SIGKILL",
+        ),
     ],
 )
 def test_a_process_killed_by_a_signal_is_told_by_the_signal(paste: str, signal: str) -> None:
