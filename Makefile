@@ -8,12 +8,12 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "FixGraph needs Python 3.11 or newer (found $$($(PYTHON) --version))"; exit 1; }
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet '.[dev]'
+	$(PY) -m pip install --quiet -c constraints.txt '.[dev]'
 	touch $(STAMP)
 
 run: install
