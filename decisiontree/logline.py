@@ -194,17 +194,17 @@ def record_lines(line: str) -> list[str] | None:
         return None
     if not isinstance(record, dict) or not _RECORD_KEYS.intersection(record):
         return None
-    message = next((record[k] for k in _RECORD_MESSAGE if isinstance(record.get(k), str)), None)
+    texts = {key: value for key, value in record.items() if isinstance(value, str)}
+    message = next((texts[k] for k in _RECORD_MESSAGE if k in texts), None)
     if message is None:
         return None
-    level = next((record[k] for k in _RECORD_LEVEL if isinstance(record.get(k), str)), "")
-    level = level.upper() if re.fullmatch(_LEVELS, level.upper()) else ""
+    level = next((texts[k] for k in _RECORD_LEVEL if k in texts), "").upper()
     lines = message.rstrip("\n").split("\n")
-    if level and lines[0]:
+    if re.fullmatch(_LEVELS, level) and lines[0]:
         lines[0] = f"{level} {lines[0]}"
     for key in _RECORD_EXTRA:
-        if isinstance(record.get(key), str) and record[key].strip():
-            lines += record[key].rstrip("\n").split("\n")
+        if texts.get(key, "").strip():
+            lines += texts[key].rstrip("\n").split("\n")
     return lines
 
 
