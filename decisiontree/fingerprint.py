@@ -267,8 +267,12 @@ UNNAMED_TYPES = frozenset({INCOMPLETE_TRACEBACK, ERROR_LOG})
 def error_name(exception_type: str) -> str:
     """The error's class as an answer names it to people: our names for a paste that names
     none read as what they are."""
-    unnamed = {ERROR_LOG: "error line", INCOMPLETE_TRACEBACK: "cut-off traceback"}
-    return unnamed.get(exception_type, "Rust panic" if exception_type == PANIC else exception_type)
+    unnamed = {
+        ERROR_LOG: "error line",
+        INCOMPLETE_TRACEBACK: "cut-off traceback",
+        PANIC: "Rust panic",
+    }
+    return unnamed.get(exception_type, exception_type)
 
 
 def shown_error(exception_type: str, template: str) -> str:
@@ -461,7 +465,9 @@ def quoted_error(parsed: ParsedTraceback, exception_type: str | None) -> PastedE
         if named and exc.type and canonical_type(exc.type, exc.message) == named
     ]
     said = [(exc.type, _quotable(exc).strip()) for exc in raised[-1:]]
-    lines = [f"{error_name(name)}: {message}" if message else name for name, message in said]
+    lines = [
+        f"{error_name(name)}: {message}" if message else error_name(name) for name, message in said
+    ]
     whole = [exc.message for exc in raised[-1:]]
     lines += parsed.kernel_assertions[:1]
     whole += parsed.kernel_assertions[:1]
