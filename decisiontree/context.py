@@ -170,6 +170,7 @@ def build_context(
     layers: list[tuple[str, Facts]] = [
         ("text", _prose_facts(text, vocab)),
         ("log", _path_facts(text)),
+        ("log", _stated_facts(text, vocab)),
         ("launch_command", called),
         ("launch_command", _command_facts(found)),
         # The release a command names (an image tag, a pin); a log's own beats it.
@@ -238,7 +239,9 @@ def _context_from(
         versions.setdefault(framework, version)
     model = facts.get("model.name")
     info = vocab.model_info(model) if model else None
-    quantization = _quantization(flags, info.quantization if info else None, vocab)
+    # What the framework's message states outranks what the model's name suggests.
+    stated = facts.get("model.quantization")
+    quantization = _quantization(flags, stated or (info.quantization if info else None), vocab)
     names = facts.get("gpu.name")
     derived = {"model.arch": "model.name", "model.quantization": "model.name"}
     for key, origin in derived.items():
@@ -248,6 +251,7 @@ def _context_from(
         gpus=tuple(names.split("\n")) if names else (),
         gpu_count=int(facts["gpu.count"]) if "gpu.count" in facts else None,
         arch=facts.get("gpu.arch"),
+        capability=facts.get("gpu.capability"),
         framework=framework,
         framework_version=version,
         model=model,
@@ -358,6 +362,38 @@ def _prose_facts(text: str, vocab: Vocabulary) -> Facts:
     repo = _repo_id_in_prose(text, vocab)
     if repo:
         facts["model.name"] = repo
+    return facts
+
+
+# What a framework measured and printed about the device it ran on: vLLM's and SGLang's
+# quantization check ("Minimum capability: 80. Current capability: 75."; the capability
+# as major*10+minor), and a capability said to be the device's own ("has compute
+# capability 7.5", "'Tesla T4' (with compute capability 7.5)", PyTorch's "is of cuda
+# capability 3.7", "current GPU compute capability: 7.5"). A requirement ("of at least
+# 8.0", ">= 8.9", "Minimum capability", "a GPU that has compute capability 8.0 or newer")
+# is not the device's.
+_CURRENT_CAPABILITY = re.compile(r"\bCurrent capability:\s*(\d{1,2})(\d)\b")
+_OWN_CAPABILITY = re.compile(
+    r"(?:\bhas|\(with|\bis of|\bcurrent (?:GPU |device )?)\s*(?:cuda |compute )?capability:?\s*"
+    r"(\d{1,2})\.(\d)\b(?!\s*(?:or |and |\+|x\b))",
+    re.I,
+)
+# The method a quantization check names: "The quantization method awq is not supported ...".
+_STATED_QUANTIZATION = re.compile(r"\bquantization method\s+[`'\"]?([\w-]+)", re.I)
+
+
+def _stated_facts(text: str, vocab: Vocabulary) -> Facts:
+    """The device's compute capability and the checkpoint's quantization method, where
+    the framework's own message states them."""
+    facts: Facts = {}
+    stated = _CURRENT_CAPABILITY.search(text) or _OWN_CAPABILITY.search(text)
+    if stated:
+        capability = f"{int(stated.group(1))}.{stated.group(2)}"
+        arch = vocab.arch_from_capability(capability)
+        facts["gpu.arch" if arch else "gpu.capability"] = arch or capability
+    method = _STATED_QUANTIZATION.search(text)
+    if method and vocab.quantization(method.group(1)):
+        facts["model.quantization"] = vocab.quantization(method.group(1)) or ""
     return facts
 
 

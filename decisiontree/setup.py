@@ -36,12 +36,21 @@ UNDECIDED_VALUES = frozenset({"auto", "default", ""})
 VALUE_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32"}
 
 # What "a different setup" means: a finding seen on another GPU architecture, model
-# architecture, framework or release is the same error, not the same known issue.
-SETUP_KEYS = ("gpu.arch", "gpu.capability", "model.arch", "framework", "framework.version")
+# architecture, checkpoint quantization, framework or release is the same error, not the
+# same known issue.
+SETUP_KEYS = (
+    "gpu.arch",
+    "gpu.capability",
+    "model.arch",
+    "model.quantization",
+    "framework",
+    "framework.version",
+)
 SETUP_LABELS = {
     "gpu.arch": "GPU",
     "gpu.capability": "GPU compute capability",
     "model.arch": "model",
+    "model.quantization": "quantization",
     "framework": "framework",
     "framework.version": "release",
 }

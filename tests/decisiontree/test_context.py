@@ -436,3 +436,60 @@ def test_a_traceback_escaped_into_a_json_body_gives_the_same_setup() -> None:
 def test_a_launch_given_as_an_engine_call_is_read_without_naming_the_framework() -> None:
     context = build_context(launch_command='LLM("Qwen/Qwen3-8B", max_model_len=8192)')
     assert (context.framework, context.flags["max-model-len"]) == ("vllm", "8192")
+
+
+# ---- what the framework's own message states about the device and the checkpoint
+
+
+@pytest.mark.parametrize(
+    ("paste", "capability"),
+    [
+        # vLLM's and SGLang's quantization check print it as major*10+minor.
+        (
+            "ValueError: The quantization method awq is not supported for the current GPU. "
+            "Minimum capability: 75. Current capability: 70.",
+            "7.0",
+        ),
+        (
+            "RuntimeError: Quantization scheme is not supported for the current GPU. "
+            "Min capability: 80. Current capability: 75.",
+            "7.5",
+        ),
+        (
+            "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least "
+            "8.0. Your GPU has compute capability 7.0.",
+            "7.0",
+        ),
+        ("float8 needs compute capability >= 8.9 (current GPU compute capability: 8.6)", "8.6"),
+        ("Unsupported KV cache dtype on 'NVIDIA Foo' (with compute capability 8.9)", "8.9"),
+        # A capability the vocabulary has no architecture for is kept as a capability.
+        ("Found GPU0 Tesla K80 which is of cuda capability 3.7.", "3.7"),
+    ],
+)
+def test_the_devices_capability_is_read_where_the_framework_states_it(
+    paste: str, capability: str
+) -> None:
+    assert build_context(paste).get("gpu.capability") == capability
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0.",
+        "Minimum capability: 80.",
+        "This kernel requires a GPU that has compute capability 9.0 or newer.",
+        "float8 requires GPU compute capability >= 8.9",
+    ],
+)
+def test_a_required_capability_is_not_taken_for_the_devices(paste: str) -> None:
+    assert build_context(paste).get("gpu.capability") is None
+
+
+def test_the_quantization_method_a_message_names_outranks_the_models_name() -> None:
+    paste = (
+        "ValueError: The quantization method modelopt_fp8 is not supported for the current "
+        "GPU. Minimum capability: 89. Current capability: 80."
+    )
+    context = build_context(paste, model="acme/Foo-70B-AWQ")
+    assert (context.quantization, context.arch) == ("fp8", "sm_80")
+    assert build_context("ValueError: no quantization method here").quantization is None

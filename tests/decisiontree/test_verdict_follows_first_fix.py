@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from decisiontree.conditions import parse_line
+from decisiontree.context import build_context
+from decisiontree.diagnose import Diagnosis, diagnose
+from decisiontree.graph import build_graph
+from decisiontree.records import FindingRecord, FixRecord, Outcome
 from tests.decisiontree.test_walk import (
     KV_AUTO_PROPOSED,
     UNSET_BACKEND,
@@ -22,3 +27,36 @@ def test_a_first_fix_from_a_finding_on_another_setup_makes_the_verdict_different
     assert result.signature is not None
     assert result.signature.exception_type == "AcceleratorError"
     assert [c.finding_id for c in result.candidates] == [10, 20]
+
+
+def test_a_finding_on_another_quantization_is_a_different_setup() -> None:
+    """The message names AWQ on a 7.0 GPU; the finding is about MXFP4 checkpoints."""
+    finding = FindingRecord(
+        id=1,
+        title="MXFP4 checkpoints need compute capability 8.0",
+        kind="crash",
+        cause="the MXFP4 kernels need Ampere",
+        samples=(
+            "ValueError: The quantization method mxfp4 is not supported for the current GPU. "
+            "Minimum capability: 80. Current capability: 75.",
+        ),
+        conditions=(parse_line("model.quantization = mxfp4"), parse_line("gpu.capability = <8.0")),
+        fixes=(FixRecord(1, "serve a 16-bit conversion in float16", (), Outcome.RESOLVES),),
+    )
+    graph = build_graph([finding])
+
+    def answered(method: str, current: str) -> Diagnosis:
+        paste = (
+            f"ValueError: The quantization method {method} is not supported for the current "
+            f"GPU. Minimum capability: 80. Current capability: {current}."
+        )
+        return diagnose(paste, build_context(paste), graph)
+
+    other = answered("awq", "70")
+    assert other.verdict == "different_setup"
+    assert [d.describe() for d in other.different_setup] == [
+        "quantization awq here, mxfp4 in the finding"
+    ]
+    assert answered("mxfp4", "75").verdict == "known"
+    # The stated capability decides the other condition: 8.6 is not below 8.0.
+    assert answered("mxfp4", "86").verdict == "different_setup"
