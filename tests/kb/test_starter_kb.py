@@ -161,3 +161,56 @@ def test_retracted_requests_under_load_point_at_admission_not_at_a_crash(starter
     assert result.verdict is Verdict.KNOWN
     assert result.fixes[0].finding.kind == "slow"
     assert result.fixes[0].command_changes == ("--schedule-conservativeness 1.3",)
+
+
+def test_a_quantization_method_below_its_minimum_capability_gets_the_general_entry(
+    starter_kb: None,
+) -> None:
+    """An AWQ checkpoint on a V100: the general entry comes first, and the MXFP4 entry,
+    whose setup the message contradicts, is not taken for it."""
+    paste = (
+        "ValueError: The quantization method awq is not supported for the current GPU. "
+        "Minimum capability: 75. Current capability: 70."
+    )
+    result = diagnose(paste)
+
+    assert result.verdict is Verdict.KNOWN
+    assert "quantization method asks for a newer GPU" in result.fixes[0].finding.title
+    mxfp4 = [fix for fix in result.fixes if "MXFP4" in fix.finding.title]
+    assert all(fix.finding.title != result.fixes[0].finding.title for fix in mxfp4)
+    assert mxfp4 and all(fix.for_other_setup for fix in mxfp4)
+
+
+@pytest.mark.parametrize(
+    ("paste", "title"),
+    [
+        (
+            "ValueError: Total number of attention heads (40) must be divisible by tensor "
+            "parallel size (3).",
+            "attention heads do not divide",
+        ),
+        (
+            "ImportError: /opt/env/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-"
+            "x86_64-linux-gnu.so: undefined symbol: _ZNK3c1010TensorImpl27throw_data_ptr_access_"
+            "errorEv",
+            "undefined symbol",
+        ),
+        (
+            "ValueError: Model architectures ['BarForConditionalGeneration'] are not supported "
+            "for now. Supported architectures: dict_keys(['LlamaForCausalLM'])",
+            "no implementation of the model's architecture",
+        ),
+        (
+            "ValueError: Cannot find model module. 'BarForCausalLM' is not a registered model in "
+            "the Transformers library (only relevant if the model is meant to be in Transformers) "
+            "and 'AutoModel' is not present in the model config's 'auto_map' (relevant if the "
+            "model is custom).",
+            "no implementation of the model's architecture",
+        ),
+    ],
+)
+def test_everyday_start_up_errors_get_their_entry(starter_kb: None, paste: str, title: str) -> None:
+    result = diagnose(paste)
+
+    assert result.verdict is Verdict.KNOWN
+    assert title in result.fixes[0].finding.title
