@@ -193,6 +193,10 @@ _GENERIC_PHRASES = (
     "engine process failed to start", "enginecore encountered", "engine core encountered",
     "hit an exception", "error building extension", "subcommand failed", "ninja build failed",
     "returned non-zero exit status", "crashloopbackoff", "back-off restarting failed container",
+    # a pointer to the log, as tools word it ("... failed to be inspected. Please check the
+    # logs for more details.", pip's "See above for output.")
+    "check the logs for more details", "see the logs for more details", "see the log above",
+    "see above for output", "see above for details",
 )  # fmt: skip
 _GENERIC_STARTS = (
     "initialization failed",

@@ -541,6 +541,12 @@ def test_a_paste_that_only_says_another_process_failed_names_that_line() -> None
         "Failed core proc(s): {}"
     )
     assert parse("ERROR 02-10 09:14:03 [core.py:708] EngineCore failed to start.\n").only_wrappers
+    # vLLM inspects the model in a subprocess; what went wrong there is logged before this.
+    inspected = (
+        "ValueError: Model architectures ['Qwen2ForCausalLM'] failed to be inspected. "
+        "Please check the logs for more details.\n"
+    )
+    assert parse(inspected).only_wrappers == inspected.strip()
 
 
 @pytest.mark.parametrize(

@@ -195,6 +195,11 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "errorEv",
             "undefined symbol",
         ),
+        (  # the dtype check right after the capability check: not the capability's entry
+            "ValueError: torch.bfloat16 is not supported for quantization method gptq. "
+            "Supported dtypes: [torch.float16]",
+            "float16 activations only",
+        ),
         (
             "ValueError: Model architectures ['BarForConditionalGeneration'] are not supported "
             "for now. Supported architectures: dict_keys(['LlamaForCausalLM'])",
