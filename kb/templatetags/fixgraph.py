@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape, unescape
@@ -154,6 +154,18 @@ def answer_words(name: str) -> str:
         "other_setup": OTHER_SETUP,
     }[name]
     return words[:1].upper() + words[1:]
+
+
+@register.filter
+def changes_to_show(fix: Mapping[str, Any]) -> list[str]:
+    """The changes shown as chips under a fix's heading: none for a fix in words whose one
+    change is that text ("move to a GPU of ..."); compared before escaping, so a summary
+    with an apostrophe is not shown twice. A summary that is itself flags keeps its chips."""
+    changes = list(fix.get("command_changes") or ())
+    summary = fix.get("summary") or ""
+    if " ".join(changes) == summary and not summary.startswith("-"):
+        return []
+    return changes
 
 
 @register.filter

@@ -146,6 +146,24 @@ def test_a_fix_in_words_is_its_own_heading_not_repeated_as_a_change(
     assert first.count("revert the kv_data_type patch in flashinfer_mla_backend.py") == 1
 
 
+def test_a_fix_in_words_with_an_apostrophe_is_not_repeated_as_a_change(
+    client: Client, starter_kb: None
+) -> None:
+    """Compared after escaping, "vLLM's" and "vLLM&#x27;s" differed, and the heading came
+    back a second time as a change to copy."""
+    page = page_of(
+        client,
+        "ValueError: The quantization method fp8 is not supported for the current GPU. "
+        "Minimum capability: 80. Current capability: 75.\n",
+    )
+    fix = next(
+        item
+        for item in page.split('<li class="fix"')[1:]
+        if "serve the checkpoint with vLLM" in item.split("</h3>", 1)[0]
+    )
+    assert '<p class="changes">' not in fix.split("</li>", 1)[0]
+
+
 def test_a_fix_heading_is_set_as_code_only_when_it_is_flags_and_values(
     client: Client, starter_kb: None
 ) -> None:
