@@ -43,7 +43,7 @@ from decisiontree.fingerprint import (
     text_terms,
 )
 from decisiontree.flag_check import flag_problems, named_flags
-from decisiontree.flag_values import FlagValue, length_values
+from decisiontree.flag_values import FlagValue, paste_values
 from decisiontree.flags import canonical_flag, flags_in_text
 from decisiontree.gpu_memory import (
     MemoryReading,
@@ -121,7 +121,7 @@ def diagnose(
     candidates = matched(found)
     memory, log, memory_readings = memory_told(text, pasted.lines, context, vocabulary)
     if candidates:
-        values = length_values(text) + tuple(
+        values = paste_values(text) + tuple(
             value for reading in memory_readings for value in reading.values
         )
         answer = ranked_answer(

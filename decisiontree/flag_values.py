@@ -57,4 +57,39 @@ def length_values(text: str) -> tuple[FlagValue, ...]:
     )
 
 
-__all__ = ["FlagValue", "length_values"]
+# vLLM gives each GPU an equal share of the attention heads (0.34, the model config's check
+# against the parallel config): "Total number of attention heads (40) must be divisible by
+# tensor parallel size (3)."
+HEAD_SPLIT = re.compile(
+    r"Total number of attention heads \((?P<heads>\d+)\) must be divisible by tensor "
+    r"parallel size \((?P<size>\d+)\)"
+)
+
+
+def head_split_values(text: str) -> tuple[FlagValue, ...]:
+    """The largest tensor-parallel size, up to the one refused, that divides the model's
+    attention heads, where the paste shows a size that does not."""
+    found = HEAD_SPLIT.search(text)
+    if found is None:
+        return ()
+    heads, size = int(found["heads"]), int(found["size"])
+    fits = max((d for d in range(1, min(heads, size) + 1) if heads % d == 0), default=0)
+    if not 0 < fits < size:
+        return ()
+    return (
+        FlagValue(
+            "tensor-parallel-size",
+            str(fits),
+            "at_most",
+            f"the largest size up to the {size} refused that divides the model's "
+            f"{heads} attention heads",
+        ),
+    )
+
+
+def paste_values(text: str) -> tuple[FlagValue, ...]:
+    """Every value the paste's own figures give a launch flag."""
+    return length_values(text) + head_split_values(text)
+
+
+__all__ = ["FlagValue", "head_split_values", "length_values", "paste_values"]

@@ -293,3 +293,31 @@ def test_no_room_for_the_kv_cache_gets_the_least_share_with_any_room() -> None:
     beyond = no_room_answer("0.94")  # 0.958: past what a GPU can give
     assert beyond.fixes[0].command_changes == ()
     assert "Raise --gpu-memory-utilization if the GPU has room" in beyond.memory_readings[0].text
+
+
+@pytest.mark.parametrize(
+    ("heads", "size", "written"),
+    [
+        (40, 3, "--tensor-parallel-size 2"),
+        (64, 6, "--tensor-parallel-size 4"),
+        (28, 8, "--tensor-parallel-size 7"),
+    ],
+)
+def test_a_tensor_parallel_size_that_does_not_divide_the_heads_becomes_one_that_does(
+    heads: int, size: int, written: str
+) -> None:
+    refusal = (
+        f"ValueError: Total number of attention heads ({heads}) must be divisible by tensor "
+        f"parallel size ({size}).\n"
+    )
+    divisor = fix(
+        1, "set --tensor-parallel-size to a divisor of the head count", "tensor-parallel-size"
+    )
+    graph = build_graph([finding(1, refusal, (divisor,), cause="heads split evenly")])
+    launch = f"vllm serve acme/Model-32B --tensor-parallel-size {size}"
+
+    result = diagnose(refusal, build_context(refusal, launch_command=launch), graph)
+
+    assert result.fixes[0].command_changes == (written,)
+    [why] = [step.detail for step in result.fixes[0].why if step.step == "value"]
+    assert f"divides the model's {heads} attention heads" in why
