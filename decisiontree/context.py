@@ -392,8 +392,8 @@ def _stated_facts(text: str, vocab: Vocabulary) -> Facts:
         arch = vocab.arch_from_capability(capability)
         facts["gpu.arch" if arch else "gpu.capability"] = arch or capability
     method = _STATED_QUANTIZATION.search(text)
-    if method and vocab.quantization(method.group(1)):
-        facts["model.quantization"] = vocab.quantization(method.group(1)) or ""
+    if method and (quantization := vocab.quantization(method.group(1))):
+        facts["model.quantization"] = quantization
     return facts
 
 

@@ -195,6 +195,37 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "errorEv",
             "undefined symbol",
         ),
+        (
+            "ValueError: World size (4) is larger than the number of available GPUs (2) in "
+            "this node.",
+            "More GPUs asked for than the server can see",
+        ),
+        (  # SGLang: the scheduler of rank 3 picks GPU 3 of two
+            "[2026-12-05 11:00:01 TP3] Scheduler hit an exception: Traceback (most recent call "
+            'last):\n  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/'
+            'model_runner.py", line 449, in __init__\n    torch.get_device_module(self.device)'
+            ".set_device(get_device().gpu_id)\nRuntimeError: CUDA error: invalid device ordinal\n",
+            "More GPUs asked for than the server can see",
+        ),
+        (  # an older Transformers' wording of it
+            "OSError: We couldn't connect to 'https://huggingface.co' to load this file, "
+            "couldn't find it in the cached files and it looks like acme/Foo-8B is not the path "
+            "to a directory containing a file named config.json.",
+            "The Hub cannot be reached",
+        ),
+        (
+            "ValueError: The checkpoint you are trying to load has model type `bar_next` but "
+            "Transformers does not recognize this architecture. This could be because of an "
+            "issue with the checkpoint, or because your version of Transformers is out of date.",
+            "no implementation of the model's architecture",
+        ),
+        (  # a chat request to a base model, as the client prints vLLM's 400
+            "openai.BadRequestError: Error code: 400 - {'error': {'message': 'As of "
+            "transformers v4.44, default chat template is no longer allowed, so you must provide "
+            "a chat template if the tokenizer does not define one.', 'type': 'BadRequestError', "
+            "'param': None, 'code': 400}}",
+            "no chat template",
+        ),
         (  # the dtype check right after the capability check: not the capability's entry
             "ValueError: torch.bfloat16 is not supported for quantization method gptq. "
             "Supported dtypes: [torch.float16]",
