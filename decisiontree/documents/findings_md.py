@@ -436,7 +436,9 @@ def _fixes(
 def _samples(entry: _Entry) -> tuple[str, ...]:
     found = list(entry.sample_texts)
     lines = entry.body
-    prose = [True] * len(lines)
+    # The body keeps its fenced blocks (they are samples already): only the prose between
+    # them is searched, or a block's first lines came back as a second, shorter sample.
+    prose = prose_mask(lines, fences_in(lines))
     for span in samples.find_unfenced_samples(lines, prose):
         found.append("\n".join(lines[span.start : span.end]).strip("\n"))
     if not found and entry.value("error"):

@@ -125,6 +125,27 @@ def test_it_keeps_fenced_error_samples_verbatim_and_prose_in_the_body(sample):
     assert "### A sub-heading that stays in the body" in crash.body
 
 
+def test_a_fenced_block_is_one_sample_not_also_its_first_lines():
+    """The body keeps its blocks; reading its prose for tracebacks must not find a block's
+    opening lines again as a second, shorter sample (a generic first line alone matches
+    nothing, and stood for the entry)."""
+    text = (
+        "# Findings\n\n## NCCL cannot make its shared memory segment\n- Kind: crash\n"
+        "- Cause: /dev/shm is small\n- Fix: --shm-size 8g [proposed]\n\n"
+        "```\ntorch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3356, "
+        "unhandled system error\nLast error:\nError while creating shared memory segment "
+        "/dev/shm/nccl-x (size 9637888)\n```\n\n"
+        "Seen again in prose:\n\n"
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
+    [finding] = extract_document(text, "FINDINGS.md").findings
+    assert len(finding.samples) == 2
+    assert finding.samples[0].endswith("(size 9637888)")
+    assert (
+        finding.samples[1] == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    )
+
+
 def test_it_keeps_unknown_fields_and_sources(sample):
     extra = entry(sample, "Decode crashes").extra
     assert extra["reviewer"] == "alice"
