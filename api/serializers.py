@@ -809,6 +809,11 @@ class DiagnosisContextSerializer(serializers.Serializer):
     gpus = serializers.ListField(child=serializers.CharField())
     gpu_count = serializers.IntegerField(allow_null=True)
     arch = serializers.CharField(allow_null=True, help_text='e.g. "sm_120"')
+    capability = serializers.CharField(
+        allow_null=True,
+        help_text="The GPU's compute capability where no architecture gives it: as answered "
+        '("8.6", ">=8.0,<9.0") or as the paste states it ("3.7")',
+    )
     framework = serializers.CharField(allow_null=True, help_text='"sglang" or "vllm"')
     framework_version = serializers.CharField(allow_null=True)
     model = serializers.CharField(allow_null=True)

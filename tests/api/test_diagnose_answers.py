@@ -60,3 +60,7 @@ def test_a_compute_capability_is_asked_in_ranges_and_the_answer_changes_the_orde
     assert summaries(older) == [ADA_FIX, BLACKWELL_FIX]
     assert summaries(as_printed) == [BLACKWELL_FIX, ADA_FIX]
     assert older["questions"] == [] and as_printed["questions"] == []
+    assert (older["context"]["capability"], as_printed["context"]["capability"]) == (
+        "<12.0",
+        "12.0",
+    )

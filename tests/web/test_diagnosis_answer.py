@@ -164,6 +164,23 @@ def test_a_fix_in_words_with_an_apostrophe_is_not_repeated_as_a_change(
     assert '<p class="changes">' not in fix.split("</li>", 1)[0]
 
 
+def test_what_the_message_states_about_the_gpu_and_checkpoint_is_shown_as_read(
+    client: Client, starter_kb: None
+) -> None:
+    page = page_of(
+        client,
+        "ValueError: The quantization method awq is not supported for the current GPU. "
+        "Minimum capability: 75. Current capability: 70.\n",
+    )
+    panel = page.split("<h2>What FixGraph read from the paste</h2>", 1)[1].split("</dl>", 1)[0]
+    rows = dict(
+        (re.sub(r"<[^>]+>", "", term), re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", value)).strip())
+        for term, value in re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", panel, re.S)
+    )
+    assert rows["GPU"] == "sm_70"  # no name: the architecture its capability is
+    assert rows["Model"] == "unknown quantization: awq"
+
+
 def test_a_fix_heading_is_set_as_code_only_when_it_is_flags_and_values(
     client: Client, starter_kb: None
 ) -> None:
