@@ -219,6 +219,11 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "issue with the checkpoint, or because your version of Transformers is out of date.",
             "no implementation of the model's architecture",
         ),
+        (
+            "RuntimeError: Could not find nvcc and default cuda_home='/usr/local/cuda' doesn't "
+            "exist",
+            "FlashInfer cannot compile its kernels",
+        ),
         (  # a chat request to a base model, as the client prints vLLM's 400
             "openai.BadRequestError: Error code: 400 - {'error': {'message': 'As of "
             "transformers v4.44, default chat template is no longer allowed, so you must provide "
