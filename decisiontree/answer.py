@@ -265,11 +265,17 @@ def first_fix(fixes: Sequence[RankedFix]) -> RankedFix | None:
     return fixes[0] if fixes and not fixes[0].already_applied else None
 
 
+def summary_is_changes(summary: str, changes: Sequence[str]) -> bool:
+    """The fix's summary says exactly its changes: flags ("--kv-cache-dtype bf16") or the
+    one change of a fix in words ("move to a GPU of compute capability 8.0")."""
+    return " ".join(changes) == summary
+
+
 def changes_beside(summary: str, changes: Sequence[str]) -> tuple[str, ...]:
     """The changes a text answer lists under a fix's summary: none when the summary is
     the changes themselves ("--kv-cache-dtype bf16 --page-size 64"), and never one the
     summary already writes out ("raise --mem-fraction-static in steps of 0.05", a patch)."""
-    if " ".join(changes) == summary:
+    if summary_is_changes(summary, changes):
         return ()
     return tuple(change for change in changes if not _written_in(change, summary))
 
@@ -293,4 +299,5 @@ __all__ = [
     "WithheldChange",
     "changes_beside",
     "first_fix",
+    "summary_is_changes",
 ]

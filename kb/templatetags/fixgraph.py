@@ -21,7 +21,7 @@ from django import template
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils.safestring import SafeString, mark_safe
 
-from decisiontree.answer import OTHER_SETUP, PROPOSED
+from decisiontree.answer import OTHER_SETUP, PROPOSED, summary_is_changes
 from decisiontree.fingerprint import error_name, shown_error
 from kb.models import Fix, ValidationRun
 from kb.services import occurrences
@@ -163,7 +163,7 @@ def changes_to_show(fix: Mapping[str, Any]) -> list[str]:
     with an apostrophe is not shown twice. A summary that is itself flags keeps its chips."""
     changes = list(fix.get("command_changes") or ())
     summary = fix.get("summary") or ""
-    if " ".join(changes) == summary and not summary.startswith("-"):
+    if summary_is_changes(summary, changes) and not summary.startswith("-"):
         return []
     return changes
 
