@@ -392,9 +392,31 @@ def _signature(
     )
 
 
+_NAMED_FILE = re.compile(r"[A-Za-z_][A-Za-z_.+-]{1,39}")
+# Directories whose files are programs and libraries: a message about one is about it.
+_PROGRAM_DIRS = frozenset({"bin", "sbin", "libexec", "lib", "lib64"})
+
+
+def _named_paths(line: str) -> str:
+    """A program's or a shared library's path in a message keeps its name ("/bin/sh: 1:
+    /usr/local/cuda/bin/nvcc: not found", ".../libcuda.so: cannot open"): the template masks
+    the path whole; the message, compared word by word, keeps what it names. Other paths
+    (data, sockets, temporary files, whose names change from run to run) stay masked, as
+    does a name with a digit."""
+    if "/" not in line:
+        return line
+
+    def named(found: re.Match[str]) -> str:
+        parent, _, name = found.group(0).rstrip("/").rpartition("/")
+        program = parent.rsplit("/", 1)[-1] in _PROGRAM_DIRS or ".so" in name
+        return name if program and _NAMED_FILE.fullmatch(name) else found.group(0)
+
+    return _PATH.sub(named, line)
+
+
 def message_of(text: str) -> str:
     """The first line of an error, normalised for comparing messages word by word."""
-    return mask_quoted(normalise_message(_first_line(text)))[:MAX_MESSAGE_CHARS]
+    return mask_quoted(normalise_message(_named_paths(_first_line(text))))[:MAX_MESSAGE_CHARS]
 
 
 def _base_and_message(template_source: str, text: str) -> tuple[str, str | None]:
@@ -404,7 +426,8 @@ def _base_and_message(template_source: str, text: str) -> tuple[str, str | None]
     if not text:
         return _first_sentence(normalised), None
     first = _first_line(text)
-    line = normalised if first == template_source else normalise_message(first)
+    named = _named_paths(first)
+    line = normalised if first == template_source and named == first else normalise_message(named)
     return _first_sentence(normalised), mask_quoted(line)[:MAX_MESSAGE_CHARS]
 
 

@@ -267,3 +267,17 @@ def test_it_gives_the_same_fingerprint_in_a_fresh_process() -> None:
 def test_the_error_is_quoted_as_pasted_without_our_names_for_unnamed_errors(paste, shown):
     signature = signatures_of(parse(paste))[0]
     assert shown_error(signature.exception_type, signature.template) == shown
+
+
+def test_a_message_keeps_the_name_a_path_ends_in_and_the_template_masks_it() -> None:
+    """ "/bin/sh: 1: /usr/local/cuda/bin/nvcc: not found" is about nvcc: compared word by
+    word, the message keeps a program's or a library's name; the template, which groups
+    errors, still masks the path. Other paths (a shared-memory segment's name changes from
+    run to run) stay masked."""
+    [shell] = signatures_of(parse("/bin/sh: 1: /usr/local/cuda/bin/nvcc: not found\n"))
+    assert shell.template == "<path>: <num>: <path>: not found"
+    assert shell.message == "sh: <num>: nvcc: not found"
+    [shm] = signatures_of(
+        parse("Error while creating shared memory segment /dev/shm/nccl-bWrTax (size 9637888)\n")
+    )
+    assert shm.message == "Error while creating shared memory segment <path> (size <num>)"
