@@ -9,6 +9,10 @@ Pure Python. Everything a document yields is a draft for a reviewer:
 
 from __future__ import annotations
 
+import hashlib
+from functools import cache
+from pathlib import Path
+
 from decisiontree.documents._vocab import VocabularyLike, cached, default_vocabulary
 from decisiontree.documents.decoding import decode_document
 from decisiontree.documents.findings_md import looks_like_findings_md, parse_findings_md
@@ -33,6 +37,7 @@ __all__ = [
     "Metrics",
     "decode_document",
     "extract_document",
+    "reader_scheme",
 ]
 
 _MAX_TEXT_CHARS = MAX_DOCUMENT_BYTES  # a decoded document is never longer than its bytes
@@ -62,3 +67,42 @@ def extract_document(
 
 def _name(filename: str) -> str:
     return filename.rsplit("/", 1)[-1] if filename else ""
+
+
+# The modules outside this package that reading a document runs (the scrub before it
+# included); tests/decisiontree/documents/test_reader_scheme.py fails when one is missing.
+_READER_MODULES = (
+    "__init__",
+    "conditions",
+    "flag_values",
+    "flags",
+    "launch",
+    "logline",
+    "records",
+    "scrub",
+    "server_env",
+    "traceback",
+    "versions",
+    "vocabulary",
+)
+
+
+def reader_files() -> list[Path]:
+    """The code and data that turn a stored document's bytes into findings."""
+    package = Path(__file__).resolve().parent
+    root = package.parent
+    code = sorted(package.glob("*.py")) + [root / f"{name}.py" for name in _READER_MODULES]
+    data = sorted(p for d in (package / "data", root / "data") for p in d.iterdir() if p.is_file())
+    return code + data
+
+
+@cache
+def reader_scheme() -> str:
+    """A digest of `reader_files()`. Stored with each document: a document read by other
+    code is read again by the next ingest, though its bytes are the same (an unchanged file
+    would otherwise keep what an older release made of it)."""
+    digest = hashlib.sha256()
+    for path in reader_files():
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]

@@ -23,6 +23,11 @@ class SourceDocument(models.Model):
     format = models.CharField(max_length=20, choices=Format.choices)
     content = models.TextField()
     content_hash = models.CharField(max_length=64, unique=True)
+    reader = models.CharField(
+        max_length=16,
+        blank=True,
+        help_text="The reader it was last read with (decisiontree.documents.reader_scheme)",
+    )
     ingested_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,6 +1,7 @@
 """Ingestion: documents on disk become findings in the knowledge base.
 
-Idempotent by content: a document already stored byte-for-byte is skipped; a
+Idempotent by content: a document already stored byte-for-byte is skipped, unless
+the code that reads documents changed since (its samples are then read again); a
 document at a known path whose content changed updates the findings it yielded
 (same rows, so their history shows the edit). Each document is stored in one
 transaction: a document that cannot be read or stored leaves nothing behind and
@@ -31,13 +32,16 @@ from decisiontree.documents import (
     ExtractedFinding,
     decode_document,
     extract_document,
+    reader_scheme,
 )
 from decisiontree.scrub import scrub
-from kb.models import Finding, SourceDocument
+from kb.models import ErrorSample, Finding, SourceDocument
 from kb.search import refresh_afterwards
 from kb.services.bulk import create_findings
 from kb.services.records import (
+    link_samples,
     lookups_in_transaction,
+    own_samples,
     remembered_lookups,
     store_extracted_finding,
     withdraw_contributions,
@@ -130,7 +134,8 @@ def read_within_limit(path: Path) -> bytes:
 def ingest_bytes(data: bytes, path: str, *, publish: bool = False) -> DocumentOutcome:
     """Store one document and its findings; `path` identifies it for later edits."""
     content_hash = hashlib.sha256(data).hexdigest()
-    if already_stored(content_hash):
+    stored_reader = reader_of(content_hash)
+    if stored_reader == reader_scheme():
         return DocumentOutcome(path, "skipped", reason="unchanged")
     try:
         # A write-up quotes what the server printed, tokens and keys included: they are
@@ -147,7 +152,10 @@ def ingest_bytes(data: bytes, path: str, *, publish: bool = False) -> DocumentOu
         reason = "holds no incident: no error, no flag, no GPU, no model"
         return DocumentOutcome(path, "skipped", reason=reason)
     try:
-        outcome = store_document(extracted, text, path, content_hash, publish=publish)
+        if stored_reader is None:
+            outcome = store_document(extracted, text, path, content_hash, publish=publish)
+        else:
+            outcome = read_again(extracted, text, path, content_hash, publish=publish)
     except DatabaseError as exc:  # the document's transaction rolled back; the run goes on
         return DocumentOutcome(path, "failed", reason=f"could not be stored: {exc}".strip())
     outcome.scrubbed = scrubbed.kinds
@@ -156,6 +164,15 @@ def ingest_bytes(data: bytes, path: str, *, publish: bool = False) -> DocumentOu
 
 def already_stored(content_hash: str) -> bool:
     return SourceDocument.objects.filter(content_hash=content_hash).exists()
+
+
+def reader_of(content_hash: str) -> str | None:
+    """The reader a document with these bytes was last read with; None when none is stored."""
+    return (
+        SourceDocument.objects.filter(content_hash=content_hash)
+        .values_list("reader", flat=True)
+        .first()
+    )
 
 
 @transaction.atomic
@@ -178,24 +195,73 @@ def store_findings(
     )
     action = "updated" if document else "created"
     previous = document.content if document else ""
+    read_by_older_code = document is not None and document.reader != reader_scheme()
     if document is None:
         document = SourceDocument(path=path)
     document.title = extracted.title[:300] or Path(path).name
     document.format = extracted.format
     document.content = text
     document.content_hash = content_hash
+    document.reader = reader_scheme()
     document.save()
     if action == "updated":
         withdraw_contributions(document)
     outcome = DocumentOutcome(path, action)
     if extracted.format == SourceDocument.Format.FINDINGS_MD:
         # FINDINGS.md entries are reviewed as written; extracted write-ups wait for a reviewer.
-        kept = store_entries(document, extracted, previous, outcome, publish=publish)
+        kept = store_entries(
+            document, extracted, previous, outcome, publish=publish, reread=read_by_older_code
+        )
     else:
         kept = store_episodes(document, extracted, outcome, new=action == "created")
     if action == "updated":
         outcome.findings_removed = retire_removed_entries(document, kept)
     return outcome
+
+
+@transaction.atomic
+def read_again(
+    extracted: ExtractedDocument, text: str, path: str, content_hash: str, *, publish: bool
+) -> DocumentOutcome:
+    """A stored document, the same bytes, read by changed code: its findings' samples
+    (what matching reads) become what the reader now finds. Everything else stays as
+    stored, reviewers' edits included: the document did not change, the reading did."""
+    take_store_turn()
+    document = SourceDocument.objects.select_for_update().filter(content_hash=content_hash).first()
+    with lookups_in_transaction():
+        if document is None:  # deleted while this one extracted: stored anew
+            return store_findings(extracted, text, path, content_hash, publish=publish)
+        if document.reader == reader_scheme():  # another ingest read it again meanwhile
+            return DocumentOutcome(path, "skipped", reason="unchanged")
+        document.content = text  # the scrub is part of reading: what it now replaces goes
+        document.reader = reader_scheme()
+        document.save(update_fields=["content", "reader", "updated_at"])
+        outcome = DocumentOutcome(
+            document.path or path, "updated", reason="read again: FixGraph's reader changed"
+        )
+        entries = keyed_findings(extracted.findings)
+        outcome.findings_updated = read_samples_again(document, entries)
+    return outcome
+
+
+def read_samples_again(
+    document: SourceDocument, entries: Iterable[tuple[str, ExtractedFinding]]
+) -> int:
+    """Give the document's findings of these entries the samples read now, where they
+    differ from the stored ones; returns how many findings changed."""
+    findings = {f.origin_key: f for f in Finding.objects.filter(origin=document)}
+    held: dict[int, list[str]] = {}
+    samples = ErrorSample.objects.filter(finding__origin=document)
+    for finding_id, sample in own_samples(samples, document).values_list("finding_id", "text"):
+        held.setdefault(finding_id, []).append(sample)
+    changed = 0
+    for key, entry in entries:
+        finding = findings.get(key)
+        if finding is None or held.get(finding.pk, []) == list(entry.samples):
+            continue
+        link_samples(finding, entry.samples, new=False, source=document)
+        changed += 1
+    return changed
 
 
 def store_entries(
@@ -205,9 +271,11 @@ def store_entries(
     outcome: DocumentOutcome,
     *,
     publish: bool,
+    reread: bool = False,
 ) -> set[int]:
     """A FINDINGS.md's entries: new ones in bulk, changed ones one by one, and the ones
-    that read as before in the stored version untouched (edits reviewers made stay).
+    that read as before in the stored version untouched (edits reviewers made stay), but
+    for their samples where the stored version was read by older code (`reread`).
     Returns the ids of the document's findings that are still in it."""
     stored = {
         key: (pk, status)
@@ -216,6 +284,7 @@ def store_entries(
         )
     }
     unchanged = unchanged_entries(previous, extracted)
+    as_before: list[tuple[str, ExtractedFinding]] = []
     kept: set[int] = set()
     new: list[tuple[str, ExtractedFinding]] = []
     for key, finding in keyed_findings(extracted.findings):
@@ -225,12 +294,15 @@ def store_entries(
         pk, status = stored[key]
         if key in unchanged and not (publish and status == Finding.Status.DRAFT):
             kept.add(pk)
+            as_before.append((key, finding))
             continue
         _, change = store_extracted_finding(
             finding, document, key, problems=extracted.problems, publish=publish
         )
         kept.add(pk)
         outcome.findings_updated += change == "updated"
+    if reread:
+        outcome.findings_updated += read_samples_again(document, as_before)
     created = create_findings(document, new, problems=extracted.problems, publish=publish)
     outcome.findings_created = len(created)
     return kept | set(created)

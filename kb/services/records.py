@@ -314,9 +314,8 @@ def link_samples(
 ) -> bool:
     """Store the samples with their signatures, parsed once here and not at every rebuild.
     Samples other documents brought to this finding stay."""
-    # Samples learned from use (kb.services.feedback) are nobody's document's: they stay.
-    own = finding.samples.filter(learned_at=None).filter(Q(source=source) | Q(source__isnull=True))
-    current = [] if new else list(own.order_by("pk").values_list("text", flat=True))
+    own = own_samples(finding.samples.all(), source)
+    current = [] if new else list(own.values_list("text", flat=True))
     if current == list(samples):
         return False
     if not new:
@@ -331,6 +330,14 @@ def link_samples(
     )
     replace_links(finding, "signatures", signature_ids, new=new)
     return True
+
+
+def own_samples(samples: Any, source: SourceDocument | None) -> Any:
+    """Of `samples` (a queryset), those the document brought (or no document), in the
+    order stored."""
+    # Samples learned from use (kb.services.feedback) are nobody's document's: they stay.
+    own = samples.filter(learned_at=None).filter(Q(source=source) | Q(source__isnull=True))
+    return own.order_by("pk")
 
 
 def add_samples(finding: Finding, samples: Iterable[str], source: SourceDocument | None) -> None:

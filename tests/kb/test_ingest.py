@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
-from kb.models import Finding, Fix, SourceDocument
+from decisiontree.documents import reader_scheme
+from kb.models import ErrorSample, Finding, Fix, SourceDocument
+from kb.services.records import store_sample
 
 pytestmark = pytest.mark.django_db
 
@@ -82,6 +85,55 @@ def test_it_skips_a_document_it_already_has(vocabulary: None, tmp_path: Path) ->
     output = ingest(path, publish=True)
     assert "skipped" in output
     assert Finding.objects.count() == 1 and SourceDocument.objects.count() == 1
+
+
+def test_a_document_read_by_older_code_gets_its_samples_read_again(
+    vocabulary: None, tmp_path: Path
+) -> None:
+    path = tmp_path / "FINDINGS.md"
+    path.write_text(ENTRY)
+    ingest(path, publish=True)
+    finding = Finding.objects.get()
+    (sample,) = finding.samples.all()
+    read_now = sample.text
+    # What an older release left: its reader's name, a sample it read wrongly; since
+    # then a reviewer retitled the finding and learned a paste for it.
+    SourceDocument.objects.update(reader="older-reader")
+    ErrorSample.objects.filter(pk=sample.pk).update(text="torch.OutOfMemoryError: CUDA out")
+    Finding.objects.filter(pk=finding.pk).update(title="Graph capture OOM (reviewed)")
+    store_sample(finding, "RuntimeError: CUDA error: out of memory", learned_at=timezone.now())
+
+    output = ingest(path, publish=True)
+
+    assert "read again" in output and "1 updated" in output
+    finding.refresh_from_db()
+    assert finding.title == "Graph capture OOM (reviewed)"
+    texts = list(finding.samples.order_by("pk").values_list("text", flat=True))
+    assert texts == ["RuntimeError: CUDA error: out of memory", read_now]
+    assert any(s.exception_type.endswith("OutOfMemoryError") for s in finding.signatures.all())
+    assert SourceDocument.objects.get().reader == reader_scheme()
+    assert "skipped" in ingest(path, publish=True)
+
+
+def test_an_edit_after_a_reader_change_reads_the_untouched_entries_samples_again(
+    vocabulary: None, tmp_path: Path
+) -> None:
+    second = ENTRY.split("\n", 2)[2].replace("OOM while capturing", "OOM again while capturing")
+    path = tmp_path / "FINDINGS.md"
+    path.write_text(ENTRY + "\n" + second)
+    ingest(path, publish=True)
+    untouched = Finding.objects.get(title__startswith="OOM while")
+    read_now = untouched.samples.get().text
+    SourceDocument.objects.update(reader="older-reader")
+    untouched.samples.update(text="torch.OutOfMemoryError: CUDA out")
+
+    path.write_text(ENTRY + "\n" + second.replace("0.85", "0.80"))
+    output = ingest(path, publish=True)
+
+    assert "2 updated" in output
+    assert untouched.samples.get().text == read_now
+    edited = Finding.objects.get(title__startswith="OOM again")
+    assert edited.fixes.filter(summary="--mem-fraction-static 0.80").exists()
 
 
 def test_an_edited_document_updates_its_finding_and_keeps_history(

@@ -57,4 +57,5 @@ def describe(doc: Any) -> str:
         parts.append(f"{doc.findings_removed} retired")
     if doc.scrubbed:
         parts.append(f"replaced by [redacted]: {', '.join(doc.scrubbed)}")
-    return f"{doc.action:<8} {doc.path}: {', '.join(parts)}"
+    said = f" ({doc.reason})" if doc.reason else ""
+    return f"{doc.action:<8} {doc.path}: {', '.join(parts)}{said}"
