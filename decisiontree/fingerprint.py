@@ -595,6 +595,14 @@ def _error_line_signatures(parsed: ParsedTraceback) -> list[tuple[int, Signature
 
 
 MAX_PLAIN_ERROR_LINES = 5  # plain error lines read per paste; the first few name the failure
+# A paste's Python warnings (`UserWarning: ...`) are matched beside its errors, after them:
+# one may name the cause the error does not (PyTorch's "CUDA initialization: The NVIDIA
+# driver on your system is too old" before "No CUDA GPUs are available"). The last few:
+# a long log repeats the deprecation warnings of its start. Matching them changed neither
+# corpus (bench/README.md, "Session 30").
+MAX_WARNINGS_MATCHED = 3
+_PYTHON_WARNING = re.compile(r"\w*Warning: ")
+_WARNING_TYPE = "Warning"
 
 
 def _one_per_type(found: list[tuple[int, Signature]]) -> list[tuple[int, Signature]]:
@@ -632,12 +640,16 @@ def _ranked(parsed: ParsedTraceback) -> list[tuple[int, Callable[[], Signature]]
     ranked += [(score, partial(lambda s: s, sig)) for score, sig in _error_line_signatures(parsed)]
     if not ranked:  # a bare warning or log line is still something to match on
         ranked = [(_WARNING, partial(_warning_signature, w)) for w in parsed.warnings]
+    else:  # Python's own warnings are matched too, after the errors (see MAX_WARNINGS_MATCHED)
+        told = [w for w in parsed.warnings if _PYTHON_WARNING.match(w)]
+        last = told[max(0, len(told) - MAX_WARNINGS_MATCHED) :]
+        ranked += [(_WARNING, partial(_warning_signature, w)) for w in last]
     return sorted(ranked, key=lambda item: -item[0])  # stable: printed order among equals
 
 
 def _warning_signature(warning: str) -> Signature:
     base, message = _base_and_message(warning, warning)
-    return _signature("Warning", base, (), _terms_of([warning]), message)
+    return _signature(_WARNING_TYPE, base, (), _terms_of([warning]), message)
 
 
 def signatures_of(parsed: ParsedTraceback) -> tuple[Signature, ...]:
@@ -652,13 +664,15 @@ def signatures_of(parsed: ParsedTraceback) -> tuple[Signature, ...]:
     best = ranked[0][0] if ranked else 0
     unique: dict[str, Signature] = {}
     for score, make in ranked:
-        if score > _GENERIC or best <= _GENERIC:
+        if score > _GENERIC or best <= _GENERIC or score == _WARNING:
             sig = make()
             unique.setdefault(sig.template_key, sig)
     signatures = list(unique.values())
     if not signatures:
         return ()
-    merged = dict.fromkeys(term for sig in signatures for term in sig.terms)
+    # The first signature's terms are the errors', not those of the warnings beside them.
+    errors = [sig for sig in signatures if sig.exception_type != _WARNING_TYPE] or signatures
+    merged = dict.fromkeys(term for sig in errors for term in sig.terms)
     context = "\n".join(parsed.context)
     around = tuple(t for t in unique_words([context]) if t not in merged)
     signatures[0] = replace(

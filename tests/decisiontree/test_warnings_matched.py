@@ -1,0 +1,87 @@
+"""A paste's Python warnings are matched beside its errors: the warning may name the
+cause that the error, printed after it, does not."""
+
+from __future__ import annotations
+
+from decisiontree.context import build_context
+from decisiontree.diagnose import diagnose
+from decisiontree.fingerprint import MAX_WARNINGS_MATCHED, signatures_of
+from decisiontree.graph import build_graph
+from decisiontree.records import Change, ChangeAction, FindingRecord, FixRecord, Outcome
+from decisiontree.traceback import parse
+
+TOO_OLD = (
+    "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found "
+    "version {found}). Please update your GPU driver by downloading and installing a new "
+    "version from the URL: http://www.nvidia.com/Download/index.aspx Alternatively, go to: "
+    "https://pytorch.org to install a PyTorch version that has been compiled with your "
+    "version of the CUDA driver. (Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:119.)"
+)
+# What vLLM printed: the driver's warning at import, then an error that does not say why.
+VLLM_LOG = f"""INFO 12-01 10:00:01 [__init__.py:216] Automatically detected platform cuda.
+/opt/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:182: {TOO_OLD.format(found=12020)}
+  return torch._C._cuda_getDeviceCount() > 0
+ERROR 12-01 10:00:03 [engine.py:400] RuntimeError: No CUDA GPUs are available
+"""
+UPGRADE_DRIVER = FixRecord(
+    1, "Upgrade the host's driver to R570 or newer",
+    (Change(ChangeAction.PIN_VERSION, "nvidia-driver", "570"),), Outcome.RESOLVES,
+)  # fmt: skip
+DRIVER_TOO_OLD = FindingRecord(
+    id=1,
+    title="The NVIDIA driver is older than the wheels' CUDA",
+    kind="crash",
+    cause="PyTorch was built for a newer CUDA than the driver supports",
+    samples=(
+        "/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py:228: "
+        + TOO_OLD.format(found=12040),
+    ),
+    conditions=(),
+    fixes=(UPGRADE_DRIVER,),
+)
+SMALLER_BATCH = FixRecord(
+    2, "Lower --max-num-seqs", (Change(ChangeAction.SET_FLAG, "max-num-seqs", "64"),),
+    Outcome.RESOLVES,
+)  # fmt: skip
+SAMPLER_OOM = FindingRecord(
+    id=2,
+    title="vLLM runs out of memory while warming up the sampler",
+    kind="crash",
+    cause="the sampler's warm-up allocates for max-num-seqs requests at once",
+    samples=(
+        "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy "
+        "requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when "
+        "initializing the engine.",
+    ),
+    conditions=(),
+    fixes=(SMALLER_BATCH,),
+)
+
+
+def test_the_warning_that_names_the_cause_finds_its_finding() -> None:
+    result = diagnose(VLLM_LOG, build_context(), build_graph([SAMPLER_OOM, DRIVER_TOO_OLD]))
+
+    assert result.verdict != "none"
+    assert [fix.fix.id for fix in result.fixes][:1] == [UPGRADE_DRIVER.id]
+
+
+def test_the_error_still_heads_the_answer_and_its_words_are_its_own() -> None:
+    first, *rest = signatures_of(parse(VLLM_LOG))
+
+    assert first.exception_type.endswith("RuntimeError")
+    assert "alternatively" not in first.terms
+    assert [s.exception_type for s in rest] == ["Warning"]
+
+
+def test_a_long_log_matches_only_its_last_few_warnings() -> None:
+    subjects = ("tokenizer", "sampler", "scheduler", "loader", "router", "cache", "engine")
+    deprecations = "\n".join(
+        f"/opt/venv/lib/python3.12/site-packages/pkg/api.py:{i}: "
+        f"FutureWarning: the {subject} setting is deprecated and will be removed"
+        for i, subject in enumerate(subjects)
+    )
+    signatures = signatures_of(parse(deprecations + "\nRuntimeError: No CUDA GPUs are available"))
+
+    warned = [s.message for s in signatures if s.exception_type == "Warning"]
+    assert len(warned) == MAX_WARNINGS_MATCHED
+    assert "engine" in warned[-1] and not any("tokenizer" in m for m in warned)
