@@ -603,6 +603,9 @@ MAX_PLAIN_ERROR_LINES = 5  # plain error lines read per paste; the first few nam
 MAX_WARNINGS_MATCHED = 3
 _PYTHON_WARNING = re.compile(r"\w*Warning: ")
 _WARNING_TYPE = "Warning"
+# PyTorch ends a warning raised in its C++ with where ("(Triggered internally at
+# /pytorch/c10/cuda/CUDAFunctions.cpp:119.)"): a place, like a frame, not what it says.
+_RAISED_AT = re.compile(r"\s*\(Triggered internally at [^()]*\)\.?\s*$")
 
 
 def _one_per_type(found: list[tuple[int, Signature]]) -> list[tuple[int, Signature]]:
@@ -648,6 +651,7 @@ def _ranked(parsed: ParsedTraceback) -> list[tuple[int, Callable[[], Signature]]
 
 
 def _warning_signature(warning: str) -> Signature:
+    warning = _RAISED_AT.sub("", warning)
     base, message = _base_and_message(warning, warning)
     return _signature(_WARNING_TYPE, base, (), _terms_of([warning]), message)
 
