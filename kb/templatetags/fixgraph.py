@@ -145,6 +145,22 @@ def flags_unbroken(text: str | None) -> SafeString:
     return unbroken_words(text, flags_only=True)
 
 
+# A code span of a fix in words: `nvidia-smi -L`, `pip install ...`.
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+@register.filter
+def fix_in_words(text: str | None) -> SafeString:
+    """A fix's summary in words: its `code` set as code, never raw backticks, and a flag
+    elsewhere unbroken (as `flags_unbroken`)."""
+    parts = _CODE_SPAN.split(text or "")
+    html = [
+        f"<code>{escape(part)}</code>" if i % 2 else unbroken_words(part, flags_only=True)
+        for i, part in enumerate(parts)
+    ]
+    return mark_safe("".join(html))  # noqa: S308 - code spans escaped, the rest by unbroken_words
+
+
 @register.simple_tag
 def answer_words(name: str) -> str:
     """A fixed wording every channel of an answer shares (decisiontree.answer), as a

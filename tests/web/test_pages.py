@@ -156,6 +156,21 @@ def test_it_wraps_commands_at_spaces_only(client: Client, starter_kb: None) -> N
     assert " ".join(words) == first_command(page)
 
 
+def test_a_fix_in_words_shows_its_code_as_code(client: Client, starter_kb: None) -> None:
+    paste = (
+        "RuntimeError: The NVIDIA driver on your system is too old (found version 12040). "
+        "Please update your GPU driver by downloading and installing a new version"
+    )
+    page = text_of(client.post("/diagnose/", {"text": paste}, follow=True))
+
+    heading = re.search(r'<li class="fix" id="fix-\d+">.*?<h3>(.*?)</h3>', page, re.S)
+    assert heading is not None
+    assert (
+        "<code>python -c &quot;import torch; print(torch.version.cuda)&quot;</code>" in heading[1]
+    )
+    assert "`" not in heading[1]
+
+
 def test_it_lists_what_is_known_not_to_help(client: Client, starter_kb: None) -> None:
     page = text_of(diagnose(client, gpu="RTX PRO 6000"))
 
