@@ -455,6 +455,19 @@ def _innermost_code(frames: tuple[Frame, ...]) -> str:
     return next((f.code for f in frames[::-1] if f.code), "")
 
 
+# A compiler's message that opens with where in the source it failed ("at 32:18:"), then
+# quotes that source with a caret under the spot, says what failed on its last line
+# (Triton's CompilationError: "at {line}:{col}:", the excerpt, then the error).
+_AT_SOURCE = re.compile(r"at \d+:\d+:?")
+
+
+def told_last(message: str) -> str:
+    """What a message that opens with a place in the source says, on its last line; ""
+    for any other message."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return lines[-1] if len(lines) > 1 and _AT_SOURCE.fullmatch(lines[0]) else ""
+
+
 def stated_message(exc: RaisedException) -> str:
     """What the error says: its message's first line; a bare "AssertionError" says it with
     the assert statement that raised it."""
@@ -504,7 +517,10 @@ def quoted_error(parsed: ParsedTraceback, exception_type: str | None) -> PastedE
 
 def _quotable(exc: RaisedException) -> str:
     """The message's first line that says something: torchrun's failure table opens with a
-    rule of "=" (the signature keeps its first line as it is, so fingerprints stay)."""
+    rule of "=" (the signature keeps its first line as it is, so fingerprints stay); a
+    compiler's place in the source, with what it says after it."""
+    if told := told_last(exc.message):
+        return f"{_first_line(exc.message).strip()} … {told}"
     words = next((ln for ln in exc.message.splitlines() if re.search(r"[A-Za-z]{2}", ln)), "")
     return words or stated_message(exc)
 
@@ -517,7 +533,9 @@ def _cut(line: str) -> str:
 def _exception_signature(exc: RaisedException, parsed: ParsedTraceback) -> Signature:
     text = stated_message(exc)
     exc_type = canonical_type(exc.type, exc.message)
-    base, message = _base_and_message(text, text)
+    # The template (and so the fingerprint) is of the first line; what the message is
+    # compared on is what it says.
+    base, message = _base_and_message(text, told_last(exc.message) or text)
     template = _with_assertion(base, parsed)
     named = [exc_type] if exc.type else []  # "IncompleteTraceback" is our word, not the paste's
     terms = _terms_of(
