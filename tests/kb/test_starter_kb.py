@@ -248,6 +248,26 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "model is custom).",
             "no implementation of the model's architecture",
         ),
+        (  # PyTorch 2.1's wording, on a set_device of vLLM's worker
+            'Traceback (most recent call last):\n  File "/opt/venv/lib/python3.10/site-packages/'
+            'torch/cuda/__init__.py", line 298, in _lazy_init\n    torch._C._cuda_init()\n'
+            "RuntimeError: The NVIDIA driver on your system is too old (found version 11080). "
+            "Please update your GPU driver by downloading and installing a new version from the "
+            "URL: http://www.nvidia.com/Download/index.aspx Alternatively, go to: "
+            "https://pytorch.org to install a PyTorch version that has been compiled with your "
+            "version of the CUDA driver.",
+            "The NVIDIA driver is older than the CUDA the wheels were built with",
+        ),
+        (
+            'docker: Error response from daemon: could not select device driver "nvidia" with '
+            "capabilities: [[gpu]].",
+            "No GPU inside the container or job",
+        ),
+        (
+            "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
+            "`cublasCreate(handle)`",
+            "cuBLAS cannot create its handle",
+        ),
     ],
 )
 def test_everyday_start_up_errors_get_their_entry(starter_kb: None, paste: str, title: str) -> None:
@@ -255,3 +275,21 @@ def test_everyday_start_up_errors_get_their_entry(starter_kb: None, paste: str, 
 
     assert result.verdict is Verdict.KNOWN
     assert title in result.fixes[0].finding.title
+
+
+def test_cublas_failing_to_start_lowers_the_memory_share_of_the_users_framework(
+    starter_kb: None,
+) -> None:
+    paste = (
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/nn/modules/linear.py", line 134, '
+        "in forward\n    return F.linear(input, self.weight, self.bias)\n"
+        "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"
+    )
+    result = diagnose(
+        paste, launch_command="vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.95"
+    )
+
+    assert result.verdict is Verdict.KNOWN
+    assert result.fixes[0].command_changes == ("--gpu-memory-utilization 0.90",)
+    changes = [change for fix in result.fixes for change in fix.command_changes]
+    assert not any(change.startswith("--mem-fraction-static") for change in changes)
