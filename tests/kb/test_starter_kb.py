@@ -263,6 +263,16 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "capabilities: [[gpu]].",
             "No GPU inside the container or job",
         ),
+        (  # sgl-kernel 0.3's wording (no CUDA line), built against another PyTorch
+            "ImportError:\n[sgl_kernel] CRITICAL: Could not load any common_ops library!\n\n"
+            "Attempted locations:\n1. Architecture-specific pattern: /opt/conda/lib/python3.11/"
+            "site-packages/sgl_kernel/sm90/common_ops.* - found files: ['/opt/conda/lib/"
+            "python3.11/site-packages/sgl_kernel/sm90/common_ops.abi3.so']\n\nError details "
+            "from previous import attempts:\n- ImportError: /opt/conda/lib/python3.11/"
+            "site-packages/sgl_kernel/sm90/common_ops.abi3.so: undefined symbol: "
+            "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib\n",
+            "SGLang's kernel package cannot load its ops",
+        ),
         (
             "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
             "`cublasCreate(handle)`",
