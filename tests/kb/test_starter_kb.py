@@ -273,6 +273,12 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib\n",
             "SGLang's kernel package cannot load its ops",
         ),
+        (  # a CPU-only torch, where SGLang first picks its GPU
+            '  File "/usr/lib/python3/dist-packages/torch/cuda/__init__.py", line 404, in '
+            "set_device\n    torch._C._cuda_setDevice(device)\nAttributeError: module "
+            "'torch._C' has no attribute '_cuda_setDevice'\n",
+            "PyTorch is a build without CUDA",
+        ),
         (
             "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
             "`cublasCreate(handle)`",
