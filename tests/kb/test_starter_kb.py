@@ -280,6 +280,11 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "PyTorch is a build without CUDA",
         ),
         (
+            "Exception: data did not match any variant of untagged enum ModelWrapper at line "
+            "1217944 column 3",
+            "The tokenizer file is newer than the tokenizers library",
+        ),
+        (
             "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
             "`cublasCreate(handle)`",
             "cuBLAS cannot create its handle",
