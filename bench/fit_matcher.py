@@ -174,7 +174,7 @@ def _view(
     found = []
     for query in queries:
         try:
-            signatures = signatures_of(parse(query.text))
+            signatures = signatures_of(parse(query.text), warnings=True)
         except InputRejected:
             continue
         for finding_id, _layer, features in graph.index.assess(queries_for(signatures, query.text)):

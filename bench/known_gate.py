@@ -56,7 +56,7 @@ def main() -> int:
         bug_of = {record.id: report.bug for record, report in zip(records, findings, strict=True)}
         for query in queries:
             try:
-                signatures = signatures_of(parse(query.text))
+                signatures = signatures_of(parse(query.text), warnings=True)
             except InputRejected:
                 continue
             assessed = graph.index.assess(queries_for(signatures, query.text))

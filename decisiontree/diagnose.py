@@ -109,7 +109,7 @@ def diagnose(
     """
     vocabulary = vocabulary or load()
     parsed = parse(text)
-    signatures = signatures_of(parsed)
+    signatures = signatures_of(parsed, warnings=True)
     context = with_log_evidence(context, parsed.warnings)
     queries = queries_for(signatures, text)
     found = graph.index.lookup(queries)

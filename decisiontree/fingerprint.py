@@ -615,9 +615,10 @@ def _error_line_signatures(parsed: ParsedTraceback) -> list[tuple[int, Signature
 MAX_PLAIN_ERROR_LINES = 5  # plain error lines read per paste; the first few name the failure
 # A paste's Python warnings (`UserWarning: ...`) are matched beside its errors, after them:
 # one may name the cause the error does not (PyTorch's "CUDA initialization: The NVIDIA
-# driver on your system is too old" before "No CUDA GPUs are available"). The last few:
-# a long log repeats the deprecation warnings of its start. Matching them changed neither
-# corpus (bench/README.md, "Session 30").
+# driver on your system is too old" before "No CUDA GPUs are available"); they find a
+# finding whose sample is that warning alone (`signatures_of(..., warnings=True)`). The
+# last few: a long log repeats the deprecation warnings of its start. Matching them
+# changed neither corpus (bench/README.md, "Session 30").
 MAX_WARNINGS_MATCHED = 3
 _PYTHON_WARNING = re.compile(r"\w*Warning: ")
 _WARNING_TYPE = "Warning"
@@ -650,7 +651,7 @@ def _cpp_signature(
     return _line_signature(parsed, exc_type, what or instance, _ERROR_LINE)
 
 
-def _ranked(parsed: ParsedTraceback) -> list[tuple[int, Callable[[], Signature]]]:
+def _ranked(parsed: ParsedTraceback, warnings: bool) -> list[tuple[int, Callable[[], Signature]]]:
     """(score, signature maker) per error, best first; making is deferred until kept."""
     primary = parsed.primary
     ranked: list[tuple[int, Callable[[], Signature]]] = [
@@ -661,7 +662,7 @@ def _ranked(parsed: ParsedTraceback) -> list[tuple[int, Callable[[], Signature]]
     ranked += [(score, partial(lambda s: s, sig)) for score, sig in _error_line_signatures(parsed)]
     if not ranked:  # a bare warning or log line is still something to match on
         ranked = [(_WARNING, partial(_warning_signature, w)) for w in parsed.warnings]
-    else:  # Python's own warnings are matched too, after the errors (see MAX_WARNINGS_MATCHED)
+    elif warnings:  # Python's own warnings too, after the errors (see MAX_WARNINGS_MATCHED)
         told = [w for w in parsed.warnings if _PYTHON_WARNING.match(w)]
         last = told[max(0, len(told) - MAX_WARNINGS_MATCHED) :]
         ranked += [(_WARNING, partial(_warning_signature, w)) for w in last]
@@ -674,13 +675,16 @@ def _warning_signature(warning: str) -> Signature:
     return _signature(_WARNING_TYPE, base, (), _terms_of([warning]), message)
 
 
-def signatures_of(parsed: ParsedTraceback) -> tuple[Signature, ...]:
+def signatures_of(parsed: ParsedTraceback, *, warnings: bool = False) -> tuple[Signature, ...]:
     """One signature per distinct error, most informative first.
 
     The first one also carries the terms of the whole paste (kernel assertions,
-    NCCL lines ...), because it is the one a diagnosis matches on.
+    NCCL lines ...), because it is the one a diagnosis matches on. With `warnings`, a
+    paste's last Python warnings follow its errors; a finding's sample is read without
+    them: a warning printed beside a finding's error is incidental (the deprecation
+    notices every start-up prints), and two pastes sharing one would match on it.
     """
-    ranked = _ranked(parsed)
+    ranked = _ranked(parsed, warnings)
     # Wrappers ("Received sigquit", "scheduler is dead") end every crash; they only
     # count when the paste holds nothing better, or they would match everything.
     best = ranked[0][0] if ranked else 0

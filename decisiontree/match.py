@@ -722,7 +722,7 @@ def ordinary_messages() -> tuple[frozenset[str], ...]:
     found: dict[frozenset[str], None] = {}
     for text in background_texts():
         try:
-            signatures = signatures_of(parse(text))
+            signatures = signatures_of(parse(text), warnings=True)
         except InputRejected:
             continue
         for signature in signatures:

@@ -66,7 +66,7 @@ def test_the_warning_that_names_the_cause_finds_its_finding() -> None:
 
 
 def test_the_error_still_heads_the_answer_and_its_words_are_its_own() -> None:
-    first, *rest = signatures_of(parse(VLLM_LOG))
+    first, *rest = signatures_of(parse(VLLM_LOG), warnings=True)
 
     assert first.exception_type.endswith("RuntimeError")
     assert "alternatively" not in first.terms
@@ -83,8 +83,38 @@ def test_a_long_log_matches_only_its_last_few_warnings() -> None:
         f"FutureWarning: the {subject} setting is deprecated and will be removed"
         for i, subject in enumerate(subjects)
     )
-    signatures = signatures_of(parse(deprecations + "\nRuntimeError: No CUDA GPUs are available"))
+    log = deprecations + "\nRuntimeError: No CUDA GPUs are available"
+    signatures = signatures_of(parse(log), warnings=True)
 
     warned = [s.message for s in signatures if s.exception_type == "Warning"]
     assert len(warned) == MAX_WARNINGS_MATCHED
     assert "engine" in warned[-1] and not any("tokenizer" in m for m in warned)
+
+
+# Deprecation notices every start-up prints, as a finding's sample and a paste both hold them.
+NOTICES = (
+    "/usr/local/lib/python3.10/dist-packages/transformers/utils/generic.py:441: FutureWarning: "
+    "`torch.utils._pytree._register_pytree_node` is deprecated. Please use "
+    "`torch.utils._pytree.register_pytree_node` instead.\n"
+    "  _torch_pytree._register_pytree_node(\n"
+    "/usr/local/lib/python3.10/dist-packages/pydantic/_internal/_fields.py:149: UserWarning: Field "
+    '"model_name" has conflict with protected namespace "model_".\n'
+)
+
+
+def test_warnings_beside_a_findings_error_are_not_what_it_is_matched_on() -> None:
+    noisy = FindingRecord(
+        id=2,
+        title=SAMPLER_OOM.title,
+        kind="crash",
+        cause=SAMPLER_OOM.cause,
+        samples=(NOTICES + SAMPLER_OOM.samples[0],),
+        conditions=(),
+        fixes=(SMALLER_BATCH,),
+    )
+    paste = NOTICES + "ValueError: LoRA rank 128 is greater than max_lora_rank 64.\n"
+
+    result = diagnose(paste, build_context(), build_graph([noisy]))
+
+    assert result.verdict == "none"
+    assert not result.fixes
