@@ -12,7 +12,8 @@ from kb.services.ingest import drafts_waiting, ingest_paths
 class Command(BaseCommand):
     help = (
         "Ingest incident write-ups and FINDINGS.md files (files or folders). Idempotent: "
-        "unchanged documents are skipped, edited ones update their findings."
+        "unchanged documents are skipped, edited ones update their findings; after an "
+        "upgrade that reads documents differently, their error samples are read again."
     )
     # Django's system checks cost 0.9 s of each run (they import every URL module and
     # the admin); they judge the project's configuration (URLs, admin, templates,
