@@ -70,7 +70,7 @@ def _name(filename: str) -> str:
 
 
 # The modules outside this package that reading a document runs (the scrub before it
-# included); tests/decisiontree/documents/test_reader_scheme.py fails when one is missing.
+# included); tests/decisiontree/test_reader_scheme.py fails when one is missing.
 _READER_MODULES = (
     "__init__",
     "conditions",
