@@ -10,12 +10,11 @@ reviewers' decisions follow it (see kb/services/fingerprints.py).
 
 from __future__ import annotations
 
-import hashlib
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from decisiontree import fingerprint, logline, terms, traceback
+from decisiontree import files_digest, fingerprint, logline, terms, traceback
 from decisiontree.fingerprint import Signature, signatures_of
 from decisiontree.traceback import InputRejected, parse
 
@@ -26,10 +25,7 @@ SampleSignatures = tuple[Signature, ...] | str
 @cache
 def scheme() -> str:
     """A digest of the code that turns a sample into signatures."""
-    digest = hashlib.sha256()
-    for module in (logline, traceback, terms, fingerprint):
-        digest.update(Path(str(module.__file__)).read_bytes())
-    return digest.hexdigest()[:16]
+    return files_digest(Path(str(m.__file__)) for m in (logline, traceback, terms, fingerprint))
 
 
 def signatures_of_sample(sample: str) -> SampleSignatures:

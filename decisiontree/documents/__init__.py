@@ -9,10 +9,10 @@ Pure Python. Everything a document yields is a draft for a reviewer:
 
 from __future__ import annotations
 
-import hashlib
 from functools import cache
 from pathlib import Path
 
+from decisiontree import files_digest
 from decisiontree.documents._vocab import VocabularyLike, cached, default_vocabulary
 from decisiontree.documents.decoding import decode_document
 from decisiontree.documents.findings_md import looks_like_findings_md, parse_findings_md
@@ -101,8 +101,4 @@ def reader_scheme() -> str:
     """A digest of `reader_files()`. Stored with each document: a document read by other
     code is read again by the next ingest, though its bytes are the same (an unchanged file
     would otherwise keep what an older release made of it)."""
-    digest = hashlib.sha256()
-    for path in reader_files():
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    return files_digest(reader_files())
