@@ -299,7 +299,8 @@ def remember_words(documents: Iterable[FindingSearchDocument]) -> None:
 def insert_words(words: set[str]) -> None:
     if postgres():
         quote = connection.ops.quote_name
-        with connection.cursor() as cursor:
+        # Atomic: the temporary table lives until commit, which in autocommit is at once.
+        with transaction.atomic(), connection.cursor() as cursor:
             temporary_table(cursor, "new_search_words", "word text")
             copy_rows(cursor, "new_search_words", ((word,) for word in sorted(words)))
             cursor.execute(
