@@ -61,15 +61,6 @@ have_pg_trgm() {
     [[ -n "$bindir" && -f "/usr/share/postgresql/$(pg_version_of "$bindir")/extension/pg_trgm.control" ]]
 }
 
-# Ranked search's RUM index (kb migration 0008): one package per PostgreSQL version.
-pg_major() {
-    local bindir
-    bindir="$(pg_bindir)"
-    if [[ -n "$bindir" ]]; then pg_version_of "$bindir"; else echo 15; fi  # Debian 12's
-}
-
-have_rum() { [[ -f "/usr/share/postgresql/$(pg_major)/extension/rum.control" ]]; }
-
 have_all() {
     local name
     for name in "$@"; do have "$name" || return 1; done
@@ -90,7 +81,6 @@ missing_packages() {
     local m="${1:-real}"
     check_one "$m" postgresql "PostgreSQL >= 15 server: /usr/lib/postgresql/*/bin/initdb, pg_ctl" have_pg_server
     check_one "$m" postgresql-contrib "pg_trgm extension" have_pg_trgm
-    check_one "$m" "postgresql-$(pg_major)-rum" "rum extension" have_rum
     check_one "$m" redis-server "redis-server" have redis-server
     check_one "$m" redis-tools "redis-cli" have redis-cli
     check_one "$m" openssh-server "/usr/sbin/sshd" test -x /usr/sbin/sshd
@@ -542,7 +532,7 @@ start_all() {
     pg_port="$(start_with_retry postgres "$TMP/logs/postgres.log" start_postgres "$bindir")"
     prepare_database "$bindir" "$pg_port" \
         || { show_log "$TMP/logs/postgres.log"; die "could not create database fixgraph"; }
-    log "postgres $(pg_version_of "$bindir") on 127.0.0.1:$pg_port (database fixgraph, pg_trgm, rum)"
+    log "postgres $(pg_version_of "$bindir") on 127.0.0.1:$pg_port (database fixgraph, pg_trgm)"
 
     redis_port="$(start_with_retry redis "$TMP/logs/redis.log" start_redis)"
     log "redis on 127.0.0.1:$redis_port"

@@ -1,52 +1,14 @@
 # Search, faster and kinder to typos:
-# - ranked search reads its best matches in order from a RUM index (the rum extension)
-#   instead of computing ts_rank for every match and sorting. Where the server lacks the
-#   extension, search ranks through the GIN index as before: slower on common words,
-#   same order;
+# - (this migration built a RUM index, of the rum extension, to read ranked matches in
+#   order; 0023 drops it, since rum 1.3.13 crashed the server, and a new database never
+#   builds it: search ranks through the GIN index by ts_rank);
 # - `has this facet` is answered from a GIN index over the facets' lines;
 # - a misspelt query word is read as the closest word of the index (kb_searchword,
 #   trigram-indexed), so documents no longer keep a word list for trigram similarity;
 # - documents are rebuilt: identifiers are now indexed with every suffix of their parts
 #   (kb.services.search.identifier_wholes).
-import logging
-
 import django.utils.timezone
-from django.db import DatabaseError, migrations, models, transaction
-
-logger = logging.getLogger("fixgraph.migrations")
-
-RUM_INDEX = "kb_search_vector_rum"
-CREATE_INDEX = (
-    f"CREATE INDEX IF NOT EXISTS {RUM_INDEX} ON kb_findingsearchdocument "
-    "USING rum (vector rum_tsvector_ops)"
-)
-
-
-def create_rum_index(apps, schema_editor):
-    connection = schema_editor.connection
-    if connection.vendor != "postgresql":
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'rum'")
-        if cursor.fetchone() is None:
-            logger.warning(
-                "PostgreSQL has no rum extension: search ranks without the RUM index. "
-                "Install it (Debian: postgresql-<version>-rum), then run "
-                "`manage.py migrate kb 0007 && manage.py migrate`."
-            )
-            return
-        try:
-            with transaction.atomic(using=connection.alias):
-                cursor.execute("CREATE EXTENSION IF NOT EXISTS rum")
-        except DatabaseError as error:  # a role that may not create extensions
-            logger.warning("no rum extension (%s): search ranks without it", error)
-            return
-        cursor.execute(CREATE_INDEX)
-
-
-def drop_rum_index(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(f"DROP INDEX IF EXISTS {RUM_INDEX}")
+from django.db import migrations, models
 
 
 def queue_existing_documents(apps, schema_editor):
@@ -100,6 +62,5 @@ class Migration(migrations.Migration):
         ),
         migrations.RemoveField(model_name="findingsearchdocument", name="words"),
         migrations.RunPython(on_postgres(POSTGRES_FORWARD), on_postgres(POSTGRES_BACKWARD)),
-        migrations.RunPython(create_rum_index, drop_rum_index),
         migrations.RunPython(queue_existing_documents, migrations.RunPython.noop),
     ]

@@ -2,7 +2,7 @@
 
 One row per finding, rebuilt after every committed change to the finding or
 what hangs off it (kb.search). On PostgreSQL `vector` holds the
-weighted tsvector (GIN- and, with the rum extension, RUM-indexed) and `facets`
+weighted tsvector (GIN-indexed) and `facets`
 a GIN index over its lines; on SQLite an FTS5 table mirrors the same four fields
 (migration 0003).
 """

@@ -21,7 +21,7 @@ from kb.models import ErrorSample, Finding, FindingGpu, Fix, FlagSetting, Framew
 from kb.models.search import SEARCH_WORD_MAX_CHARS, FindingSearchDocument, SearchWord
 from kb.search.backend import FTS_TABLE, postgres
 from kb.search.facets import Facet, facet_text, finding_facets
-from kb.search.ranking.postgresql import RUM_INDEX, AnyOf
+from kb.search.ranking.postgresql import AnyOf
 from kb.search.text import searchable
 
 MAX_SAMPLE_CHARS = 20_000
@@ -261,18 +261,12 @@ def built_documents(finding_ids: list[int]) -> tuple[list[FindingSearchDocument]
     return documents, set(finding_ids) - {finding.pk for finding in findings}
 
 
-def write_documents(finding_ids: list[int], *, batch: int = BATCH, reindex: bool = False) -> None:
+def write_documents(finding_ids: list[int], *, batch: int = BATCH) -> None:
     """Rebuild the documents of these findings (and drop those of deleted ones), in one
-    transaction, `batch` findings read at a time.
-
-    `reindex` (PostgreSQL; many documents at once, see `rebuilding_index_pays`): the RUM
-    index is dropped before the documents are written and built again after them, in
-    the same transaction. Searches wait from the drop to the commit (the server's insert
-    and index build: seconds for tens of thousands of documents); a failure rolls the
-    drop back with the rest."""
+    transaction, `batch` findings read at a time."""
     with transaction.atomic():
         if postgres():
-            write_by_copy(finding_ids, batch=batch, reindex=reindex)
+            write_by_copy(finding_ids, batch=batch)
             return
         for start in range(0, len(finding_ids), batch):
             documents, gone = built_documents(finding_ids[start : start + batch])
@@ -324,25 +318,10 @@ def document_words(documents: Iterable[FindingSearchDocument]) -> set[str]:
     return {word for word in words if len(word) <= SEARCH_WORD_MAX_CHARS}
 
 
-# A document written into the RUM index costs its server ~0.55-0.75 ms of CPU; the index
-# built anew over the whole table ~0.035 ms a document (20,000 documents: 11-15 s one by
-# one, 0.7 s built; bench/README.md, 2026-12-02). A write of at least a tenth of the
-# table (and of enough documents that the lock it takes is worth it) rebuilds it.
-REINDEX_SHARE = 0.1
-REINDEX_AT_LEAST = 1000
-
-
-def rebuilding_index_pays(count: int) -> bool:
-    """Whether writing `count` documents costs less with the RUM index built afresh."""
-    if count < REINDEX_AT_LEAST or not postgres():
-        return False
-    return count >= REINDEX_SHARE * (FindingSearchDocument.objects.count() + count)
-
-
 COPIED = ("finding_id", *INDEXED_FIELDS, "facets")
 
 
-def write_by_copy(finding_ids: list[int], *, batch: int, reindex: bool) -> None:
+def write_by_copy(finding_ids: list[int], *, batch: int) -> None:
     """PostgreSQL: the documents and their words go through COPY into temporary tables,
     then one INSERT … ON CONFLICT from them that computes the weighted vector too.
     bulk_create sent each column as an array that psycopg escapes in Python, and the
@@ -371,8 +350,6 @@ def write_by_copy(finding_ids: list[int], *, batch: int, reindex: bool) -> None:
             words |= document_words(documents)
             FindingSearchDocument.objects.filter(finding_id__in=missing).delete()
         insert_words(words)
-        # From the drop on, searches wait for this transaction: only the server's work is left.
-        index = drop_index(cursor, RUM_INDEX) if reindex else None
         cursor.execute(
             f"INSERT INTO {table} ({columns}, built_at, vector)"  # noqa: S608
             f" SELECT {columns}, %s, {vector} FROM new_search_documents ORDER BY finding_id"
@@ -380,38 +357,6 @@ def write_by_copy(finding_ids: list[int], *, batch: int, reindex: bool) -> None:
             [timezone.now()],
         )
         cursor.execute("DROP TABLE new_search_documents")
-        if index is not None:
-            build_index(cursor, index)
-
-
-def drop_index(cursor: Any, name: str) -> str | None:
-    """Drop the index `name` of the current schema; return the statement that builds it
-    again as it was (None: there is no such index, e.g. no rum extension)."""
-    cursor.execute(
-        "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s",
-        [name],
-    )
-    found = cursor.fetchone()
-    if found is None:
-        return None
-    cursor.execute(f"DROP INDEX {connection.ops.quote_name(name)}")
-    return str(found[0])
-
-
-def build_index(cursor: Any, statement: str) -> None:
-    """Run `statement` (a CREATE INDEX on the documents' table) after the checks of the
-    foreign keys deferred to commit: PostgreSQL builds no index over pending checks."""
-    cursor.execute(
-        "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass"
-        " AND contype = 'f' AND condeferred",
-        [FindingSearchDocument._meta.db_table],
-    )
-    deferred = ", ".join(connection.ops.quote_name(name) for (name,) in cursor.fetchall())
-    if deferred:
-        cursor.execute(f"SET CONSTRAINTS {deferred} IMMEDIATE")
-    cursor.execute(statement)
-    if deferred:
-        cursor.execute(f"SET CONSTRAINTS {deferred} DEFERRED")
 
 
 def temporary_table(cursor: Any, table: str, columns: str) -> None:

@@ -27,7 +27,7 @@ from django.utils import timezone
 from decisiontree.collector import collector_paused
 from kb.models import Finding
 from kb.models.search import FindingSearchDocument, SearchRefresh, SearchWord
-from kb.search.documents import rebuilding_index_pays, write_documents
+from kb.search.documents import write_documents
 from kb.transaction_marks import first_time, forget
 
 BATCH = 500
@@ -119,14 +119,9 @@ def refresh_afterwards() -> Iterator[None]:
 
 
 def refresh_queued(batch: int = BATCH) -> int:
-    """Rebuild every queued document (the task's work, and a bulk ingest's last step):
-    in batches of their own transaction, or, when so many are queued that the RUM index
-    is cheaper built afresh (`rebuilding_index_pays`), all in one."""
+    """Rebuild every queued document (the task's work, and a bulk ingest's last step),
+    in batches of their own transaction."""
     queued = sorted(SearchRefresh.objects.values_list("finding_id", "queued_at"))
-    if rebuilding_index_pays(len(queued)):
-        with collector_paused():
-            refresh_batch(queued, reindex=True)
-        return len(queued)
     for start in range(0, len(queued), batch):
         with collector_paused():
             refresh_batch(queued[start : start + batch])
@@ -134,7 +129,7 @@ def refresh_queued(batch: int = BATCH) -> int:
 
 
 @transaction.atomic
-def refresh_batch(queued: list[tuple[int, datetime]], *, reindex: bool = False) -> None:
+def refresh_batch(queued: list[tuple[int, datetime]]) -> None:
     take_drain_turn()
     # What another drain built while this one waited for its turn is not built twice.
     ids = [finding_id for finding_id, _ in queued]
@@ -147,7 +142,7 @@ def refresh_batch(queued: list[tuple[int, datetime]], *, reindex: bool = False) 
     ]
     if not queued:
         return
-    write_documents(sorted(finding_id for finding_id, _ in queued), reindex=reindex)
+    write_documents(sorted(finding_id for finding_id, _ in queued))
     for finding_id, _ in queued:
         forget(("search-refresh", finding_id))  # a later change must queue it again
     for start in range(0, len(queued), BATCH):
@@ -194,8 +189,5 @@ def rebuild_all() -> int:
 
 
 def refresh_in_batches(ids: list[int], size: int = BATCH) -> None:
-    if rebuilding_index_pays(len(ids)):
-        write_documents(ids, reindex=True)
-        return
     for start in range(0, len(ids), size):
         write_documents(ids[start : start + size])

@@ -1,5 +1,5 @@
 """The search tests once more on SQLite, the database `make run` uses (FTS5 where
-PostgreSQL has tsvector, RUM and pg_trgm): in a child pytest with no DATABASE_URL, so
+PostgreSQL has tsvector and pg_trgm): in a child pytest with no DATABASE_URL, so
 `make test` checks both backends."""
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
-"""PostgreSQL: a weighted tsvector ('simple' config), ranked from a RUM index where the
-server has the extension, by ts_rank where it has not. The same order either way."""
+"""PostgreSQL: a weighted tsvector ('simple' config) over a GIN index, ranked by ts_rank.
+
+No RUM index (the rum extension), though it yields matches in rank order: rum 1.3.13
+crashed its server with a segfault on an OR query in this suite, and the index it left
+sent an INSERT into an endless loop (bench/README.md, "Session 31")."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection
-from django.db.models import F, FloatField, Func, Lookup, QuerySet
+from django.db.models import F, Lookup, QuerySet
 
 from kb.models import Finding
 from kb.search.backend import RANKED_LIMIT
@@ -29,11 +32,6 @@ def postgres_ranking(
     vector = F("search_document__vector")
     rank = SearchRank(vector, tsquery)
     matches = matches.prefetch_related(None)
-    if rum_index_present():
-        distance = RumDistance(vector, tsquery)
-        best = matches.annotate(score=distance).order_by(distance.asc())
-        rows = best.values_list("pk", "score")[: RANKED_LIMIT + 1]
-        return {pk: 1 / distance if distance else 0.0 for pk, distance in rows}, rank
     rows = matches.annotate(score=rank).order_by("-score").values_list("pk", "score")
     return dict(rows[: RANKED_LIMIT + 1]), rank
 
@@ -54,33 +52,6 @@ class AnyOf(Lookup):
     def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
         lhs, lhs_params = self.process_lhs(compiler, connection)
         return f"{lhs} = ANY(%s)", [*lhs_params, list(self.rhs)]
-
-
-class RumDistance(Func):
-    """`vector <=> query` of the rum extension: 1 / ts_rank, which a RUM index yields in
-    order as it scans, where ts_rank would be computed for every match and sorted."""
-
-    arg_joiner = " <=> "
-    template = "(%(expressions)s)"
-    output_field = FloatField()
-
-
-RUM_INDEX = "kb_search_vector_rum"
-_rum_index: dict[str, bool] = {}
-
-
-def rum_index_present() -> bool:
-    """Whether migration 0008 could build the RUM index (the server has the extension)."""
-    if connection.alias not in _rum_index:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [RUM_INDEX])
-            _rum_index[connection.alias] = cursor.fetchone() is not None
-    return _rum_index[connection.alias]
-
-
-def forget_index_state() -> None:
-    """After indexes change under a running process (tests, a migration run beside it)."""
-    _rum_index.clear()
 
 
 # A pasted log has words that are in nearly every document (`in`, `error`, `cuda`):
