@@ -49,13 +49,11 @@ from django.test import Client  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
 from kb.models import Finding, LanguageModel  # noqa: E402
-from kb.models.search import FindingSearchDocument  # noqa: E402
 from kb.search.documents import (  # noqa: E402
+    BuiltDocument,
     DocumentFields,
     document_row,
-    remember_words,
-    weighted_vector,
-    write_fts_row,
+    store_documents,
 )
 from kb.search.facets import condition_facets, model_facets  # noqa: E402
 
@@ -163,8 +161,8 @@ def synthetic_findings(count: int, rng: random.Random) -> Iterator[Finding]:
         )
 
 
-def document_for(finding: Finding) -> FindingSearchDocument:
-    # The row the service writes (kb.search.documents.write_documents), made in bulk here.
+def document_for(finding: Finding) -> BuiltDocument:
+    # The document the service builds (kb.search.documents.built_documents), from fewer rows.
     fields = DocumentFields(
         title=finding.title,
         errors=finding.cause,
@@ -189,29 +187,14 @@ def fill(count: int) -> float:
     if batch:
         store(batch)
     if connection.vendor == "postgresql":
-        FindingSearchDocument.objects.update(vector=weighted_vector())
         with connection.cursor() as cursor:
-            # The bulk update above left a dead copy of every row; autovacuum would clear
-            # it within minutes on a live database, and the timings should not include it.
-            cursor.execute("VACUUM ANALYZE")
+            cursor.execute("VACUUM ANALYZE")  # statistics for the planner, as autovacuum's
     return time.perf_counter() - started
 
 
 def store(batch: list[Finding]) -> None:
     created = Finding.objects.bulk_create(batch)
-    documents = FindingSearchDocument.objects.bulk_create(document_for(f) for f in created)
-    remember_words(documents)
-    if connection.vendor == "sqlite":  # the FTS5 mirror is written row by row
-        for doc in documents:
-            write_fts_row(
-                doc.finding_id,
-                {
-                    "title": doc.title,
-                    "errors": doc.errors,
-                    "context": doc.context,
-                    "body": doc.body,
-                },
-            )
+    store_documents([document_for(finding) for finding in created])  # the service's writer
 
 
 def url_of(query: str) -> str:

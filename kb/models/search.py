@@ -1,10 +1,9 @@
-"""The text a finding is found by, kept beside it so search never joins six tables.
+"""What a finding is found by, kept beside it so search never joins six tables.
 
 One row per finding, rebuilt after every committed change to the finding or
-what hangs off it (kb.search). On PostgreSQL `vector` holds the
-weighted tsvector (GIN-indexed) and `facets`
-a GIN index over its lines; on SQLite an FTS5 table mirrors the same four fields
-(migration 0003).
+what hangs off it (kb.search). On PostgreSQL `vector` holds the weighted tsvector
+(GIN-indexed) and `facets` a GIN index over its lines; on SQLite an FTS5 table holds
+the text by weight (migration 0003).
 """
 
 from __future__ import annotations
@@ -19,15 +18,13 @@ SEARCH_WORD_MAX_CHARS = 100
 
 
 class FindingSearchDocument(models.Model):
-    """A finding's searchable text, by weight: title (A), errors (B), context (C), body (D)."""
+    """What a search reads of a finding: its facets and, on PostgreSQL, the vector of its
+    text by weight: title (A), errors (B), context (C), body (D). The text itself is not
+    kept (kb.search.documents.store_documents); SQLite's FTS5 table holds its own copy."""
 
     finding = models.OneToOneField(
         Finding, primary_key=True, on_delete=models.CASCADE, related_name="search_document"
     )
-    title = models.TextField(blank=True)
-    errors = models.TextField(blank=True, help_text="Signatures and verbatim error samples")
-    context = models.TextField(blank=True, help_text="Cause, summary, flags, GPUs, model")
-    body = models.TextField(blank=True, help_text="Body and fixes")
     facets = models.TextField(
         blank=True,
         help_text="Filter values, one `key=value` a line: filtering needs no join",
