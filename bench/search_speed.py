@@ -52,7 +52,7 @@ from kb.models import Finding, LanguageModel  # noqa: E402
 from kb.search.documents import (  # noqa: E402
     BuiltDocument,
     DocumentFields,
-    document_row,
+    built_document,
     store_documents,
 )
 from kb.search.facets import condition_facets, model_facets  # noqa: E402
@@ -172,7 +172,7 @@ def document_for(finding: Finding) -> BuiltDocument:
     assert finding.model is not None
     facets = [("status", finding.status), *condition_facets(finding.conditions)]
     facets += model_facets(finding.model)
-    return document_row(finding, fields, facets)
+    return built_document(finding, fields, facets)
 
 
 def fill(count: int) -> float:

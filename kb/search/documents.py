@@ -210,7 +210,7 @@ class BuiltDocument:
     facets: str
 
 
-def document_row(
+def built_document(
     finding: FindingRow | Finding, fields: DocumentFields, facets: Iterable[Facet] = ()
 ) -> BuiltDocument:
     return BuiltDocument(
@@ -268,7 +268,7 @@ def built_documents(finding_ids: list[int]) -> tuple[list[BuiltDocument], set[in
     for finding in findings:
         rows = linked.get(finding.pk, Linked())
         facets = finding_facets(finding, rows.gpus, rows.flags)
-        documents.append(document_row(finding, document_fields(finding, rows), facets))
+        documents.append(built_document(finding, document_fields(finding, rows), facets))
     return documents, set(finding_ids) - {finding.pk for finding in findings}
 
 
