@@ -337,9 +337,9 @@ def test_a_rebuild_that_fails_keeps_the_documents(
 
 @pytest.mark.postgresql
 def test_an_upgrade_drops_the_rum_index_that_crashed_the_server() -> None:
-    """Migration 0023 on a database an older release gave a RUM index: the index goes,
-    search still answers. A GIN index stands in under its name (the migration drops by
-    name), so the test needs no rum extension."""
+    """Migration 0023 on a database an older release gave a RUM index: the index goes.
+    A GIN index stands in under its name (the migration drops by name), so the test
+    needs no rum extension."""
     drop = import_module("kb.migrations.0023_drop_rum_index").drop_rum_index
     with connection.cursor() as cursor:
         cursor.execute(
