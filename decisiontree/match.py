@@ -389,11 +389,22 @@ class SignatureIndex:
         hits = self.retrieval.search(weights, self._retrieve, self._budget)
         scores = {hit.doc: hit.score for hit in hits if hit.doc >= 0}
         ordinary = max((hit.score for hit in hits if hit.doc < 0), default=0.0)
-        closest = next((hit.doc for hit in hits if hit.doc < 0), None)
-        paste.ordinary_terms = self.retrieval.terms_of(closest) if closest is not None else set()
+        # Each error of the paste against the ordinary output closest to it: a log of two
+        # errors has boilerplate of two kinds, and one ordinary document explains one.
+        closest = dict.fromkeys(
+            doc
+            for query in paste.queries
+            if (
+                doc := self.retrieval.closest_background(
+                    query_weights(query.terms, query.context_terms, self._context_weight)
+                )
+            )
+            is not None
+        )
+        ordinary_ids = sorted({i for doc in closest for i in self.retrieval.doc_term_ids(doc)})
+        paste.ordinary_terms = frozenset(self.retrieval.term_of(i) for i in ordinary_ids)
         paste.unusual = paste.error_set - paste.ordinary_terms
         paste.unusual_info = sum(paste.weights(t) for t in paste.unusual)
-        ordinary_ids = self.retrieval.doc_term_ids(closest) if closest is not None else []
         paste.read_ordinary(ordinary_ids, self.retrieval)
         same_print = {self._entries[n].finding_id for n in paste.entries(self._by_fingerprint)}
         same_template = {self._entries[n].finding_id for n in paste.entries(self._by_template)}
@@ -831,6 +842,7 @@ class _Paste:
     finding_ids: dict[int, set[int]] = field(default_factory=dict)
     # A finding message's words that no ordinary message explains, for this lookup.
     finding_unusual: dict[frozenset[str], frozenset[str]] = field(default_factory=dict)
+    queries: Sequence[Query] = ()
 
     @classmethod
     def of(cls, queries: Sequence[Query], index: SignatureIndex) -> _Paste:
@@ -878,6 +890,7 @@ class _Paste:
             error_ids={ids[t] for t in errors if t in ids},
             all_ids=set(ids.values()),
             id_weights={i: idf[t] for t, i in ids.items()},
+            queries=queries,
         )
 
     def ids_of(self, finding_id: int, retrieval: Bm25fIndex) -> set[int]:

@@ -332,6 +332,28 @@ class Bm25fIndex:
 
     # --- search -----------------------------------------------------------
 
+    def closest_background(self, query: Mapping[str, float]) -> int | None:
+        """The background document (its negative id) that scores best for weighted query
+        terms, as `search` scores it; None when no background document holds any of them."""
+        if self._stale:
+            self.finish()
+        count = len(background_texts())  # documents 0..count-1, added before any finding
+        scores = np.zeros(count, dtype=np.float64)
+        starts, docs, known = self._post_start, self._post_docs, self._term_ids
+        for term, weight in query.items():
+            term_id = known.get(term)
+            if term_id is None or weight <= 0 or term_id >= len(starts) - 1:
+                continue
+            start, end = int(starts[term_id]), int(starts[term_id + 1])
+            # Each posting list is in document order, so the background's postings lead it.
+            held = int(np.searchsorted(docs[start:end], count))
+            if held:
+                part = self._post_values[start : start + held].astype(np.float64)
+                scores[docs[start : start + held]] += part * (self._idf[term_id] * weight)
+        if not scores.any():
+            return None
+        return self._doc_ids[int(np.argmax(scores))]
+
     def search(self, query: Mapping[str, float], limit: int, budget: int) -> list[Hit]:
         """Best documents for weighted query terms, opening at most `budget` postings.
 

@@ -326,3 +326,51 @@ def test_the_same_ordinary_error_from_the_same_code_is_known() -> None:
         "fingerprint",
         MatchLevel.KNOWN,
     )
+
+
+# PyTorch's warning for a driver older than its CUDA build, as it prints it.
+OLD_DRIVER_WARNING = (
+    "/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA "
+    "initialization: The NVIDIA driver on your system is too old (found version 11040). "
+    "Please update your GPU driver by downloading and installing a new version from the "
+    "URL: http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org "
+    "to install a PyTorch version that has been compiled with your version of the CUDA "
+    "driver. (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)\n"
+    "  return torch._C._cuda_getDeviceCount() > 0\n"
+)
+
+
+def _first_cuda_call_fails(error: str, script: str = "serve") -> str:
+    """A traceback of a script's first CUDA call, through torch.cuda's start-up, to `error`."""
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "/srv/app/{script}.py", line 14, in <module>\n'
+        "    torch.cuda.set_device(0)\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py", line 404, in '
+        "set_device\n"
+        "    torch._C._cuda_setDevice(device)\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py", line 302, in '
+        "_lazy_init\n"
+        "    torch._C._cuda_init()\n"
+        f"{error}\n"
+    )
+
+
+def test_a_second_error_of_a_paste_is_weighed_against_its_own_ordinary_output() -> None:
+    from decisiontree.diagnose import queries_for
+    from decisiontree.fingerprint import signatures_of
+    from decisiontree.traceback import parse
+
+    index = _pasted_index(
+        OLD_DRIVER_WARNING,
+        _first_cuda_call_fails("AssertionError: Torch not compiled with CUDA enabled", "probe"),
+    )
+    # The driver's warning, then the error it leads to. The second error passes the
+    # start-up frames every first CUDA call passes, whatever fails in it; a finding that
+    # shares those frames and a word of the warning is not a second known answer.
+    paste = OLD_DRIVER_WARNING + _first_cuda_call_fails("RuntimeError: No CUDA GPUs are available")
+
+    found = index.lookup(queries_for(signatures_of(parse(paste), warnings=True), paste))
+
+    assert (found[0].finding_id, found[0].level) == (1, MatchLevel.KNOWN)
+    assert [c.finding_id for c in found if c.level is MatchLevel.KNOWN] == [1]

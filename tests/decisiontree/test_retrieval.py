@@ -59,3 +59,25 @@ def test_an_index_folded_in_pieces_answers_as_one_folded_at_once(
 
     assert in_pieces == at_once
     assert at_once[0].doc == 12
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: CUDA out of memory while allocating the cache blocks",
+        "NCCL WARN socket connect failed, retrying",
+        "KeyboardInterrupt at torch.cuda set_device _lazy_init",
+    ],
+)
+def test_the_closest_ordinary_document_of_a_query_is_the_one_search_ranks_first(line: str) -> None:
+    index = index_of({i: several_fields(i) for i in range(1, 30)})
+    query = dict.fromkeys(retrieval.words_of(line), 1.0)
+    hits = index.search(query, limit=5, budget=100_000)
+
+    assert index.closest_background(query) == next(h.doc for h in hits if h.doc < 0)
+
+
+def test_a_query_no_ordinary_document_has_a_word_of_has_no_closest_one() -> None:
+    index = index_of({1: {"errors": ["gizmofault", "widgetcrash"]}})
+
+    assert index.closest_background({"gizmofault": 1.0, "widgetcrash": 1.0}) is None
