@@ -104,6 +104,7 @@ class Bm25fIndex:
         self._idf = np.zeros(0, dtype=np.float64)
         self._max_idf = 0.0
         self._stale = False
+        self._background: dict[int, list[tuple[int, float]]] = {}
         for number, words in enumerate(background_documents(), start=1):
             self.add(-number, "errors", words)
 
@@ -190,7 +191,24 @@ class Bm25fIndex:
         self._pending_runs = []
         self._pending_fields = {}
         self._refresh_idf(counts)
+        self._read_background()
         self._stale = False
+
+    def _read_background(self) -> None:
+        """Each term's background postings, (document number, saturated tf): a few
+        thousand, read by `closest_background` once per error of every paste."""
+        count = len(background_texts())  # documents 0..count-1, added before any finding
+        at = np.flatnonzero(self._post_docs < count)
+        terms = np.searchsorted(self._post_start, at, side="right") - 1
+        table: dict[int, list[tuple[int, float]]] = defaultdict(list)
+        for term_id, doc, value in zip(
+            terms.tolist(),
+            self._post_docs[at].tolist(),
+            self._post_values[at].tolist(),
+            strict=True,
+        ):
+            table[term_id].append((doc, value))
+        self._background = dict(table)
 
     def _fold_pending(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(document, term, saturated tf) of every distinct term of the pending documents.
@@ -337,22 +355,19 @@ class Bm25fIndex:
         terms, as `search` scores it; None when no background document holds any of them."""
         if self._stale:
             self.finish()
-        count = len(background_texts())  # documents 0..count-1, added before any finding
-        scores = np.zeros(count, dtype=np.float64)
-        starts, docs, known = self._post_start, self._post_docs, self._term_ids
+        scores = [0.0] * len(background_texts())
+        known, postings, idf = self._term_ids, self._background, self._idf
         for term, weight in query.items():
             term_id = known.get(term)
-            if term_id is None or weight <= 0 or term_id >= len(starts) - 1:
-                continue
-            start, end = int(starts[term_id]), int(starts[term_id + 1])
-            # Each posting list is in document order, so the background's postings lead it.
-            held = int(np.searchsorted(docs[start:end], count))
+            held = postings.get(term_id) if term_id is not None and weight > 0 else None
             if held:
-                part = self._post_values[start : start + held].astype(np.float64)
-                scores[docs[start : start + held]] += part * (self._idf[term_id] * weight)
-        if not scores.any():
+                factor = float(idf[term_id]) * weight
+                for doc, value in held:
+                    scores[doc] += value * factor
+        best = max(range(len(scores)), key=scores.__getitem__, default=None)
+        if best is None or not scores[best]:
             return None
-        return self._doc_ids[int(np.argmax(scores))]
+        return self._doc_ids[best]
 
     def search(self, query: Mapping[str, float], limit: int, budget: int) -> list[Hit]:
         """Best documents for weighted query terms, opening at most `budget` postings.
