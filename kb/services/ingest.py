@@ -42,6 +42,7 @@ from kb.services.records import (
     link_samples,
     lookups_in_transaction,
     own_samples,
+    read_joined_samples_again,
     remembered_lookups,
     store_extracted_finding,
     withdraw_contributions,
@@ -239,8 +240,10 @@ def read_again(
         outcome = DocumentOutcome(
             document.path or path, "updated", reason="read again: FixGraph's reader changed"
         )
-        entries = keyed_findings(extracted.findings)
+        entries = list(keyed_findings(extracted.findings))
         outcome.findings_updated = read_samples_again(document, entries)
+        if extracted.format == SourceDocument.Format.WRITEUP:
+            outcome.findings_updated += read_joined_samples_again(document, entries)
     return outcome
 
 

@@ -321,15 +321,18 @@ def link_samples(
     if not new:
         own.delete()
     add_samples(finding, samples, source)
-    signature_ids = list(
-        dict.fromkeys(
-            finding.samples.exclude(signature=None)
-            .order_by("pk")
-            .values_list("signature_id", flat=True)
-        )
-    )
-    replace_links(finding, "signatures", signature_ids, new=new)
+    link_sample_signatures(finding, new=new)
     return True
+
+
+def link_sample_signatures(finding: Finding, *, new: bool) -> None:
+    """The finding's signatures become those of its samples, in the samples' order."""
+    signature_ids = dict.fromkeys(
+        finding.samples.exclude(signature=None)
+        .order_by("pk")
+        .values_list("signature_id", flat=True)
+    )
+    replace_links(finding, "signatures", list(signature_ids), new=new)
 
 
 def own_samples(samples: Any, source: SourceDocument | None) -> Any:
@@ -607,6 +610,41 @@ def join_finding(
     finding.signatures.add(*set(signature_ids))
     finding.save(update_fields=["updated_at"])
     return finding
+
+
+def read_joined_samples_again(
+    document: SourceDocument, entries: Iterable[tuple[str, ExtractedFinding]]
+) -> int:
+    """A write-up read again: the samples its episodes brought to other documents' findings
+    (`join_finding`) become what the reader now finds, as its own findings' samples do. Each
+    episode is placed as a join places it (`same_symptom`), and only on a finding this
+    document already gave samples to; the finding's other samples stay. Returns how many
+    findings changed."""
+    own = set(Finding.objects.filter(origin=document).values_list("origin_key", flat=True))
+    given = set(
+        ErrorSample.objects.filter(source=document, learned_at=None)
+        .exclude(finding__origin=document)
+        .values_list("finding_id", flat=True)
+    )
+    read: dict[int, list[str]] = {}
+    for key, entry in entries:
+        if key in own or not entry.samples or not given:
+            continue
+        same = same_symptom(entry, document)
+        if same is not None and same.pk in given:
+            read.setdefault(same.pk, []).extend(entry.samples)
+    changed = 0
+    for finding in Finding.objects.filter(pk__in=read).order_by("pk"):
+        brought = finding.samples.filter(source=document, learned_at=None).order_by("pk")
+        others = set(finding.samples.exclude(pk__in=brought).values_list("text", flat=True))
+        texts = [t for t in dict.fromkeys(read[finding.pk]) if t not in others]
+        if list(brought.values_list("text", flat=True)) == texts:
+            continue
+        brought.delete()
+        add_samples(finding, texts, document)
+        link_sample_signatures(finding, new=False)
+        changed += 1
+    return changed
 
 
 def withdraw_contributions(document: SourceDocument) -> None:

@@ -115,6 +115,52 @@ def test_a_document_read_by_older_code_gets_its_samples_read_again(
     assert "skipped" in ingest(path, publish=True)
 
 
+def _decode_crash_writeup(host: str, line: int) -> str:
+    """An incident write-up of the FP8 KV cache assert, as one team member tells it."""
+    return f"""# First decode request crashes the server on {host}
+
+We launched GLM-5-NVFP4 with sglang 0.5.9 on {host} with `--kv-cache-dtype fp8_e4m3` and the
+first decode request killed the scheduler:
+
+```
+Traceback (most recent call last):
+  File "/opt/sglang/python/sglang/srt/mem_cache/memory_pool.py", line {line}, in set_kv_buffer
+    assert not self.nsa_kv_cache_store_fp8
+AssertionError
+```
+
+Switching to `--kv-cache-dtype bf16` fixed it.
+"""
+
+
+def test_a_writeup_read_again_refreshes_the_samples_it_gave_another_writeups_finding(
+    vocabulary: None, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "first.md", tmp_path / "second.md"
+    first.write_text(_decode_crash_writeup("the lab box", 1498))
+    second.write_text(_decode_crash_writeup("the second rack", 1502))
+    ingest(first)
+    assert "joined the finding of the same symptom" in ingest(second)
+    finding = Finding.objects.get()
+    document = SourceDocument.objects.get(path=str(second))
+    given = finding.samples.get(source=document)
+    read_now, token = given.text, "hf_" + "Zy9xWv8uTs7rQp6oNm5lKj4iHg3fEd2cBa"
+    kept = list(finding.samples.exclude(pk=given.pk).values_list("pk", "text"))
+    # What an older release left: its reader's name, and the sample as it read it, with a
+    # token its scrubber did not know.
+    SourceDocument.objects.filter(pk=document.pk).update(reader="older-reader")
+    ErrorSample.objects.filter(pk=given.pk).update(text=f"HF_TOKEN={token}\n{read_now}")
+
+    output = ingest(second)
+
+    assert "read again" in output and "1 updated" in output
+    texts = list(finding.samples.filter(source=document).values_list("text", flat=True))
+    assert texts == [read_now]
+    assert not ErrorSample.objects.filter(text__contains=token).exists()
+    assert list(finding.samples.exclude(source=document).values_list("pk", "text")) == kept
+    assert "skipped" in ingest(second)
+
+
 def test_an_edit_after_a_reader_change_reads_the_untouched_entries_samples_again(
     vocabulary: None, tmp_path: Path
 ) -> None:
