@@ -670,6 +670,10 @@ class RankedFixSerializer(serializers.Serializer):
     fits_nothing = serializers.BooleanField(
         help_text="None of its changes fits the user's setup (all are in `withheld`); ranks last"
     )
+    runner_up = serializers.BooleanField(
+        help_text="From a less likely match, listed after a better one: a guess beside the "
+        "answer, ranked after every fix of the first match"
+    )
     withheld = WithheldChangeSerializer(
         many=True, help_text="Changes left out: the user's framework, release or model lacks them"
     )

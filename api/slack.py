@@ -37,7 +37,7 @@ from api.serializers import (
     SlackMessageSerializer,
     SlashCommandSerializer,
 )
-from decisiontree.answer import OTHER_SETUP, PROPOSED, changes_beside
+from decisiontree.answer import OTHER_SETUP, PROPOSED, RUNNER_UP, changes_beside
 from decisiontree.fingerprint import shown_error
 from decisiontree.launch import split_at_launch
 from kb.models import Fix, FixFeedback
@@ -198,6 +198,8 @@ def fix_blocks(entry: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, 
         lines[0] += " _(nothing in it fits your setup)_"
     if entry.get("proposed"):
         lines[0] += f" _({PROPOSED})_"
+    if entry.get("runner_up"):
+        lines[0] += f" _({RUNNER_UP})_"
     changes = changes_beside(fix["summary"], fix.get("command_changes", []))
     if changes:
         lines.append(" ".join(code(change) for change in changes))

@@ -99,6 +99,8 @@ CAUSE_ELSEWHERE = {
 PROPOSED = "proposed, not confirmed — validate it"
 # How every channel introduces RankedFix.for_other_setup.
 OTHER_SETUP = "for another setup: its finding applies when"
+# How every channel marks a fix of a match listed after a better one (RankedFix.runner_up).
+RUNNER_UP = "from a less likely match"
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,9 @@ class RankedFix:
     # architecture is glm_moe_dsa (yours: llama)"): what confirmed it was another setup,
     # so it earns no place above proposals that fit.
     for_other_setup: tuple[str, ...] = ()
+    # From a match listed only after a better one (`decisiontree.match.shortlist`): a
+    # guess beside the answer, ranked after every fix of the first match.
+    runner_up: bool = False
 
     @property
     def fits_nothing(self) -> bool:

@@ -398,6 +398,7 @@ def ranked(
         path=(*visit.path, PathStep("fix", summary, fix.id)),
         proposed=is_proposed(fix) and not has_evidence(fix, evidence),
         for_other_setup=other_setup(visit.finding, context, vocabulary),
+        runner_up=visit.runner_up,
     )
 
 

@@ -21,7 +21,7 @@ from django import template
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils.safestring import SafeString, mark_safe
 
-from decisiontree.answer import OTHER_SETUP, PROPOSED, summary_is_changes
+from decisiontree.answer import OTHER_SETUP, PROPOSED, RUNNER_UP, summary_is_changes
 from decisiontree.fingerprint import error_name, shown_error
 from kb.models import Fix, ValidationRun
 from kb.services import occurrences
@@ -168,6 +168,7 @@ def answer_words(name: str) -> str:
     words = {
         "proposed": PROPOSED,
         "other_setup": OTHER_SETUP,
+        "runner_up": RUNNER_UP,
     }[name]
     return words[:1].upper() + words[1:]
 

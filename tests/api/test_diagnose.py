@@ -599,3 +599,29 @@ def test_a_gpu_that_fell_off_the_bus_is_said_first_not_a_server_fix(
     )
     slack = reader.post(f"{DIAGNOSE}?format=slack", {"traceback": paste}, format="json").json()
     assert "• *Xid 79*: the GPU has fallen off the bus" in slack["blocks"][0]["text"]["text"]
+
+
+def test_fixes_of_a_less_likely_match_say_so_in_the_api_and_on_the_page(
+    reader: APIClient, starter_kb: None
+) -> None:
+    from tests.decisiontree.test_match import OLD_DRIVER_WARNING, first_cuda_call_fails
+
+    # PyTorch's old-driver warning, then the error it leads to: the driver entry is the
+    # answer; the entry on a PyTorch without CUDA shares the start-up frames and a word.
+    paste = OLD_DRIVER_WARNING + first_cuda_call_fails("RuntimeError: No CUDA GPUs are available")
+    body = diagnose(reader, {"traceback": paste}).json()
+
+    runner_up = {
+        f["finding"]["title"].split(":")[0].split(" (")[0]: f["runner_up"] for f in body["fixes"]
+    }
+    assert runner_up["The NVIDIA driver is older than the CUDA the wheels were built with"] is False
+    assert runner_up["PyTorch is a build without CUDA"] is True
+    firsts = [f["runner_up"] for f in body["fixes"]]
+    assert firsts[0] is False and firsts == sorted(firsts)  # the guesses come after
+    page = Client().get(body["html_url"].removeprefix("http://127.0.0.1:8000")).content.decode()
+    badges = re.findall(r'<span class="badge runner-up">(.*?)</span>', page)
+    assert badges == ["From a less likely match"] * firsts.count(True)
+    slack = reader.post(f"{DIAGNOSE}?format=slack", {"traceback": paste}, format="json").json()
+    texts = [b["text"]["text"] for b in slack["blocks"] if b["type"] == "section"]
+    fixes = [t for t in texts if re.match(r"\*\d+\. ", t)]
+    assert [("_(from a less likely match)_" in t) for t in fixes] == firsts[: len(fixes)]

@@ -340,7 +340,7 @@ OLD_DRIVER_WARNING = (
 )
 
 
-def _first_cuda_call_fails(error: str, script: str = "serve") -> str:
+def first_cuda_call_fails(error: str, script: str = "serve") -> str:
     """A traceback of a script's first CUDA call, through torch.cuda's start-up, to `error`."""
     return (
         "Traceback (most recent call last):\n"
@@ -363,12 +363,12 @@ def test_a_second_error_of_a_paste_is_weighed_against_its_own_ordinary_output() 
 
     index = _pasted_index(
         OLD_DRIVER_WARNING,
-        _first_cuda_call_fails("AssertionError: Torch not compiled with CUDA enabled", "probe"),
+        first_cuda_call_fails("AssertionError: Torch not compiled with CUDA enabled", "probe"),
     )
     # The driver's warning, then the error it leads to. The second error passes the
     # start-up frames every first CUDA call passes, whatever fails in it; a finding that
     # shares those frames and a word of the warning is not a second known answer.
-    paste = OLD_DRIVER_WARNING + _first_cuda_call_fails("RuntimeError: No CUDA GPUs are available")
+    paste = OLD_DRIVER_WARNING + first_cuda_call_fails("RuntimeError: No CUDA GPUs are available")
 
     found = index.lookup(queries_for(signatures_of(parse(paste), warnings=True), paste))
 

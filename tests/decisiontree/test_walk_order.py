@@ -104,10 +104,12 @@ def test_every_runner_up_is_walked_after_the_first_match() -> None:
     third = finding(30, NAN_ASSERT, (third_fix,), cause="a third cause")
     candidates = [match(10, 0.5), match(20, 0.1, runner_up=True), match(30, 0.08, runner_up=True)]
 
-    assert fix_ids(candidates, [first, second, third]) == [
-        BF16_REPORTED.id,
-        UNSET_BACKEND.id,
-        third_fix.id,
+    result = walk(candidates, on_sm120(), build_graph([first, second, third]), load())
+
+    assert [(f.fix.id, f.runner_up) for f in result.fixes] == [
+        (BF16_REPORTED.id, False),
+        (UNSET_BACKEND.id, True),
+        (third_fix.id, True),
     ]
 
 

@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from decisiontree.answer import (
     OTHER_SETUP,
     PROPOSED,
+    RUNNER_UP,
     Diagnosis,
     NotHelpful,
     RankedFix,
@@ -281,6 +282,7 @@ def render_fix(fix: RankedFix) -> list[str]:
     notes = " (already applied)" if fix.already_applied else ""
     notes += f" ({PROPOSED})" if fix.proposed else ""
     notes += " (nothing in it fits your setup)" if fix.fits_nothing else ""
+    notes += f" ({RUNNER_UP})" if fix.runner_up else ""
     summary = fix.summary or fix.fix.summary
     lines = ["", f"{fix.rank}. {summary}{notes}  [score {fix.score:.3f}]"]
     lines += [f"     {change}" for change in changes_beside(summary, fix.command_changes)]
