@@ -387,11 +387,13 @@ def why_not(
     parts: list[str] = []
     types = graph.exception_types_of(candidate.finding_id)
     named = [t for t in types if t not in UNNAMED_TYPES]
-    if signature and candidate.layer == "template":
-        # The message as printed, from other code: that message alone was not enough.
+    if signature and candidate.layer in ("template", "fingerprint"):
+        # The message as printed (from other code, or from no code either side names): that
+        # message alone was not enough.
         named_here = signature.exception_type not in UNNAMED_TYPES
         label = f" ({signature.exception_type})" if named_here else ""
-        parts.append(f"same error message{label}, raised from other code")
+        other_code = ", raised from other code" if candidate.layer == "template" else ""
+        parts.append(f"same error message{label}{other_code}")
     elif signature and same_class(signature, types):
         parts.append(f"same error class ({signature.exception_type}), another message")
     elif named:

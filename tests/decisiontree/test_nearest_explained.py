@@ -310,3 +310,25 @@ def test_a_finding_that_shares_only_an_english_function_word_is_not_named_neares
     assert result.verdict == "none"
     assert result.nearest == ()
     assert not {"than", "without"} & set(result.search_words)
+
+
+def test_a_near_finding_with_the_same_ordinary_message_and_no_frames_says_it_is_that_message() -> (
+    None
+):
+    # A bare KeyError names only the key: the same message, with nothing else in common.
+    no_architectures = FindingRecord(
+        id=6,
+        title="The checkpoint's config.json has no architectures list",
+        kind="crash",
+        cause="a config written by hand, without the architectures the loader looks up",
+        samples=("KeyError: 'architectures'",),
+        conditions=(),
+        fixes=(),
+    )
+
+    result = diagnose("KeyError: 'model_type'\n", build_context(), build_graph([no_architectures]))
+
+    [near] = result.nearest
+    assert near.why_not == (
+        "same error message (KeyError); shares only ordinary words: too little to be the same issue"
+    )

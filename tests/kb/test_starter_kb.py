@@ -289,6 +289,13 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "`cublasCreate(handle)`",
             "cuBLAS cannot create its handle",
         ),
+        (  # a Triton wheel older than the B200 it compiles for
+            "triton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen error\n"
+            "`ptxas` stderr:\nptxas fatal   : Value 'sm_100a' is not defined for option "
+            "'gpu-name'\n\nRepro command: /opt/venv/lib/python3.12/site-packages/triton/"
+            "backends/nvidia/bin/ptxas -lineinfo -v --gpu-name=sm_100a /tmp/k.ptx -o /tmp/k.o\n",
+            "Triton's ptxas is older than the GPU",
+        ),
     ],
 )
 def test_everyday_start_up_errors_get_their_entry(starter_kb: None, paste: str, title: str) -> None:
@@ -314,3 +321,23 @@ def test_cublas_failing_to_start_lowers_the_memory_share_of_the_users_framework(
     assert result.fixes[0].command_changes == ("--gpu-memory-utilization 0.90",)
     changes = [change for fix in result.fixes for change in fix.command_changes]
     assert not any(change.startswith("--mem-fraction-static") for change in changes)
+
+
+def test_flashinfers_build_with_an_nvcc_older_than_the_gpu_gets_the_toolkit_first(
+    starter_kb: None,
+) -> None:
+    paste = (
+        "RuntimeError: Ninja build failed. Ninja output:\n"
+        "ninja: Entering directory `/root/.cache/flashinfer/0.7.2/120a/cached_ops'\n"
+        "[1/3] /usr/local/cuda/bin/nvcc -gencode=arch=compute_120a,code=sm_120a -c "
+        "batch_decode.cu -o batch_decode.cuda.o\n"
+        "FAILED: batch_decode.cuda.o\n"
+        "nvcc fatal   : Unsupported gpu architecture 'compute_120a'\n"
+        "ninja: build stopped: subcommand failed.\n"
+    )
+
+    result = diagnose(paste, gpu="RTX PRO 6000")
+
+    assert result.verdict is Verdict.KNOWN
+    assert result.fixes[0].finding.title.startswith("nvcc does not build for the GPU's")
+    assert "CUDA 12.8 or newer" in result.fixes[0].fix.summary
