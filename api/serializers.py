@@ -1201,6 +1201,12 @@ class DiagnosisSerializer(serializers.Serializer):
     killed_by = serializers.CharField(
         help_text='The signal the paste says killed the process ("SIGKILL"); empty otherwise'
     )
+    through_warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The log warnings beside the error that the match was made through, as "
+        "printed, where the error itself matched no finding (match is then at most similar); "
+        "empty otherwise",
+    )
     cause_elsewhere = serializers.SerializerMethodField(
         help_text="With `cause_not_pasted`: `heading` and `advice`, where the cause is (earlier "
         "in the log) or what a signal that killed it means (SIGKILL: most often the host's "

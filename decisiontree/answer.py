@@ -18,7 +18,7 @@ from decisiontree.flag_check import FlagProblem, NamedFlag
 from decisiontree.gpu_memory import MemoryReading, OutOfMemory
 from decisiontree.host_faults import HostFault
 from decisiontree.launch import writable
-from decisiontree.match import Candidate, MatchLevel
+from decisiontree.match import THROUGH_WARNING, Candidate, MatchLevel
 from decisiontree.records import Change, FindingRecord, FixRecord
 from decisiontree.server_memory import RankMemory
 from decisiontree.setup import SetupDifference, State
@@ -230,6 +230,9 @@ class Diagnosis:
     # the line, quoted. Its cause was printed elsewhere in the log, or a signal killed it.
     cause_not_pasted: str = ""
     killed_by: str = ""  # "SIGKILL", where the paste says a signal killed the process
+    # The log warnings, as printed, that the match was made through: the paste's error
+    # matched no finding itself (`fingerprint.log_warnings_beside_errors`).
+    through_warnings: tuple[str, ...] = ()
 
     @property
     def cause_elsewhere(self) -> tuple[str, str] | None:
@@ -251,10 +254,13 @@ class Diagnosis:
             return f"Same error, different setup ({differences})"
         if self.verdict is Verdict.KNOWN:
             return "Known issue"
+        notes = []
         if self.setup_not_known:
             unknown = ", ".join(d.named() for d in self.setup_not_known)
-            return f"Similar to a known issue (its setup, not known here: {unknown})"
-        return "Similar to a known issue"
+            notes.append(f"its setup, not known here: {unknown}")
+        if self.through_warnings:
+            notes.append(f"through {THROUGH_WARNING}")
+        return "Similar to a known issue" + (f" ({'; '.join(notes)})" if notes else "")
 
     @property
     def verdict(self) -> Verdict:

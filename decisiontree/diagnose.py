@@ -38,9 +38,11 @@ from decisiontree.context import Context, nvidia_smi_processes
 from decisiontree.fingerprint import (
     UNNAMED_TYPES,
     Signature,
+    log_warnings_beside_errors,
     quoted_error,
     signatures_of,
     text_terms,
+    warning_signature,
 )
 from decisiontree.flag_check import flag_problems, named_flags
 from decisiontree.flag_values import FlagValue, paste_values
@@ -113,12 +115,16 @@ def diagnose(
     context = with_log_evidence(context, parsed.warnings)
     queries = queries_for(signatures, text)
     found = graph.index.lookup(queries)
+    candidates = matched(found)
+    through: tuple[str, ...] = ()
+    if not candidates and (warned := log_warnings_beside_errors(parsed)):
+        found, candidates = matched_through_warnings(graph, queries, warned, found)
+        through = warned if candidates else ()
     signature = signatures[0] if signatures else None
     pasted = quoted_error(parsed, signature.exception_type if signature else None)
     problems = flag_problems(text, context)
     # A refused command line is the whole answer; what its message names is in `problems`.
     named = () if any(p.refused for p in problems) else named_flags(pasted.said, context)
-    candidates = matched(found)
     memory, log, memory_readings = memory_told(text, pasted.lines, context, vocabulary)
     if candidates:
         values = paste_values(text) + tuple(
@@ -144,6 +150,7 @@ def diagnose(
         memory_readings=memory_readings,
         cause_not_pasted=parsed.only_wrappers,
         killed_by=parsed.killed_by,
+        through_warnings=through,
     )
 
 
@@ -238,6 +245,22 @@ def queries_for(signatures: Sequence[Signature], text: str) -> list[Query]:
         return [Query.of(signature) for signature in signatures]
     # Nothing error-shaped: the words alone may still be specific enough.
     return [Query(terms=text_terms(text))]
+
+
+def matched_through_warnings(
+    graph: KnowledgeGraph,
+    queries: Sequence[Query],
+    warned: Sequence[str],
+    found: tuple[Candidate, ...],
+) -> tuple[tuple[Candidate, ...], tuple[Candidate, ...]]:
+    """(found, matched) with the log's warnings looked up beside errors that matched
+    nothing, each match marked as made through a warning (never "known": the error
+    itself is not the known one); as they were where the warnings match nothing either."""
+    widened = graph.index.lookup([*queries, *(Query.of(warning_signature(w)) for w in warned)])
+    if not matched(widened):
+        return found, ()
+    marked = tuple(dataclasses.replace(c, through_warning=True) for c in widened)
+    return marked, matched(marked)
 
 
 def matched(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:

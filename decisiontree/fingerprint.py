@@ -675,6 +675,23 @@ def _warning_signature(warning: str) -> Signature:
     return _signature(_WARNING_TYPE, base, (), _terms_of([warning]), message)
 
 
+def log_warnings_beside_errors(parsed: ParsedTraceback) -> tuple[str, ...]:
+    """The paste's last log warnings beside its errors (WARNING lines, a line that says
+    what the server chose), as printed, for a paste whose errors match no finding: a
+    server's log warns of many things, and one may name the cause the error does not
+    ("Set NSA backends for fp8_e4m3 KV Cache" before a device-side assert). Empty where
+    the paste holds no error (`signatures_of` reads its warnings then)."""
+    if not (parsed.exceptions or parsed.kernel_assertions or parsed.error_lines):
+        return ()
+    told = [w for w in parsed.warnings if not _PYTHON_WARNING.match(w)]
+    return tuple(told[max(0, len(told) - MAX_WARNINGS_MATCHED) :])
+
+
+def warning_signature(warning: str) -> Signature:
+    """A warning line as something to match on."""
+    return _warning_signature(warning)
+
+
 def signatures_of(parsed: ParsedTraceback, *, warnings: bool = False) -> tuple[Signature, ...]:
     """One signature per distinct error, most informative first.
 

@@ -106,6 +106,9 @@ class Query:
         )
 
 
+THROUGH_WARNING = "a warning beside the error, not the error"
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One known finding that the paste resembles, and why."""
@@ -123,10 +126,16 @@ class Candidate:
     # Whether one paste message and one finding message share a pair of words, in order
     # (`Features.message_phrase` > 0); a match on words alone without one is not "known".
     phrase_shared: bool = True
+    # Matched through a log warning beside the paste's error, which itself matched
+    # nothing (`fingerprint.log_warning_signatures`): the error is not the known one.
+    through_warning: bool = False
 
     @property
     def level(self) -> MatchLevel:
-        return MatchLevel.SIMILAR if self.held_back else level_of(self.score)
+        level = level_of(self.score)
+        if level is MatchLevel.KNOWN and (self.held_back or self.through_warning):
+            return MatchLevel.SIMILAR
+        return level
 
     @property
     def held_back(self) -> bool:
@@ -139,6 +148,10 @@ class Candidate:
         )
 
     def explain(self) -> str:
+        said = self._explained()
+        return f"{THROUGH_WARNING}: {said}" if self.through_warning else said
+
+    def _explained(self) -> str:
         shared = ", ".join(self.matched_terms[:5])
         if self.layer == "linked":
             return "a reviewer linked this fingerprint to the finding"

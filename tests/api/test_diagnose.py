@@ -272,6 +272,36 @@ def test_a_generic_error_alone_is_similar_and_says_what_setup_is_not_known(
     )
 
 
+# A device-side assert that no finding holds, after the warning in which SGLang said which
+# sparse-attention kernels the FP8 KV cache chose.
+WARNED_ASSERT = """\
+[2026-03-02 09:14:07] WARNING server_args.py:1177: Set NSA backends for fp8_e4m3 KV Cache: \
+prefill=flashmla_auto, decode=flashmla_kv.
+[2026-03-02 09:20:51 TP5] Scheduler hit an exception: Traceback (most recent call last):
+  File "/opt/venv/lib/python3.12/site-packages/sglang/srt/managers/scheduler.py", line 2702, \
+in run_scheduler_process
+    scheduler.event_loop_overlap()
+RuntimeError: CUDA error: device-side assert triggered
+"""
+
+
+def test_a_warning_beside_an_unmatched_error_answers_and_says_it_was_the_warning(
+    reader: APIClient, starter_kb: None
+) -> None:
+    body = diagnose(reader, {"traceback": WARNED_ASSERT}).json()
+
+    assert body["match"] == "similar"
+    assert len(body["through_warnings"]) == 1
+    assert "Set NSA backends for fp8_e4m3 KV Cache" in body["through_warnings"][0]
+    assert "FP8 KV cache" in body["fixes"][0]["finding"]["title"]
+    assert body["summary"].startswith(
+        "Similar to a known issue (through a warning beside the error, not the error): "
+    )
+    page = Client().get(body["html_url"].removeprefix("http://127.0.0.1:8000")).content.decode()
+    told = re.search(r'<p class="muted through-warnings">(.*?)</p>', page, re.S)
+    assert told is not None and "Set NSA backends for fp8_e4m3 KV Cache" in told.group(1)
+
+
 REFUSED = "launch_server.py: error: unrecognized arguments: --kv-cache-dytpe fp8_e4m3\n"
 TYPO_LAUNCH = (
     "python -m sglang.launch_server --model-path zai-org/GLM-5-NVFP4 --kv-cache-dytpe fp8_e4m3"

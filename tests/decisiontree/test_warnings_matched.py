@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from decisiontree.context import build_context
 from decisiontree.diagnose import diagnose
-from decisiontree.fingerprint import MAX_WARNINGS_MATCHED, signatures_of
+from decisiontree.fingerprint import MAX_WARNINGS_MATCHED, log_warnings_beside_errors, signatures_of
 from decisiontree.graph import build_graph
 from decisiontree.records import Change, ChangeAction, FindingRecord, FixRecord, Outcome
 from decisiontree.traceback import parse
@@ -118,3 +118,60 @@ def test_warnings_beside_a_findings_error_are_not_what_it_is_matched_on() -> Non
 
     assert result.verdict == "none"
     assert not result.fixes
+
+
+# A server's log warning that names the cause, and a device-side assert that does not.
+CHOSEN_BACKENDS = (
+    "[2026-03-02 09:14:07] WARNING server_args.py:1177: Set NSA backends for fp8_e4m3 KV "
+    "Cache: prefill=flashmla_auto, decode=flashmla_kv."
+)
+ASSERT_LOG = f"""{CHOSEN_BACKENDS}
+[2026-03-02 09:20:51 TP5] Scheduler hit an exception: Traceback (most recent call last):
+  File "/opt/venv/lib/python3.12/site-packages/sglang/srt/managers/scheduler.py", line 2702, in run_scheduler_process
+    scheduler.event_loop_overlap()
+RuntimeError: CUDA error: device-side assert triggered
+"""
+BF16_CACHE = FixRecord(
+    3, "Serve with a 16-bit KV cache", (Change(ChangeAction.SET_FLAG, "kv-cache-dtype", "bf16"),),
+    Outcome.RESOLVES,
+)  # fmt: skip
+FP8_BACKENDS = FindingRecord(
+    id=3,
+    title="An FP8 KV cache picks the flashmla_kv decode kernel",
+    kind="crash",
+    cause="the KV cache's dtype, not --attention-backend, chooses the sparse-attention kernels",
+    samples=(CHOSEN_BACKENDS,),
+    conditions=(),
+    fixes=(BF16_CACHE,),
+)
+
+
+def test_a_log_warning_answers_when_the_error_beside_it_matches_nothing() -> None:
+    result = diagnose(ASSERT_LOG, build_context(), build_graph([SAMPLER_OOM, FP8_BACKENDS]))
+
+    assert [fix.fix.id for fix in result.fixes] == [BF16_CACHE.id]
+    # The error itself is not the known one: "similar", and the why says through what.
+    assert result.verdict == "similar"
+    said = [step.detail for step in result.fixes[0].why if step.step == "signature"]
+    assert said and said[0].startswith("a warning beside the error, not the error")
+    assert "through a warning" in result.verdict_label
+    assert [("Set NSA backends for fp8_e4m3" in w) for w in result.through_warnings] == [True]
+
+
+def test_a_log_warning_does_not_answer_for_an_error_that_matches() -> None:
+    log = CHOSEN_BACKENDS + "\n" + SAMPLER_OOM.samples[0] + "\n"
+
+    result = diagnose(log, build_context(), build_graph([SAMPLER_OOM, FP8_BACKENDS]))
+
+    assert [fix.fix.id for fix in result.fixes] == [SMALLER_BATCH.id]
+    assert result.verdict == "known"
+
+
+def test_log_warnings_are_looked_up_beside_errors_only() -> None:
+    python_warned = f"/opt/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:182: {TOO_OLD}"
+
+    beside = log_warnings_beside_errors(parse(ASSERT_LOG + python_warned + "\n"))
+    alone = log_warnings_beside_errors(parse(CHOSEN_BACKENDS + "\n"))
+
+    assert len(beside) == 1 and "Set NSA backends for fp8_e4m3 KV Cache" in beside[0]
+    assert alone == ()  # a paste of warnings alone is matched on them anyway
