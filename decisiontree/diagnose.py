@@ -254,13 +254,19 @@ def matched_through_warnings(
     found: tuple[Candidate, ...],
 ) -> tuple[tuple[Candidate, ...], tuple[Candidate, ...]]:
     """(found, matched) with the log's warnings looked up beside errors that matched
-    nothing, each match marked as made through a warning (never "known": the error
-    itself is not the known one); as they were where the warnings match nothing either."""
+    nothing: the findings whose sample holds one of the warnings as printed (the same
+    fingerprint or message template), each marked as matched through a warning (never
+    "known": the error itself is not the known one). A server warns of many things on
+    every start, so a warning that only shares words with a finding is not evidence
+    enough ("The model has a long context length ... may cause OOM" led a crash whose
+    cause was not pasted to the KV-cache entry). As they were where none does."""
     widened = graph.index.lookup([*queries, *(Query.of(warning_signature(w)) for w in warned)])
-    if not matched(widened):
+    held = tuple(
+        dataclasses.replace(c, through_warning=True) for c in widened if c.layer in PINNED_LAYERS
+    )
+    if not matched(held):
         return found, ()
-    marked = tuple(dataclasses.replace(c, through_warning=True) for c in widened)
-    return marked, matched(marked)
+    return held, matched(held)
 
 
 def matched(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:

@@ -175,3 +175,17 @@ def test_log_warnings_are_looked_up_beside_errors_only() -> None:
 
     assert len(beside) == 1 and "Set NSA backends for fp8_e4m3 KV Cache" in beside[0]
     assert alone == ()  # a paste of warnings alone is matched on them anyway
+
+
+def test_a_log_warning_that_only_shares_words_with_a_finding_does_not_answer() -> None:
+    # Every long-context start prints such a warning; it is not the finding's error.
+    advice = (
+        "WARNING 12-01 10:00:02 [arg_utils.py:1500] Warming up the sampler with 1024 dummy "
+        "requests may run out of memory. Consider lowering `max_num_seqs` or "
+        "`gpu_memory_utilization` when initializing the engine."
+    )
+    log = advice + "\n" + ASSERT_LOG.split("\n", 1)[1]
+
+    result = diagnose(log, build_context(), build_graph([SAMPLER_OOM, FP8_BACKENDS]))
+
+    assert result.verdict == "none" and not result.fixes
