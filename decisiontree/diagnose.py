@@ -118,8 +118,7 @@ def diagnose(
     candidates = matched(found)
     through: tuple[str, ...] = ()
     if not candidates and (warned := log_warnings_beside_errors(parsed)):
-        found, candidates = matched_through_warnings(graph, queries, warned, found)
-        through = warned if candidates else ()
+        found, candidates, through = matched_through_warnings(graph, queries, warned, found)
     signature = signatures[0] if signatures else None
     pasted = quoted_error(parsed, signature.exception_type if signature else None)
     problems = flag_problems(text, context)
@@ -252,21 +251,26 @@ def matched_through_warnings(
     queries: Sequence[Query],
     warned: Sequence[str],
     found: tuple[Candidate, ...],
-) -> tuple[tuple[Candidate, ...], tuple[Candidate, ...]]:
-    """(found, matched) with the log's warnings looked up beside errors that matched
-    nothing: the findings whose sample holds one of the warnings as printed (the same
-    fingerprint or message template), each marked as matched through a warning (never
-    "known": the error itself is not the known one). A server warns of many things on
-    every start, so a warning that only shares words with a finding is not evidence
-    enough ("The model has a long context length ... may cause OOM" led a crash whose
-    cause was not pasted to the KV-cache entry). As they were where none does."""
+) -> tuple[tuple[Candidate, ...], tuple[Candidate, ...], tuple[str, ...]]:
+    """(found, matched, the warnings matched through) with the log's warnings looked up
+    beside errors that matched nothing: the findings that hold one of the warnings as a
+    sample (the same fingerprint or message template), each marked as matched through a
+    warning (never "known": the error itself is not the known one). A server warns of
+    many things on every start, so a warning that only shares words with a finding is not
+    evidence enough ("The model has a long context length ... may cause OOM" led a crash
+    whose cause was not pasted to the KV-cache entry). As they were where none does."""
+    holding = {w: graph.index.findings_holding(warning_signature(w)) for w in warned}
+    holders = frozenset().union(*holding.values())
+    if not holders:
+        return found, (), ()
     widened = graph.index.lookup([*queries, *(Query.of(warning_signature(w)) for w in warned)])
     held = tuple(
-        dataclasses.replace(c, through_warning=True) for c in widened if c.layer in PINNED_LAYERS
+        dataclasses.replace(c, through_warning=True) for c in widened if c.finding_id in holders
     )
-    if not matched(held):
-        return found, ()
-    return held, matched(held)
+    shown = {c.finding_id for c in matched(held)}
+    if not shown:
+        return found, (), ()
+    return held, matched(held), tuple(w for w in warned if holding[w] & shown)
 
 
 def matched(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:

@@ -661,15 +661,16 @@ def _ranked(parsed: ParsedTraceback, warnings: bool) -> list[tuple[int, Callable
     ranked += [(_KERNEL, partial(_kernel_signature, a)) for a in parsed.kernel_assertions]
     ranked += [(score, partial(lambda s: s, sig)) for score, sig in _error_line_signatures(parsed)]
     if not ranked:  # a bare warning or log line is still something to match on
-        ranked = [(_WARNING, partial(_warning_signature, w)) for w in parsed.warnings]
+        ranked = [(_WARNING, partial(warning_signature, w)) for w in parsed.warnings]
     elif warnings:  # Python's own warnings too, after the errors (see MAX_WARNINGS_MATCHED)
         told = [w for w in parsed.warnings if _PYTHON_WARNING.match(w)]
         last = told[max(0, len(told) - MAX_WARNINGS_MATCHED) :]
-        ranked += [(_WARNING, partial(_warning_signature, w)) for w in last]
+        ranked += [(_WARNING, partial(warning_signature, w)) for w in last]
     return sorted(ranked, key=lambda item: -item[0])  # stable: printed order among equals
 
 
-def _warning_signature(warning: str) -> Signature:
+def warning_signature(warning: str) -> Signature:
+    """A warning line as something to match on."""
     warning = _RAISED_AT.sub("", warning)
     base, message = _base_and_message(warning, warning)
     return _signature(_WARNING_TYPE, base, (), _terms_of([warning]), message)
@@ -685,11 +686,6 @@ def log_warnings_beside_errors(parsed: ParsedTraceback) -> tuple[str, ...]:
         return ()
     told = [w for w in parsed.warnings if not _PYTHON_WARNING.match(w)]
     return tuple(told[max(0, len(told) - MAX_WARNINGS_MATCHED) :])
-
-
-def warning_signature(warning: str) -> Signature:
-    """A warning line as something to match on."""
-    return _warning_signature(warning)
 
 
 def signatures_of(parsed: ParsedTraceback, *, warnings: bool = False) -> tuple[Signature, ...]:

@@ -127,7 +127,7 @@ class Candidate:
     # (`Features.message_phrase` > 0); a match on words alone without one is not "known".
     phrase_shared: bool = True
     # Matched through a log warning beside the paste's error, which itself matched
-    # nothing (`fingerprint.log_warning_signatures`): the error is not the known one.
+    # nothing (`diagnose.matched_through_warnings`): the error is not the known one.
     through_warning: bool = False
 
     @property
@@ -380,6 +380,13 @@ class SignatureIndex:
                 )
         ranked = sorted(found.values(), key=lambda c: (-c.score, c.finding_id))
         return tuple(ranked[:limit])
+
+    def findings_holding(self, signature: Signature) -> frozenset[int]:
+        """The findings with a sample of the same fingerprint or message template."""
+        numbers = self._by_fingerprint.get(signature.fingerprint, set()) | self._by_template.get(
+            signature.template_key, set()
+        )
+        return frozenset(self._entries[n].finding_id for n in numbers)
 
     def shared_terms(self, queries: Sequence[Query], finding_id: int) -> tuple[str, ...]:
         """The most telling terms a paste shares with one finding, for one not shown

@@ -158,6 +158,17 @@ def test_a_log_warning_answers_when_the_error_beside_it_matches_nothing() -> Non
     assert [("Set NSA backends for fp8_e4m3" in w) for w in result.through_warnings] == [True]
 
 
+def test_only_the_warning_a_finding_holds_is_named() -> None:
+    other = "[2026-03-02 09:14:02] WARNING model_config.py:640: Transformers 5.2.0 may misread rope_parameters."
+    log = other + "\n" + ASSERT_LOG
+
+    result = diagnose(log, build_context(), build_graph([SAMPLER_OOM, FP8_BACKENDS]))
+
+    assert [fix.fix.id for fix in result.fixes] == [BF16_CACHE.id]
+    assert len(result.through_warnings) == 1
+    assert "Set NSA backends" in result.through_warnings[0]
+
+
 def test_a_log_warning_does_not_answer_for_an_error_that_matches() -> None:
     log = CHOSEN_BACKENDS + "\n" + SAMPLER_OOM.samples[0] + "\n"
 
