@@ -415,8 +415,11 @@ def _named_paths(line: str) -> str:
 
 
 def message_of(text: str) -> str:
-    """The first line of an error, normalised for comparing messages word by word."""
-    return mask_quoted(normalise_message(_named_paths(_first_line(text))))[:MAX_MESSAGE_CHARS]
+    """The first line of an error (with the lines its sentence was wrapped onto),
+    normalised for comparing messages word by word."""
+    return mask_quoted(normalise_message(_named_paths(_first_sentence_lines(text))))[
+        :MAX_MESSAGE_CHARS
+    ]
 
 
 def _base_and_message(template_source: str, text: str) -> tuple[str, str | None]:
@@ -425,7 +428,7 @@ def _base_and_message(template_source: str, text: str) -> tuple[str, str | None]
     normalised = normalise_message(template_source)
     if not text:
         return _first_sentence(normalised), None
-    first = _first_line(text)
+    first = _first_sentence_lines(text)
     named = _named_paths(first)
     line = normalised if first == template_source and named == first else normalise_message(named)
     return _first_sentence(normalised), mask_quoted(line)[:MAX_MESSAGE_CHARS]
@@ -449,6 +452,35 @@ def _with_assertion(template: str, parsed: ParsedTraceback) -> str:
 
 def _first_line(message: str) -> str:
     return next((line for line in message.splitlines() if line.strip()), "")
+
+
+# A line that stops mid-sentence (no closing punctuation) and a next line that goes on in
+# lower case: one sentence wrapped at a fixed width, as Python's multiprocessing and many
+# C++ libraries print their messages. Wrapping leaves lines near its width (60-80
+# characters); a shorter line without a stop is a fragment of its own ("see the log above"
+# after it is another remark).
+_OPEN_SENTENCE = re.compile(r"[\w,;(\-]$")
+_GOES_ON = re.compile(r"[a-z(]")
+MIN_WRAPPED_CHARS = 50
+
+
+def _first_sentence_lines(message: str) -> str:
+    """The first line that says something, joined with the lines its sentence was wrapped
+    onto. Only the compared message takes them: the template (and so the fingerprint)
+    stays the first line."""
+    lines = message.strip().splitlines()
+    if len(lines) < 2:
+        return _first_line(message)
+    start = next(i for i, line in enumerate(lines) if line.strip())
+    joined = [lines[start].strip()]
+    for line in lines[start + 1 :]:
+        line = line.strip()
+        last = joined[-1]
+        wrapped = len(last) >= MIN_WRAPPED_CHARS and _OPEN_SENTENCE.search(last)
+        if not line or not wrapped or not _GOES_ON.match(line):
+            break
+        joined.append(line)
+    return " ".join(joined)
 
 
 def _innermost_code(frames: tuple[Frame, ...]) -> str:
@@ -535,7 +567,7 @@ def _exception_signature(exc: RaisedException, parsed: ParsedTraceback) -> Signa
     exc_type = canonical_type(exc.type, exc.message)
     # The template (and so the fingerprint) is of the first line; what the message is
     # compared on is what it says.
-    base, message = _base_and_message(text, told_last(exc.message) or text)
+    base, message = _base_and_message(text, told_last(exc.message) or exc.message or text)
     template = _with_assertion(base, parsed)
     named = [exc_type] if exc.type else []  # "IncompleteTraceback" is our word, not the paste's
     terms = _terms_of(
