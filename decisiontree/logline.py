@@ -70,6 +70,10 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("[", re.compile(r"\[rank(?P<rank>\d+)\]: ?")),  # torchrun
+    # torchrun --tee / torchelastic: the role and the local rank, [default0]: / [trainer3]:
+    ("[", re.compile(r"\[(?P<proc>[A-Za-z_][A-Za-z_-]*?)(?P<rank>\d+)\]: ?")),
+    # Open MPI's mpirun --tag-output: [job,rank]<stderr>:
+    ("[", re.compile(r"\[\d+,(?P<rank>\d+)\]<std(?:out|err)>: ?")),
     # vLLM: INFO 02-19 00:08:10 [core.py:123]
     (
         _LEVEL_START,

@@ -107,6 +107,11 @@ Traceback (most recent call last):
 AssertionError"""
 
 
+def _two_ranks_interleaved(prefix: str, text: str) -> str:
+    """The lines of two ranks printing the same traceback, line by line in turn."""
+    return "\n".join(prefix.format(rank) + line for line in text.splitlines() for rank in (0, 1))
+
+
 def _docker_json_file(text: str) -> str:
     return "\n".join(
         json.dumps({"log": line + "\n", "stream": "stderr", "time": "2026-02-10T09:14:03.1Z"})
@@ -131,12 +136,14 @@ def _docker_json_file(text: str) -> str:
             id="structured-logger",
         ),
         pytest.param(lambda t: t.replace('"/', "\u201c/").replace('py"', "py\u201d"), id="curly"),
+        pytest.param(lambda t: _two_ranks_interleaved("[default{}]:", t), id="torchrun-tee"),
+        pytest.param(lambda t: _two_ranks_interleaved("[1,{}]<stderr>:", t), id="mpirun-tagged"),
     ],
 )
 def test_a_traceback_reads_the_same_however_it_was_carried(carried) -> None:
     """Quoted in an issue, collected by a node's log agent or docker, exported as JSON
-    records, or passed through a chat that curled its quotes: the same error, the same
-    fingerprint, the same frame."""
+    records, passed through a chat that curled its quotes, or printed by every rank under
+    a launcher's tag: the same error, the same fingerprint, the same frame."""
     plain = signatures_of(parse(KV_ASSERT))[0]
     found = signatures_of(parse(carried(KV_ASSERT)))[0]
 
