@@ -103,6 +103,7 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (_UPPER, re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./-]+(?:\[\d+\])?: ?")),
     ("[", re.compile(r"\[ *\d+\.\d+\] ?")),  # dmesg
     (">", QUOTE_MARKS),  # a log quoted in an issue or a mail: "> > Traceback ..."
+    ("E", re.compile(r"E {3,}(?=\S)")),  # pytest's failure lines: "E       RuntimeError: ..."
     ("", re.compile(r"[\w.-]+:\d+:\d+ \[(?P<dev>\d+)\] (?=NCCL )")),  # NCCL: host:pid:tid [3]
 )
 
@@ -199,6 +200,10 @@ def record_lines(line: str) -> list[str] | None:
     if not isinstance(record, dict) or not _RECORD_KEYS.intersection(record):
         return None
     texts = {key: value for key, value in record.items() if isinstance(value, str)}
+    # Rust's tracing-subscriber (TGI, SGLang's router) nests what was logged in "fields".
+    if isinstance(fields := record.get("fields"), dict):
+        nested = {key: value for key, value in fields.items() if isinstance(value, str)}
+        texts = nested | texts
     message = next((texts[k] for k in _RECORD_MESSAGE if k in texts), None)
     if message is None:
         return None

@@ -256,3 +256,42 @@ def test_a_rust_panic_of_sglangs_router_is_read_as_an_error_with_its_place(panic
     assert quoted_error(parsed, signature.exception_type).lines == (
         "Rust panic: attempt to subtract with overflow",
     )
+
+
+def test_a_rust_services_json_log_is_read_as_what_it_logged() -> None:
+    """tracing-subscriber's JSON lines (TGI, SGLang's router) nest the message in "fields":
+    the exception it names is read, not a line of quoted keys."""
+    log = "\n".join(
+        json.dumps(
+            {
+                "timestamp": "2026-05-01T10:00:00.100Z",
+                "level": "ERROR",
+                "fields": {"message": message},
+                "target": "text_generation_launcher",
+            }
+        )
+        for message in (
+            "Shard 0 failed to start",
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB",
+        )
+    )
+
+    first = signatures_of(parse(log))[0]
+
+    assert first.exception_type == "OutOfMemoryError"
+    assert first.message.startswith("CUDA out of memory")
+
+
+def test_pytests_failure_lines_are_read_as_the_exception_they_print() -> None:
+    report = """\
+    def test_generate(llm):
+>       out = llm.generate(["hello"])
+E       RuntimeError: CUDA error: an illegal memory access was encountered
+E       CUDA kernel errors might be asynchronously reported at some other API call.
+
+tests/test_generate.py:12: RuntimeError"""
+
+    (exc,) = parse(report).exceptions
+
+    assert exc.type == "RuntimeError"
+    assert exc.message.startswith("CUDA error: an illegal memory access")
