@@ -315,12 +315,42 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
         omitted = len(raws) - MAX_LINES
         raws = [*raws[:HEAD_LINES], f"[... {omitted} lines omitted ...]", *raws[-TAIL_LINES:]]
     lines = [last_overwrite(raw[:MAX_RAW_LINE_CHARS])[:MAX_LINE_CHARS].rstrip() for raw in raws]
+    if '", line ' in text or "\u201d, line " in text:
+        lines = [line for folded in lines for line in _unfolded(folded)]
     return _joined_table_rows(lines), cut
 
 
 def _printed(raw: str) -> list[str]:
     lines = record_lines(raw) if raw.lstrip().startswith("{") else None
     return [unescaped for line in lines or [raw] for unescaped in escaped_lines(line) or [line]]
+
+
+# A traceback whose line breaks were lost (a chat message, an issue title, a log shipper
+# that joins a record's lines with spaces): 'File "x.py", line 3, in f  code()  ValueError: ...'.
+_FOLDED_FRAME = re.compile(
+    r'File ["\u201c][^"\u201d\n]{1,1000}["\u201d], line \d+, in [\w<>.]+(?=\s|$)'
+)
+_FOLDED_EXCEPTION = re.compile(r"(?<=\s)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:: |$)")
+
+
+def _unfolded(raw: str) -> list[str]:
+    """The lines of a traceback folded into one: each frame, its source line and the
+    exception that ends it on lines of their own. A line that is one frame stays as it is."""
+    frames = list(_FOLDED_FRAME.finditer(raw))
+    if not frames or (len(frames) == 1 and not raw[frames[0].end() :].strip()):
+        return [raw]
+    before = raw[: frames[0].start()]
+    # A log prefix stays on the first frame's line; words before it are a line of their own.
+    lines = [before.rstrip()] if split_prefix(before)[0].strip() else []
+    for frame, following in zip(frames, [*frames[1:], None], strict=True):
+        lead = before if frame is frames[0] and not lines else "  "
+        lines.append(lead + frame.group())
+        rest = raw[frame.end() : following.start() if following else len(raw)].strip()
+        raised = _FOLDED_EXCEPTION.search(rest) if following is None else None
+        code, exception = (rest[: raised.start()], rest[raised.start() :]) if raised else (rest, "")
+        lines += ["    " + code.strip()] if code.strip() else []
+        lines += [exception] if exception else []
+    return lines
 
 
 _BLANK_RUNS = re.compile(r"\n(?:[ \t\r]*\n)+")

@@ -136,14 +136,16 @@ def _docker_json_file(text: str) -> str:
             id="structured-logger",
         ),
         pytest.param(lambda t: t.replace('"/', "\u201c/").replace('py"', "py\u201d"), id="curly"),
+        pytest.param(lambda t: " ".join(t.split()), id="line-breaks-lost"),
         pytest.param(lambda t: _two_ranks_interleaved("[default{}]:", t), id="torchrun-tee"),
         pytest.param(lambda t: _two_ranks_interleaved("[1,{}]<stderr>:", t), id="mpirun-tagged"),
     ],
 )
 def test_a_traceback_reads_the_same_however_it_was_carried(carried) -> None:
     """Quoted in an issue, collected by a node's log agent or docker, exported as JSON
-    records, passed through a chat that curled its quotes, or printed by every rank under
-    a launcher's tag: the same error, the same fingerprint, the same frame."""
+    records, passed through a chat that curled its quotes or joined its lines, or printed
+    by every rank under a launcher's tag: the same error, the same fingerprint, the same
+    frame."""
     plain = signatures_of(parse(KV_ASSERT))[0]
     found = signatures_of(parse(carried(KV_ASSERT)))[0]
 
