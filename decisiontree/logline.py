@@ -14,6 +14,7 @@ pasted alone or inside a write-up.
 - `unquoted(line)`: without the quote marks of a Markdown or e-mail quote (`> `);
 - `record_lines(line)`: a log collector's JSON record (docker's json-file, a structured
   logger, a cloud log export) as the lines its program printed;
+- `logfmt_lines(line)`: the same of a Go program's logfmt record (`level=error msg="..."`);
 - `escaped_lines(line)`: a traceback escaped into one line (a JSON body, a repr) as lines.
 """
 
@@ -91,6 +92,8 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\[?(?P<glog>[IWEF])\d{3,4} \d\d:\d\d:\d\d\.\d+ (?:\d+ )?(?P<src>[\w./-]+:\d+)\] ?"
         ),
     ),
+    # Go's logrus in text form (dockerd, containerd, the NVIDIA container toolkit): ERRO[0000]
+    ("DIWEFP", re.compile(r"(?P<logrus>DEBU|INFO|WARN|ERRO|FATA|PANI)\[\d+\] ?")),
     # Kubernetes' node log (CRI): 2026-02-19T00:08:10.123456789Z stderr F
     ("0123456789", re.compile(rf"(?P<ts>{_TS}) (?:stdout|stderr) [FP] ")),
     ("0123456789", re.compile(rf"(?P<ts>{_TS}) *(?:[|:]|-(?= ))? ?")),  # ISO / logging
@@ -115,6 +118,10 @@ def _prefixes_for(first: str) -> tuple[re.Pattern[str], ...]:
 
 
 _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
+_LOGRUS_LEVELS = {
+    "DEBU": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "ERRO": "ERROR", "FATA": "FATAL",
+    "PANI": "FATAL",
+}  # fmt: skip
 _TP_TAG = re.compile(r"\bTP(\d+)\b|_TP(\d+)")
 
 
@@ -207,14 +214,50 @@ def record_lines(line: str) -> list[str] | None:
     message = next((texts[k] for k in _RECORD_MESSAGE if k in texts), None)
     if message is None:
         return None
+    return _printed_by(texts, message)
+
+
+def _printed_by(texts: dict[str, str], message: str, before: str = "") -> list[str]:
+    """A record's message as lines, its level first ("ERROR ..."), then the traceback or
+    error it carries in a key of its own; `before` is what the line had before it."""
     level = next((texts[k] for k in _RECORD_LEVEL if k in texts), "").upper()
     lines = message.rstrip("\n").split("\n")
     if re.fullmatch(_LEVELS, level) and lines[0]:
         lines[0] = f"{level} {lines[0]}"
+    lines[0] = before + lines[0]
     for key in _RECORD_EXTRA:
         if texts.get(key, "").strip():
             lines += texts[key].rstrip("\n").split("\n")
     return lines
+
+
+# Go's logfmt (logrus and its kin: dockerd and containerd under journald, the NVIDIA
+# container toolkit, Kubernetes' components): time="..." level=error msg="..." error="...".
+_LOGFMT_START = re.compile(r'(?:^|(?<=\s))(?:time|ts|level)=(?=["\w])')
+_LOGFMT_PAIR = re.compile(r'([A-Za-z_][\w.-]*)=(?:"((?:[^"\\]|\\.)*)"|([^\s"]*))(?:\s+|$)')
+
+
+def logfmt_lines(line: str) -> list[str] | None:
+    """The lines a logfmt record carries, its level before its message; None for a line
+    that is not one. What precedes the record (a journald prefix) stays before it."""
+    if len(line) > MAX_UNPACKED_LINE_CHARS or "msg=" not in line:
+        return None
+    start = _LOGFMT_START.search(line)
+    if start is None:
+        return None
+    texts: dict[str, str] = {}
+    position, body = start.start(), line.rstrip()
+    while position < len(body):
+        pair = _LOGFMT_PAIR.match(body, position)
+        if pair is None:
+            return None
+        key, quoted, bare = pair.groups()
+        texts[key] = _unescaped(quoted) if quoted is not None else bare
+        position = pair.end()
+    level = texts.get("level", "INFO").upper()
+    if "msg" not in texts or not re.fullmatch(rf"{_LEVELS}|TRACE|PANIC", level):
+        return None
+    return _printed_by(texts, texts["msg"], line[: start.start()])
 
 
 # A traceback written into one line as an escaped string: a JSON error body's "detail", a
@@ -225,6 +268,12 @@ _ESCAPED = {"n": "\n", "t": "\t", "r": "", '"': '"', "'": "'", "\\": "\\", "/": 
 _STRING_END = re.compile(r"""['"]+[)\]}]*[,;]?\s*$""")
 
 
+def _unescaped(text: str) -> str:
+    return _ESCAPES.sub(
+        lambda m: chr(int(m[1], 16)) if m[1] else _ESCAPED.get(m[2], "\\" + m[2]), text
+    )
+
+
 def escaped_lines(line: str) -> list[str] | None:
     """The lines of a traceback escaped into one line ("...call last):\\n  File \\"x\\"...");
     None for a line that holds none. The string's closing quote and brackets come off."""
@@ -232,16 +281,17 @@ def escaped_lines(line: str) -> list[str] | None:
         return None
     if not _ESCAPED_TRACE.search(line):
         return None
-    text = _ESCAPES.sub(
-        lambda m: chr(int(m[1], 16)) if m[1] else _ESCAPED.get(m[2], "\\" + m[2]), line
-    )
-    lines = text.split("\n")
+    lines = _unescaped(line).split("\n")
     lines[-1] = _STRING_END.sub("", lines[-1])
     return lines
 
 
 def _note_prefix(found: Prefix, groups: dict[str, str | None]) -> None:
-    level = groups.get("lvl") or _GLOG_LEVELS.get(groups.get("glog") or "")
+    level = (
+        groups.get("lvl")
+        or _GLOG_LEVELS.get(groups.get("glog") or "")
+        or _LOGRUS_LEVELS.get(groups.get("logrus") or "")
+    )
     found.stamped = found.stamped or bool(level or groups.get("ts"))
     if level:
         found.level = "WARNING" if level == "WARN" else level
@@ -260,6 +310,7 @@ __all__ = [
     "Prefix",
     "escaped_lines",
     "has_prefix",
+    "logfmt_lines",
     "last_overwrite",
     "record_lines",
     "split_prefix",

@@ -25,6 +25,7 @@ from decisiontree.logline import (
     Prefix,
     escaped_lines,
     last_overwrite,
+    logfmt_lines,
     record_lines,
     split_prefix,
     strip_ansi,
@@ -308,7 +309,8 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
     """
     text = strip_ansi(text).replace("\r\n", "\n")
     raws = _BLANK_RUNS.sub("\n\n", text).split("\n")
-    if "{" in text or "\\n" in text:  # JSON log records, escaped tracebacks: as printed
+    # JSON and logfmt log records, escaped tracebacks: as printed
+    if "{" in text or "\\n" in text or "msg=" in text:
         raws = [line for raw in raws for line in _printed(raw)]
     cut = len(raws) > MAX_LINES
     if cut:
@@ -321,7 +323,7 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
 
 
 def _printed(raw: str) -> list[str]:
-    lines = record_lines(raw) if raw.lstrip().startswith("{") else None
+    lines = record_lines(raw) if raw.lstrip().startswith("{") else logfmt_lines(raw)
     return [unescaped for line in lines or [raw] for unescaped in escaped_lines(line) or [line]]
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from decisiontree import traceback
 from decisiontree.fingerprint import quoted_error, signatures_of
+from decisiontree.logline import split_prefix
 from decisiontree.traceback import MAX_NOISE_IN_FRAMES, module_of, parse
 
 
@@ -297,3 +298,34 @@ tests/test_generate.py:12: RuntimeError"""
 
     assert exc.type == "RuntimeError"
     assert exc.message.startswith("CUDA error: an illegal memory access")
+
+
+# dockerd under journald: a logfmt record whose message carries the hook's own error after
+# an escaped line break (a fixture in the shape of such logs).
+DOCKERD_LOGFMT = (
+    'Dec 01 10:00:00 gpu01 dockerd[812]: time="2026-12-01T10:00:00.123456789Z" level=error '
+    'msg="failed to start container: error running hook #0: exit status 1, stderr: '
+    "Auto-detected mode as 'legacy'\\nnvidia-container-cli: initialization error: nvml error: "
+    'driver not loaded: unknown" module=libcontainerd'
+)
+
+
+def test_a_go_programs_logfmt_record_is_read_as_what_it_logged() -> None:
+    lines = parse(DOCKERD_LOGFMT).error_lines
+
+    assert "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown" in (
+        lines
+    )
+    assert not any("level=" in line or "time=" in line for line in lines)
+
+
+def test_a_setting_written_as_key_value_in_prose_is_not_taken_for_a_record() -> None:
+    line = "we set level=3 msg=hello in the config and the server failed"
+
+    assert parse(line).error_lines == (line,)
+
+
+def test_logrus_text_levels_are_a_prefix_with_their_level() -> None:
+    message, prefix = split_prefix("ERRO[0012] error waiting for container: context canceled")
+
+    assert (message, prefix.level) == ("error waiting for container: context canceled", "ERROR")
