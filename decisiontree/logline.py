@@ -92,6 +92,14 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\[?(?P<glog>[IWEF])\d{3,4} \d\d:\d\d:\d\d\.\d+ (?:\d+ )?(?P<src>[\w./-]+:\d+)\] ?"
         ),
     ),
+    # glog without its clock, as older PyTorch's c10d prints it: [W socket.cpp:464]
+    ("[", re.compile(r"\[(?P<glog>[IWEF]) (?P<src>[\w./-]+:\d+)\] ?")),
+    # A vLLM line whose level and time were cut off in the copy: [multiproc_executor.py:492]
+    ("[", re.compile(r"\[(?P<src>[\w.-]+\.(?:py|cc|cpp|cu|h|rs|go):\d+)\] ")),
+    # loguru's place after its level: "app.llm:ask_tool:260 - "
+    ("", re.compile(r"(?P<src>[\w.]+:[\w<>]+:\d+) - ")),
+    # A command-line tool's "Error: " before the exception it caught (click, anyhow)
+    ("E", re.compile(r"(?P<lvl>Error): (?=(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b)")),
     # Go's logrus in text form (dockerd, containerd, the NVIDIA container toolkit): ERRO[0000]
     ("DIWEFP", re.compile(r"(?P<logrus>DEBU|INFO|WARN|ERRO|FATA|PANI)\[\d+\] ?")),
     # Kubernetes' node log (CRI): 2026-02-19T00:08:10.123456789Z stderr F
@@ -294,6 +302,7 @@ def _note_prefix(found: Prefix, groups: dict[str, str | None]) -> None:
     )
     found.stamped = found.stamped or bool(level or groups.get("ts"))
     if level:
+        level = level.upper()
         found.level = "WARNING" if level == "WARN" else level
     found.source = groups.get("src") or found.source
     if rank := groups.get("rank"):

@@ -25,6 +25,10 @@ from decisiontree.traceback import parse
         ("[00:08:10] RuntimeError: x", "RuntimeError: x"),
         ("2026-02-19T00:08:10.123456789Z stderr F RuntimeError: x", "RuntimeError: x"),
         ("> (EngineCore_DP0 pid=7) ERROR 02-19 00:08:10 [core.py:1] boom", "boom"),
+        ("[W socket.cpp:464] [c10d] The server socket failed", "[c10d] The server socket failed"),
+        ("[multiproc_executor.py:492] ValueError: x", "ValueError: x"),  # cut before its level
+        ("2026-02-19 00:08:10.249 | ERROR    | app.llm:ask:260 - API error", "API error"),  # loguru
+        ("Error: jinja2.exceptions.TemplateError: x", "jinja2.exceptions.TemplateError: x"),
     ],
 )
 def test_it_sets_aside_each_kind_of_log_prefix(line: str, message: str) -> None:
@@ -67,3 +71,16 @@ def test_quote_marks_come_off_but_a_cpp_template_close_stays() -> None:
     assert strip_prefix("> [2026-02-19 00:08:10 TP3] Scheduler hit an exception") == (
         "Scheduler hit an exception"
     )
+
+
+def test_a_tools_error_label_before_prose_stays_part_of_the_message() -> None:
+    # "Error: " comes off only before the exception a command-line tool caught.
+    assert strip_prefix("Error: model not found") == "Error: model not found"
+
+
+def test_an_exception_behind_a_cut_off_prefix_is_read_as_raised() -> None:
+    (exc,) = parse(
+        "[multiproc_executor.py:492] ValueError: Free memory on device is low"
+    ).exceptions
+
+    assert (exc.type, exc.message) == ("ValueError", "Free memory on device is low")
