@@ -610,6 +610,10 @@ def _warning_of(line: _Line) -> str | None:
         return None
     if _HTTP_ACCESS.search(text) or not _said(_CHOICE, text):
         return None
+    # An unprefixed line that says something failed is an error that names its setup ("X
+    # crashes when using the flashinfer backend", an issue's title), not a choice logged.
+    if line.level is None and _said(_ERRORISH, text):
+        return None
     return text if _said(_CHOICE_TOPIC, text) else None
 
 

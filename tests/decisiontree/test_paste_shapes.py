@@ -329,3 +329,23 @@ def test_logrus_text_levels_are_a_prefix_with_their_level() -> None:
     message, prefix = split_prefix("ERRO[0012] error waiting for container: context canceled")
 
     assert (message, prefix.level) == ("error waiting for container: context canceled", "ERROR")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[Bug]: DeepSeek-V3 crashes with an FP8 KV cache when using the flashinfer backend",
+        "Failed to initialize NVML: Driver/library version mismatch",
+    ],
+)
+def test_a_failure_that_names_its_setup_is_an_error_not_a_logged_choice(line: str) -> None:
+    parsed = parse(line)
+
+    assert parsed.error_lines == (line,)
+    assert not parsed.warnings
+
+
+def test_a_logged_choice_without_a_failure_stays_a_choice() -> None:
+    line = "Using the flashinfer backend for attention"
+
+    assert parse(line).warnings == (line,)
