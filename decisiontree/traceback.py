@@ -332,7 +332,9 @@ def _printed(raw: str) -> list[str]:
 _FOLDED_FRAME = re.compile(
     r'File ["\u201c][^"\u201d\n]{1,1000}["\u201d], line \d+, in [\w<>.]+(?=\s|$)'
 )
-_FOLDED_EXCEPTION = re.compile(r"(?<=\s)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:: |$)")
+_FOLDED_EXCEPTION = re.compile(
+    r"(?:^|(?<=\s))(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:: |$)"
+)
 
 
 def _unfolded(raw: str) -> list[str]:

@@ -349,3 +349,12 @@ def test_a_logged_choice_without_a_failure_stays_a_choice() -> None:
     line = "Using the flashinfer backend for attention"
 
     assert parse(line).warnings == (line,)
+
+
+def test_a_folded_frame_followed_at_once_by_its_exception_keeps_both() -> None:
+    folded = 'Traceback (most recent call last): File "/srv/app/main.py", line 9, in <module> ValueError: bad'
+
+    (exc,) = parse(folded).exceptions
+
+    assert (exc.type, exc.message) == ("ValueError", "bad")
+    assert [frame.function for frame in exc.frames] == ["<module>"]
