@@ -708,8 +708,14 @@ class _Stream:
     exc_type: str = ""
     message: list[str] = field(default_factory=list)
     exc_style: tuple[bool, str | None, str | None] = (False, None, None)
+    # A Python warning just read that ends in a colon (its place among the sink's warnings,
+    # its line's prefix): its message goes on over the next unindented lines, before the
+    # indented source line.
+    warned: tuple[int, tuple[bool, str | None, str | None]] | None = None
 
     def feed(self, line: _Line) -> None:
+        if self.warned is not None and self._continues_warning(line):
+            return
         if self.state == _MESSAGE:
             if self._continues_message(line):
                 self.message.append(line.text.strip())
@@ -757,10 +763,28 @@ class _Stream:
             self.sink.error_lines.append((line.index, said))
         elif warning := _warning_of(line):
             self.sink.warnings.append((line.index, warning))
+            if _PY_WARNING.match(line.text.strip()) and warning.endswith(":"):
+                self.warned = (len(self.sink.warnings) - 1, line.style)
         elif _is_error_line(line) and not _exception_line(line.text, strict=True):
             self.sink.error_lines.append((line.index, line.text.strip()))
         else:
             return False
+        return True
+
+    def _continues_warning(self, line: _Line) -> bool:
+        """Python prints a warning as "file.py:12: Category: message", the message's
+        further lines as they are, then the warning's source line indented: an unindented
+        line after a warning, printed alike, goes on with its message. True if taken."""
+        assert self.warned is not None
+        (place, style), self.warned = self.warned, None
+        text = line.text
+        if not text.strip() or text[:1].isspace() or line.style != style:
+            return False
+        if _is_structural(text) or _exception_line(text, strict=True) or _warning_of(line):
+            return False
+        index, warning = self.sink.warnings[place]
+        self.sink.warnings[place] = (index, f"{warning} {text.strip()}")
+        self.warned = (place, style)
         return True
 
     def _open_panic(self, line: _Line, panic: re.Match[str]) -> None:

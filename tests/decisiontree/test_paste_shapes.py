@@ -358,3 +358,17 @@ def test_a_folded_frame_followed_at_once_by_its_exception_keeps_both() -> None:
 
     assert (exc.type, exc.message) == ("ValueError", "bad")
     assert [frame.function for frame in exc.frames] == ["<module>"]
+
+
+def test_a_python_warning_whose_message_goes_on_keeps_the_rest_of_it() -> None:
+    log = """\
+/opt/venv/lib/python3.12/site-packages/vllm/__init__.py:5: RuntimeWarning: Failed to read commit hash:
+No module named 'vllm._version'
+  from .version import __version__, __version_tuple__
+/opt/venv/lib/python3.12/site-packages/pkg/api.py:9: UserWarning: the cache is cold
+Loading weights took 3.2 s"""
+
+    assert parse(log).warnings == (
+        "RuntimeWarning: Failed to read commit hash: No module named 'vllm._version'",
+        "UserWarning: the cache is cold",
+    )
