@@ -250,21 +250,35 @@ def celery_worker(tmp_path: Path) -> Iterator[Callable[[str], int]]:
             timeout=60,
         )
         started.append(pidfile)
-        assert wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), 30)
-        assert wait_until(lambda: "ready" in logfile.read_text(errors="replace"), 60), (
-            logfile.read_text(errors="replace")
-        )
-        return int(pidfile.read_text().strip())
+        assert wait_until(lambda: bool(pid_in(pidfile)), 30), _text_of(logfile)
+        assert wait_until(lambda: "ready" in _text_of(logfile), 60), _text_of(logfile)
+        return int(pid_in(pidfile))
 
     yield start
     for pidfile in started:
         stop_worker(pidfile)
 
 
+def pid_in(pidfile: Path) -> str:
+    """The pid a detached worker wrote, "" while there is none: celery writes the file
+    after it forks and may replace it, so it can go between a check and a read."""
+    try:
+        return pidfile.read_text().strip()
+    except FileNotFoundError:
+        return ""
+
+
+def _text_of(logfile: Path) -> str:
+    try:
+        return logfile.read_text(errors="replace")
+    except FileNotFoundError:
+        return f"(no log at {logfile})"
+
+
 def stop_worker(pidfile: Path) -> None:
-    if not pidfile.exists():
+    if not (written := pid_in(pidfile)):
         return
-    pid = int(pidfile.read_text().strip())
+    pid = int(written)
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
