@@ -468,12 +468,9 @@ def _first_sentence_lines(message: str) -> str:
     """The first line that says something, joined with the lines its sentence was wrapped
     onto. Only the compared message takes them: the template (and so the fingerprint)
     stays the first line."""
-    lines = message.strip().splitlines()
-    if len(lines) < 2:
-        return _first_line(message)
-    start = next(i for i, line in enumerate(lines) if line.strip())
-    joined = [lines[start].strip()]
-    for line in lines[start + 1 :]:
+    first, *rest = message.strip().splitlines() or [""]
+    joined = [first.strip()]
+    for line in rest:
         line = line.strip()
         last = joined[-1]
         wrapped = len(last) >= MIN_WRAPPED_CHARS and _OPEN_SENTENCE.search(last)
