@@ -496,6 +496,8 @@ _CPP_FRAME = re.compile(r"\s*(?:frame #\d+:|Exception raised from )")
 # "...", "[... 120 lines omitted ...]", "(log truncated)"
 _CLIPPED = re.compile(r"\s*(?:(?:\.\.\.|…)(?!\w)|[\[(<](?:\.\.\.|…|[\w ]{0,30}truncated))")
 _GROUP_BORDER = re.compile(r"\s*\+[-+]")  # +-+---- 1 ---- around exception-group members
+# pip closes the output of a build step it ran ("╰─> [12 lines of output]") with this line.
+_OUTPUT_END = "[end of output]"
 _EXCEPTION = re.compile(r"(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?P<colon>:(?: (?P<msg>.*))?)?$")
 _STRICT_TYPE = re.compile(
     r"[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Failed|Fault|Timeout)"
@@ -567,6 +569,10 @@ def _is_structural(text: str) -> bool:
         or text.startswith("```")
         or bool(_GROUP_BORDER.match(text))
     )
+
+
+def _margin(text: str) -> str:
+    return text[: len(text) - len(text.lstrip())]
 
 
 def _exception_line(text: str, *, strict: bool) -> tuple[str, str] | None:
@@ -712,10 +718,16 @@ class _Stream:
     # its line's prefix): its message goes on over the next unindented lines, before the
     # indented source line.
     warned: tuple[int, tuple[bool, str | None, str | None]] | None = None
+    # The margin of the traceback being read: one quoted as an indented block (Markdown,
+    # a mail) or printed inside another tool's output (pip's "[N lines of output]") has
+    # its exception line there, where an unindented log line would stand.
+    indent: str = ""
 
     def feed(self, line: _Line) -> None:
         if self.warned is not None and self._continues_warning(line):
             return
+        if self.indent and self.state != _IDLE and line.text.startswith(self.indent):
+            line = replace(line, text=line.text[len(self.indent) :])
         if self.state == _MESSAGE:
             if self._continues_message(line):
                 self.message.append(line.text.strip())
@@ -736,12 +748,13 @@ class _Stream:
     def _feed_idle(self, line: _Line) -> None:
         text = line.text
         if _HEADER in text or _NOTEBOOK_HEADER.match(text):
-            self._open_frames(line.index)
+            self._open_frames(line.index, _margin(text))
         elif panic := _RUST_PANIC.match(text):
             self._open_panic(line, panic)
         elif frame := _frame_of(text):
             self.sink.truncated = True  # the paste starts inside a traceback
-            self._open_frames(line.index)
+            # Python indents a frame two spaces under its header.
+            self._open_frames(line.index, _margin(text)[:-2] if text.startswith("  ") else "")
             self._add_frame(frame)
         elif exc := self._frameless_exception(line):
             self._open_exception(line, *exc)
@@ -796,8 +809,9 @@ class _Stream:
 
     # frames: inside "Traceback (most recent call last):"
 
-    def _open_frames(self, index: int) -> None:
+    def _open_frames(self, index: int, indent: str = "") -> None:
         self.state, self.start, self.frames, self.noise = _FRAMES, index, [], 0
+        self.indent = indent
         self.notebook = False
         self.awaiting_code = self.after_code = False
 
@@ -867,7 +881,7 @@ class _Stream:
 
     def _open_exception(self, line: _Line, exc_type: str, message: str) -> None:
         if self.state != _FRAMES:
-            self.start, self.frames = line.index, []
+            self.start, self.frames, self.indent = line.index, [], ""
         self.state, self.exc_type, self.message = _MESSAGE, exc_type, [message]
         self.exc_style = line.style
 
@@ -877,7 +891,7 @@ class _Stream:
             return False
         if len(self.message) >= MAX_MESSAGE_LINES or _is_structural(text):
             return False
-        if kernel_assertion_of(text) or _strong_error(text):
+        if kernel_assertion_of(text) or _strong_error(text) or text.strip() == _OUTPUT_END:
             return False
         return _exception_line(text, strict=True) is None
 

@@ -120,6 +120,18 @@ def _docker_json_file(text: str) -> str:
     )
 
 
+def _in_pips_output(text: str) -> str:
+    """As pip shows the output of a build step that failed."""
+    inner = "\n".join("      " + line for line in text.splitlines())
+    return (
+        "  error: subprocess-exited-with-error\n\n"
+        "  × python setup.py egg_info did not run successfully.\n"
+        "  │ exit code: 1\n"
+        f"  ╰─> [{len(text.splitlines())} lines of output]\n{inner}\n      [end of output]\n\n"
+        "  note: This error originates from a subprocess, and is likely not a problem with pip.\n"
+    )
+
+
 @pytest.mark.parametrize(
     "carried",
     [
@@ -140,13 +152,16 @@ def _docker_json_file(text: str) -> str:
         pytest.param(lambda t: " ".join(t.split()), id="line-breaks-lost"),
         pytest.param(lambda t: _two_ranks_interleaved("[default{}]:", t), id="torchrun-tee"),
         pytest.param(lambda t: _two_ranks_interleaved("[1,{}]<stderr>:", t), id="mpirun-tagged"),
+        pytest.param(lambda t: "\n".join("    " + line for line in t.splitlines()), id="md-indent"),
+        pytest.param(lambda t: "\n".join("\t" + line for line in t.splitlines()), id="tab-indent"),
+        pytest.param(_in_pips_output, id="pip-build-output"),
     ],
 )
 def test_a_traceback_reads_the_same_however_it_was_carried(carried) -> None:
     """Quoted in an issue, collected by a node's log agent or docker, exported as JSON
-    records, passed through a chat that curled its quotes or joined its lines, or printed
-    by every rank under a launcher's tag: the same error, the same fingerprint, the same
-    frame."""
+    records, passed through a chat that curled its quotes or joined its lines, printed
+    by every rank under a launcher's tag, indented as a Markdown code block, or shown by
+    pip as a build step's output: the same error, the same fingerprint, the same frame."""
     plain = signatures_of(parse(KV_ASSERT))[0]
     found = signatures_of(parse(carried(KV_ASSERT)))[0]
 
