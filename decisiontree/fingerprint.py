@@ -23,6 +23,7 @@ from functools import lru_cache, partial
 from decisiontree.gated import GatedPattern, Needs
 from decisiontree.terms import facets_of, unique_words
 from decisiontree.traceback import (
+    FATAL_PYTHON_ERROR,
     PANIC,
     Frame,
     ParsedTraceback,
@@ -250,10 +251,14 @@ _TYPE_BY_MESSAGE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"CUDA out of memory", re.IGNORECASE), "OutOfMemoryError"),
     (re.compile(r"CUDA error: "), "AcceleratorError"),
     (re.compile(r"NCCL error", re.IGNORECASE), "DistBackendError"),
+    (re.compile(r"Segmentation fault"), "SegmentationFault"),  # as the shell's line says
 )
 _ALIASABLE_TYPES = frozenset(
-    {"RuntimeError", "AcceleratorError", "OutOfMemoryError", "CudaError", "C10Error", "CppError"}
-)
+    {
+        "RuntimeError", "AcceleratorError", "OutOfMemoryError", "CudaError", "C10Error",
+        "CppError", FATAL_PYTHON_ERROR,
+    }
+)  # fmt: skip
 
 
 # Our names for an error whose paste names no class: a traceback cut off before its
@@ -271,6 +276,7 @@ def error_name(exception_type: str) -> str:
         ERROR_LOG: "error line",
         INCOMPLETE_TRACEBACK: "cut-off traceback",
         PANIC: "Rust panic",
+        FATAL_PYTHON_ERROR: "Fatal Python error",
     }
     return unnamed.get(exception_type, exception_type)
 
@@ -540,7 +546,7 @@ def quoted_error(parsed: ParsedTraceback, exception_type: str | None) -> PastedE
         lines = whole = list(parsed.error_lines[:2])
     shown = tuple(_cut(line) for line in dict.fromkeys(lines) if line.strip())
     # The type's own short name, without the alias its message gives it.
-    renamed = [exc.type for exc in raised[-1:] if canonical_type(exc.type, "") != named]
+    renamed = [error_name(exc.type) for exc in raised[-1:] if canonical_type(exc.type, "") != named]
     return PastedError(shown, next(iter(renamed), ""), tuple(w for w in whole if w.strip()))
 
 

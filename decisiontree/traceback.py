@@ -486,6 +486,19 @@ _RUST_PANIC = re.compile(
     r"\s*thread '[^']{0,200}' panicked at (?:'(?P<quoted>.{0,2000})', )?"
     r"(?P<path>[\w./\\-]{1,500}\.rs):(?P<lineno>\d+):\d+:?\s*$"
 )
+# Python's faulthandler (a segfault, `faulthandler.dump_traceback`, py-spy's dump): a block
+# per thread, innermost call first, frames without a comma before "in". Only the thread
+# that crashed tells; the other threads' blocks are read past.
+_DUMP_HEADER = re.compile(
+    r"\s*(?:(?P<crashed>Current thread|Stack)|Thread) ?[^(]{0,200}\(most recent call first\):\s*$"
+)
+_DUMP_FRAME = re.compile(
+    r'\s*File "(?P<path>[^"]{1,1000})", line (?P<lineno>\d+) in (?P<func>\S.*)$'
+)
+_DUMP_NO_FRAME = "<no Python frame>"
+# What the crash was, printed before the dump; the dump's frames are where it happened.
+_FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
+FATAL_PYTHON_ERROR = "FatalPythonError"  # FixGraph's name for it: Python prints no class
 _CHAIN = re.compile(
     r"\s*(?:During handling of the above exception, another exception occurred"
     r"|The above exception was the direct cause of the following exception):?\s*$"
@@ -700,6 +713,15 @@ _IDLE, _FRAMES, _MESSAGE = "idle", "frames", "message"
 
 
 @dataclass
+class _Dump:
+    """A faulthandler dump's thread being read."""
+
+    start: int
+    crashed: bool  # the thread that crashed, or a dump of the only one
+    frames: list[Frame] = field(default_factory=list)
+
+
+@dataclass
 class _Stream:
     """Reads the lines of one rank/process, one at a time."""
 
@@ -722,9 +744,16 @@ class _Stream:
     # a mail) or printed inside another tool's output (pip's "[N lines of output]") has
     # its exception line there, where an unindented log line would stand.
     indent: str = ""
+    # Reading a faulthandler dump: its frames come innermost first; None when not.
+    dump: _Dump | None = None
+    # The last "Fatal Python error: ..." line kept among the sink's error lines: the crash
+    # the dump that follows shows the place of.
+    fatal: tuple[int, str] | None = None
 
     def feed(self, line: _Line) -> None:
         if self.warned is not None and self._continues_warning(line):
+            return
+        if self.dump is not None and self._feed_dump(line):
             return
         if self.indent and self.state != _IDLE and line.text.startswith(self.indent):
             line = replace(line, text=line.text[len(self.indent) :])
@@ -751,6 +780,8 @@ class _Stream:
             self._open_frames(line.index, _margin(text))
         elif panic := _RUST_PANIC.match(text):
             self._open_panic(line, panic)
+        elif dump := _DUMP_HEADER.match(text):
+            self.dump = _Dump(line.index, crashed=bool(dump["crashed"]))
         elif frame := _frame_of(text):
             self.sink.truncated = True  # the paste starts inside a traceback
             # Python indents a frame two spaces under its header.
@@ -780,6 +811,8 @@ class _Stream:
                 self.warned = (len(self.sink.warnings) - 1, line.style)
         elif _is_error_line(line) and not _exception_line(line.text, strict=True):
             self.sink.error_lines.append((line.index, line.text.strip()))
+            if _FATAL.match(line.text.strip()):
+                self.fatal = self.sink.error_lines[-1]
         else:
             return False
         return True
@@ -806,6 +839,35 @@ class _Stream:
         path = panic["path"]
         self._open_exception(line, PANIC, (panic["quoted"] or "").strip())
         self.frames = [Frame(path, module_of(path), int(panic["lineno"]), "")]
+
+    # a faulthandler dump: "Current thread 0x... (most recent call first):"
+
+    def _feed_dump(self, line: _Line) -> bool:
+        """Take a line of the thread dump being read; False when it ended before it."""
+        assert self.dump is not None
+        text = line.text
+        if frame := _DUMP_FRAME.match(text):
+            path = frame["path"]
+            function = frame["func"].strip()
+            self.dump.frames.append(Frame(path, module_of(path), int(frame["lineno"]), function))
+            return True
+        if text.strip() == _DUMP_NO_FRAME:
+            return True
+        dump, self.dump = self.dump, None
+        if dump.crashed and dump.frames:
+            frames = tuple(reversed(dump.frames[:MAX_FRAMES]))
+            self.sink.exceptions.append((dump.start, self._crash_at(frames)))
+        return False
+
+    def _crash_at(self, frames: tuple[Frame, ...]) -> RaisedException:
+        """The fatal error printed before the dump, raised from the crashed thread's frames."""
+        fatal, self.fatal = self.fatal, None
+        if fatal is None or fatal not in self.sink.error_lines:
+            return RaisedException("", "", frames)  # a dump on demand or on a timeout
+        self.sink.error_lines.remove(fatal)
+        what = _FATAL.match(fatal[1])
+        assert what is not None
+        return RaisedException(FATAL_PYTHON_ERROR, what["what"].strip(), frames)
 
     # frames: inside "Traceback (most recent call last):"
 

@@ -387,3 +387,51 @@ Loading weights took 3.2 s"""
         "RuntimeWarning: Failed to read commit hash: No module named 'vllm._version'",
         "UserWarning: the cache is cold",
     )
+
+
+SEGFAULT_DUMP = """\
+Fatal Python error: Segmentation fault
+
+Thread 0x00007f2b1c7fe700 (most recent call first):
+  File "/usr/lib/python3.10/threading.py", line 320 in wait
+  File "/usr/lib/python3.10/threading.py", line 973 in _bootstrap
+
+Current thread 0x00007f2c5e9b7740 (most recent call first):
+  File "/opt/venv/lib/python3.10/site-packages/vllm/model_executor/layers/quantization/awq.py", line 164 in apply
+  File "/opt/venv/lib/python3.10/site-packages/vllm/worker/model_runner.py", line 912 in execute_model
+  File "/opt/venv/lib/python3.10/site-packages/vllm/worker/worker.py", line 40 in execute
+
+Extension modules: numpy.core._multiarray_umath, torch._C (total: 42)
+Segmentation fault (core dumped)
+"""
+
+
+def test_a_segfaults_thread_dump_gives_the_crash_the_crashed_threads_frames() -> None:
+    """faulthandler prints the crash, then each thread innermost call first: where the
+    crash happened is the current thread's top frame, not another thread's."""
+    parsed = parse(SEGFAULT_DUMP)
+    first = signatures_of(parsed)[0]
+
+    assert first.exception_type == "SegmentationFault"
+    assert first.key_frames[0] == "vllm/model_executor/layers/quantization/awq.py:apply"
+    assert not any("threading" in frame for frame in first.key_frames)
+    assert not parsed.truncated  # a dump is whole: no "cut before its error" in the answer
+    assert quoted_error(parsed, first.exception_type).lines == (
+        "Fatal Python error: Segmentation fault",
+    )
+
+
+def test_the_same_segfault_from_another_install_is_the_same_error() -> None:
+    moved = SEGFAULT_DUMP.replace(
+        "/opt/venv/lib/python3.10/site-packages", "/usr/local/lib/python3.12/dist-packages"
+    )
+    assert (
+        signatures_of(parse(moved))[0].fingerprint
+        == signatures_of(parse(SEGFAULT_DUMP))[0].fingerprint
+    )
+    # A segfault in other code is another error, though the shell's line is the same.
+    elsewhere = SEGFAULT_DUMP.replace("quantization/awq.py", "quantization/gptq.py")
+    assert (
+        signatures_of(parse(elsewhere))[0].fingerprint
+        != signatures_of(parse(SEGFAULT_DUMP))[0].fingerprint
+    )
