@@ -104,7 +104,12 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("DIWEFP", re.compile(r"(?P<logrus>DEBU|INFO|WARN|ERRO|FATA|PANI)\[\d+\] ?")),
     # Kubernetes' node log (CRI): 2026-02-19T00:08:10.123456789Z stderr F
     ("0123456789", re.compile(rf"(?P<ts>{_TS}) (?:stdout|stderr) [FP] ")),
-    ("0123456789", re.compile(rf"(?P<ts>{_TS}) *(?:[|:]|-(?= ))? ?")),  # ISO / logging
+    # ISO / logging: "<ts> | msg", "<ts> - msg", "<ts>  ERROR msg"; a line's own indent
+    # after "<ts> " stays (docker logs -t and kubectl --timestamps put one space).
+    (
+        "0123456789",
+        re.compile(rf"(?P<ts>{_TS})(?: *(?:[|:]|-(?= )) ?| ?(?: +(?=(?:{_LEVELS})\b))?)"),
+    ),
     ("", re.compile(rf"[\w.]+ +- +(?P<lvl>{_LEVELS}) +- ?")),  # "name - ERROR - "
     # ERROR:root: / INFO:     / ERROR | / ERROR
     (_LEVEL_START, re.compile(rf"(?P<lvl>{_LEVELS})(?::[\w.]*:| *[|-] +|: +| +)")),

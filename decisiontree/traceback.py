@@ -744,6 +744,7 @@ class _Stream:
     # a mail) or printed inside another tool's output (pip's "[N lines of output]") has
     # its exception line there, where an unindented log line would stand.
     indent: str = ""
+    frames_indented: bool = False  # the last frame line was printed indented, as Python does
     # Reading a faulthandler dump: its frames come innermost first; None when not.
     dump: _Dump | None = None
     # The last "Fatal Python error: ..." line kept among the sink's error lines: the crash
@@ -878,6 +879,7 @@ class _Stream:
         self.awaiting_code = self.after_code = False
 
     def _add_frame(self, match: re.Match[str]) -> None:
+        self.frames_indented = match.string[:1].isspace()
         path = match["path"]
         function = (match["func"] or "").strip()
         self.frames.append(Frame(path, module_of(path), int(match["lineno"]), function))
@@ -906,7 +908,7 @@ class _Stream:
             self.sink.truncated = True
         elif exc := _exception_line(text, strict=False):
             self._open_exception(line, *exc)
-        elif self.awaiting_code and not kernel_assertion_of(text):
+        elif self.awaiting_code and self._may_be_code(text) and not kernel_assertion_of(text):
             # (A kernel's assert lands anywhere in a log, also after a frame printed
             # without its source line; it is never that line.)
             self._set_code(text.strip())
@@ -919,6 +921,12 @@ class _Stream:
             return self._feed_noise(line)
         self.after_code = False
         return True
+
+    def _may_be_code(self, text: str) -> bool:
+        """Python indents a frame's source line under its "File" line: where the frames are
+        indented, an unindented line is another writer's (a prompt, a print) that landed
+        between a frame and its source line. A paste that lost its indents has none."""
+        return text[:1].isspace() or not self.frames_indented
 
     def _set_code(self, code: str) -> None:
         self.frames[-1] = replace(self.frames[-1], code=code)

@@ -19,6 +19,13 @@ from decisiontree.traceback import parse
         ),
         ("[rank3]: RuntimeError: CUDA error", "RuntimeError: CUDA error"),
         ("2026-02-19T00:08:10.123Z ERROR boom", "boom"),
+        ("2026-02-19 00:08:10,123   WARNING boom", "boom"),  # a level padded to a column
+        ("2026-02-19 00:08:10 - boom", "boom"),
+        # docker logs -t: one space after the time, then the line as printed, indent kept
+        (
+            '2026-02-19T00:08:10.123456789Z   File "x.py", line 1, in f',
+            '  File "x.py", line 1, in f',
+        ),
         ("[pod/sglang-0/server] ValueError: x", "ValueError: x"),
         ("2026/02/19 00:08:10 ERROR boom", "boom"),  # Go's log package, slashed dates
         ("[02/19/26 00:08:10] ERROR    boom", "boom"),  # rich's console handler

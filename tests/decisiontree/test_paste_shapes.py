@@ -435,3 +435,36 @@ def test_the_same_segfault_from_another_install_is_the_same_error() -> None:
         signatures_of(parse(elsewhere))[0].fingerprint
         != signatures_of(parse(SEGFAULT_DUMP))[0].fingerprint
     )
+
+
+PROMPT_IN_TRACEBACK = """\
+Traceback (most recent call last):
+  File "/srv/app/cli.py", line 40, in main
+    confirm()
+  File "/srv/app/cli.py", line 12, in confirm
+Overwrite the existing cache directory? [y/N]
+    answer = input()
+EOFError: EOF when reading a line"""
+
+
+@pytest.mark.parametrize(
+    "carried",
+    [
+        pytest.param(lambda t: t, id="terminal"),
+        pytest.param(
+            lambda t: "\n".join("2026-02-10T09:14:03.123456789Z " + ln for ln in t.splitlines()),
+            id="docker-logs-timestamps",
+        ),
+    ],
+)
+def test_a_prompt_printed_inside_a_traceback_is_not_taken_for_its_source_line(carried) -> None:
+    """stdout and stderr share the terminal: a program that asked a question before it
+    failed prints it between a frame and that frame's (indented) source line."""
+    primary = parse(carried(PROMPT_IN_TRACEBACK)).primary
+
+    assert primary is not None
+    assert (primary.type, primary.message) == ("EOFError", "EOF when reading a line")
+    assert [(f.function, f.code) for f in primary.frames] == [
+        ("main", "confirm()"),
+        ("confirm", "answer = input()"),
+    ]
