@@ -57,10 +57,11 @@ _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # SGLang: [2026-02-19 00:08:10 TP3] / [2026-02-19 00:08:10 DP0 TP3 EP3]
     ("[", re.compile(rf"\[(?P<ts>{_TS})(?P<tags>(?: [A-Z]{{2,4}}\d+)*)\] ?")),
-    # A clock alone, or with a date, in brackets: [09:14:03], rich's [02/10/26 09:14:03]
+    # A clock alone, or with a date, in brackets: [09:14:03], rich's [02/10/26 09:14:03],
+    # TensorRT's [02/10/2026-09:14:03]
     (
         "[",
-        re.compile(r"\[(?P<ts>(?:\d{2,4}[/-]\d\d[/-]\d{2,4}[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?)\] ?"),
+        re.compile(r"\[(?P<ts>(?:\d{2,4}[/-]\d\d[/-]\d{2,4}[ T-])?\d\d:\d\d:\d\d(?:[.,]\d+)?)\] ?"),
     ),
     # vLLM / Ray process tags: (VllmWorker rank=2 pid=1234) (EngineCore_DP0 pid=77)
     (
@@ -71,6 +72,16 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("[", re.compile(r"\[rank(?P<rank>\d+)\]: ?")),  # torchrun
+    # A library's name, then its level: TensorRT's "[TRT] [E] ", TensorRT-LLM's
+    # "[TensorRT-LLM][ERROR] ". The name stays in the message (split_prefix): it is often
+    # the only word of the line that says which library is speaking.
+    (
+        "[",
+        re.compile(
+            r"\[(?P<named>[A-Za-z][\w.-]{0,40})\] ?"
+            rf"\[(?P<tag_lvl>[VIWEF]|{_LEVELS}|VERBOSE|TRACE)\] ?"
+        ),
+    ),
     # torchrun --tee / torchelastic: the role and the local rank, [default0]: / [trainer3]:
     ("[", re.compile(r"\[(?P<proc>[A-Za-z_][A-Za-z_-]*?)(?P<rank>\d+)\]: ?")),
     # Open MPI's mpirun --tag-output: [job,rank]<stderr>:
@@ -135,6 +146,7 @@ _LOGRUS_LEVELS = {
     "DEBU": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "ERRO": "ERROR", "FATA": "FATAL",
     "PANI": "FATAL",
 }  # fmt: skip
+_TAG_LEVELS = {"V": "DEBUG", "VERBOSE": "DEBUG", "TRACE": "DEBUG", **_GLOG_LEVELS}
 _TP_TAG = re.compile(r"\bTP(\d+)\b|_TP(\d+)")
 
 
@@ -157,7 +169,8 @@ def split_prefix(line: str) -> tuple[str, Prefix]:
         if match is None:
             break
         _note_prefix(found, match.groupdict())
-        line = line[match.end() :]
+        named = match.groupdict().get("named")
+        line = f"[{named}] {line[match.end() :]}" if named else line[match.end() :]
     return line, found
 
 
@@ -304,6 +317,7 @@ def _note_prefix(found: Prefix, groups: dict[str, str | None]) -> None:
         groups.get("lvl")
         or _GLOG_LEVELS.get(groups.get("glog") or "")
         or _LOGRUS_LEVELS.get(groups.get("logrus") or "")
+        or _TAG_LEVELS.get(groups.get("tag_lvl") or "", groups.get("tag_lvl"))
     )
     found.stamped = found.stamped or bool(level or groups.get("ts"))
     if level:

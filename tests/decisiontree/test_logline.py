@@ -43,6 +43,42 @@ def test_it_sets_aside_each_kind_of_log_prefix(line: str, message: str) -> None:
     assert has_prefix(line)
 
 
+@pytest.mark.parametrize(
+    ("line", "message", "level"),
+    [
+        (
+            "[02/19/2026-00:08:10] [TRT] [E] Error Code 1: Cuda Runtime",
+            "[TRT] Error Code 1: Cuda Runtime",
+            "ERROR",
+        ),
+        ("[02/19/2026-00:08:10] [TRT-LLM] [W] Engine is old", "[TRT-LLM] Engine is old", "WARNING"),
+        (
+            "[TensorRT-LLM][ERROR] Assertion failed: x",
+            "[TensorRT-LLM] Assertion failed: x",
+            "ERROR",
+        ),
+        ("[TensorRT-LLM][INFO] Loaded engine", "[TensorRT-LLM] Loaded engine", "INFO"),
+    ],
+)
+def test_a_librarys_level_tag_is_read_and_its_name_stays_in_the_message(
+    line: str, message: str, level: str
+) -> None:
+    """The library's name is often the only word of such a line that says who is speaking."""
+    text, prefix = split_prefix(line)
+    assert (text, prefix.level) == (message, level)
+
+
+def test_a_warning_beside_the_error_of_a_tensorrt_log_is_not_the_error() -> None:
+    log = (
+        "[02/19/2026-00:08:10] [TRT] [W] Unable to determine GPU memory usage\n"
+        "[02/19/2026-00:08:11] [TRT] [E] 1: [defaultAllocator.cpp::deallocate::42] Error Code 1:"
+        " Cuda Runtime (invalid argument)\n"
+    )
+    assert parse(log).error_lines == (
+        "[TRT] 1: [defaultAllocator.cpp::deallocate::42] Error Code 1: Cuda Runtime (invalid argument)",
+    )
+
+
 def test_it_says_which_rank_printed_a_line() -> None:
     _, prefix = split_prefix("[2026-02-19 00:08:10 DP0 TP3 EP3] Scheduler hit an exception")
     assert (prefix.rank, prefix.stamped) == ("TP3", True)
