@@ -499,6 +499,18 @@ _DUMP_NO_FRAME = "<no Python frame>"
 # What the crash was, printed before the dump; the dump's frames are where it happened.
 _FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
 FATAL_PYTHON_ERROR = "FatalPythonError"  # FixGraph's name for it: Python prints no class
+# rich's traceback (typer apps: TGI's text-generation-server, the hf CLI) in a box: a frame
+# is "│ /path/file.py:55 in serve │" (the function wrapped to the next line when the path
+# is long), the line that ran "│ ❱ 55 │   server.serve(...) │", locals in boxes of their
+# own; the exception line follows the box, unboxed.
+_BOX_HEADER = re.compile(r"\s*╭─+ Traceback \(most recent call last\) ─+╮\s*$")
+_BOX_SIDE = "│"
+_BOX_FRAME = re.compile(
+    r"\s*(?P<path>(?:[/~<]|[A-Za-z]:\\)\S.*?|\S+\.pyw?):(?P<lineno>\d+)"
+    r"(?: in(?: (?P<func>\S+))?)?\s*$"
+)
+_BOX_RAN = re.compile(r"\s*❱\s*\d+\s*│(?P<code>.*)$")
+_BOX_INNER = re.compile(r"\s*(?:[╭│╰]|\d+\s*│|\d+\s*$|\.\.\. \d+ frames? hidden)")
 _CHAIN = re.compile(
     r"\s*(?:During handling of the above exception, another exception occurred"
     r"|The above exception was the direct cause of the following exception):?\s*$"
@@ -744,6 +756,8 @@ class _Stream:
     # a mail) or printed inside another tool's output (pip's "[N lines of output]") has
     # its exception line there, where an unindented log line would stand.
     indent: str = ""
+    boxed: bool = False  # inside rich's box of frames
+    box_function: bool = False  # the last boxed frame's function is on the next line
     frames_indented: bool = False  # the last frame line was printed indented, as Python does
     # Reading a faulthandler dump: its frames come innermost first; None when not.
     dump: _Dump | None = None
@@ -763,6 +777,8 @@ class _Stream:
                 self.message.append(line.text.strip())
                 return
             self._close_exception()
+        if self.boxed and self._feed_box(line):
+            return
         if self.state == _FRAMES and self._feed_frames(line):
             return
         self._feed_idle(line)
@@ -779,6 +795,9 @@ class _Stream:
         text = line.text
         if _HEADER in text or _NOTEBOOK_HEADER.match(text):
             self._open_frames(line.index, _margin(text))
+        elif _BOX_HEADER.match(text):
+            self._open_frames(line.index)
+            self.boxed = True
         elif panic := _RUST_PANIC.match(text):
             self._open_panic(line, panic)
         elif dump := _DUMP_HEADER.match(text):
@@ -840,6 +859,38 @@ class _Stream:
         path = panic["path"]
         self._open_exception(line, PANIC, (panic["quoted"] or "").strip())
         self.frames = [Frame(path, module_of(path), int(panic["lineno"]), "")]
+
+    # rich's box of frames: "╭─── Traceback (most recent call last) ───╮"
+
+    def _feed_box(self, line: _Line) -> bool:
+        """Take a line of rich's box; False when it is none (the box was cut short)."""
+        text = line.text.strip()
+        if text.startswith("╰"):
+            self.boxed = False  # the exception line comes next, as after Python's frames
+            return True
+        if not text.startswith(_BOX_SIDE):
+            self.boxed = False
+            return False
+        inner = text[1:].removesuffix(_BOX_SIDE).rstrip()
+        if not inner.strip() or _BOX_INNER.match(inner):
+            return True  # source lines around the one that ran, locals, hidden frames
+        if self.box_function and self.frames:
+            self.box_function = False
+            function = inner.strip().removeprefix("in ").strip()
+            if function and " " not in function:
+                self.frames[-1] = replace(self.frames[-1], function=function)
+                return True
+        if frame := _BOX_FRAME.match(inner):
+            path = frame["path"].strip()
+            function = frame["func"] or ""
+            self.frames.append(Frame(path, module_of(path), int(frame["lineno"]), function))
+            self.box_function = not function
+            if len(self.frames) > MAX_FRAMES:
+                del self.frames[0]
+        elif (ran := _BOX_RAN.match(inner)) and self.frames:
+            code = ran["code"].lstrip(" " + _BOX_SIDE).strip()
+            self.frames[-1] = replace(self.frames[-1], code=code)
+        return True
 
     # a faulthandler dump: "Current thread 0x... (most recent call first):"
 

@@ -468,3 +468,53 @@ def test_a_prompt_printed_inside_a_traceback_is_not_taken_for_its_source_line(ca
         ("main", "confirm()"),
         ("confirm", "answer = input()"),
     ]
+
+
+PLAIN_CHECK = """\
+Traceback (most recent call last):
+  File "/srv/venv/lib/python3.12/site-packages/sglang/launch_server.py", line 14, in <module>
+    run(args)
+  File "/srv/venv/lib/python3.12/site-packages/sglang/srt/server.py", line 88, in run
+    check(args)
+ValueError: --kv-cache-dtype fp8_e4m3 needs a GPU of compute capability 8.9 or newer"""
+
+
+def _in_richs_box(inner: list[str], error: str) -> str:
+    """As rich's traceback handler prints it (typer apps install it): the frames boxed."""
+    width = 78
+    top = "╭" + " Traceback (most recent call last) ".center(width, "─") + "╮"
+    rows = [f"│ {row.ljust(width - 2)} │" for row in inner]
+    return "\n".join([top, *rows, "╰" + "─" * width + "╯", error])
+
+
+RICH_CHECK = _in_richs_box(
+    [
+        "/srv/venv/lib/python3.12/site-packages/sglang/launch_server.py:14 in <module>",
+        "",
+        "  13 │",
+        "❱ 14 │   run(args)",
+        "",
+        "/srv/venv/lib/python3.12/site-packages/sglang/srt/server.py:88 in",  # wrapped
+        "run",
+        "",
+        "  87 │   │   args = parse(argv)",
+        "❱ 88 │   │   check(args)",
+        "",
+        "╭────── locals ──────╮",
+        "│ args = Namespace() │",
+        "╰────────────────────╯",
+    ],
+    PLAIN_CHECK.splitlines()[-1],
+)
+
+
+def test_richs_boxed_traceback_is_the_same_error_as_pythons() -> None:
+    """TGI's server and other typer apps print their crash in rich's box: its frames, and
+    the line that ran in each, are those of the plain traceback."""
+    plain, boxed = parse(PLAIN_CHECK), parse(RICH_CHECK)
+    assert boxed.primary is not None and plain.primary is not None
+    assert [(f.function, f.code) for f in boxed.primary.frames] == [
+        (f.function, f.code) for f in plain.primary.frames
+    ]
+    assert signatures_of(boxed)[0].fingerprint == signatures_of(plain)[0].fingerprint
+    assert boxed.error_lines == ()  # the box's lines are frames, not errors of their own
