@@ -24,6 +24,7 @@ from decisiontree.gated import GatedPattern, Needs
 from decisiontree.terms import facets_of, unique_words
 from decisiontree.traceback import (
     FATAL_PYTHON_ERROR,
+    GO_PANIC,
     PANIC,
     Frame,
     ParsedTraceback,
@@ -277,6 +278,7 @@ def error_name(exception_type: str) -> str:
         INCOMPLETE_TRACEBACK: "cut-off traceback",
         PANIC: "Rust panic",
         FATAL_PYTHON_ERROR: "Fatal Python error",
+        GO_PANIC: "Go panic",
     }
     return unnamed.get(exception_type, exception_type)
 

@@ -496,9 +496,22 @@ _DUMP_FRAME = re.compile(
     r'\s*File "(?P<path>[^"]{1,1000})", line (?P<lineno>\d+) in (?P<func>\S.*)$'
 )
 _DUMP_NO_FRAME = "<no Python frame>"
+# Go's panic or runtime fatal error, then the failing goroutine's calls, innermost first:
+# "pkg/path.(*T).Method(0x0)" over a tab-indented "/build/file.go:88 +0x2c" (Kubernetes'
+# device plugin, the NVIDIA container toolkit, Ollama are Go).
+_GO_HEADER = re.compile(r"\s*goroutine \d+ \[[^\]]{1,100}\]:\s*$")
+_GO_CALL = re.compile(
+    r"(?:created by )?(?P<func>[\w./*()\[\]{}-]+?)(?:\([^()]*\))?(?: in goroutine \d+)?"
+)
+_GO_PLACE = re.compile(r"\s+(?P<path>\S+\.(?:go|s)):(?P<lineno>\d+)(?: \+0x[0-9a-f]+)?\s*$")
+_GO_RUNTIME = re.compile(r"panic$|runtime\.")  # where Go's runtime raises it: no one's code
 # What the crash was, printed before the dump; the dump's frames are where it happened.
-_FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
-FATAL_PYTHON_ERROR = "FatalPythonError"  # FixGraph's name for it: Python prints no class
+FATAL_PYTHON_ERROR = "FatalPythonError"  # FixGraph's names for them: no class is printed
+GO_PANIC = "GoPanic"
+_CRASHES = (
+    (re.compile(r"Fatal Python error: (?P<what>.+)"), FATAL_PYTHON_ERROR),
+    (re.compile(r"(?:panic|fatal error): (?P<what>.+)"), GO_PANIC),
+)
 # rich's traceback (typer apps: TGI's text-generation-server, the hf CLI) in a box: a frame
 # is "│ /path/file.py:55 in serve │" (the function wrapped to the next line when the path
 # is long), the line that ran "│ ❱ 55 │   server.serve(...) │", locals in boxes of their
@@ -726,11 +739,22 @@ _IDLE, _FRAMES, _MESSAGE = "idle", "frames", "message"
 
 @dataclass
 class _Dump:
-    """A faulthandler dump's thread being read."""
+    """A thread's calls being read, innermost first: faulthandler's or Go's."""
 
     start: int
     crashed: bool  # the thread that crashed, or a dump of the only one
+    go: bool = False
     frames: list[Frame] = field(default_factory=list)
+    call: str | None = None  # Go: the call whose place comes on the next line
+
+
+@dataclass
+class _Crash:
+    """A fatal error line kept among the sink's error lines, as what it names."""
+
+    line: tuple[int, str]
+    type: str
+    what: str
 
 
 @dataclass
@@ -761,9 +785,9 @@ class _Stream:
     frames_indented: bool = False  # the last frame line was printed indented, as Python does
     # Reading a faulthandler dump: its frames come innermost first; None when not.
     dump: _Dump | None = None
-    # The last "Fatal Python error: ..." line kept among the sink's error lines: the crash
-    # the dump that follows shows the place of.
-    fatal: tuple[int, str] | None = None
+    # The last "Fatal Python error: ..." or Go "panic: ..." line: the crash the dump that
+    # follows shows the place of.
+    crash: _Crash | None = None
 
     def feed(self, line: _Line) -> None:
         if self.warned is not None and self._continues_warning(line):
@@ -802,6 +826,8 @@ class _Stream:
             self._open_panic(line, panic)
         elif dump := _DUMP_HEADER.match(text):
             self.dump = _Dump(line.index, crashed=bool(dump["crashed"]))
+        elif self.crash and self.crash.type == GO_PANIC and _GO_HEADER.match(text):
+            self.dump = _Dump(line.index, crashed=True, go=True)
         elif frame := _frame_of(text):
             self.sink.truncated = True  # the paste starts inside a traceback
             # Python indents a frame two spaces under its header.
@@ -831,8 +857,7 @@ class _Stream:
                 self.warned = (len(self.sink.warnings) - 1, line.style)
         elif _is_error_line(line) and not _exception_line(line.text, strict=True):
             self.sink.error_lines.append((line.index, line.text.strip()))
-            if _FATAL.match(line.text.strip()):
-                self.fatal = self.sink.error_lines[-1]
+            self._note_crash(self.sink.error_lines[-1])
         else:
             return False
         return True
@@ -894,32 +919,56 @@ class _Stream:
 
     # a faulthandler dump: "Current thread 0x... (most recent call first):"
 
+    def _note_crash(self, kept: tuple[int, str]) -> None:
+        for pattern, crash_type in _CRASHES:
+            if said := pattern.match(kept[1]):
+                self.crash = _Crash(kept, crash_type, said["what"].strip())
+
     def _feed_dump(self, line: _Line) -> bool:
         """Take a line of the thread dump being read; False when it ended before it."""
-        assert self.dump is not None
+        dump = self.dump
+        assert dump is not None
         text = line.text
-        if frame := _DUMP_FRAME.match(text):
+        if dump.go and self._feed_go_call(dump, text):
+            return True
+        if not dump.go and (frame := _DUMP_FRAME.match(text)):
             path = frame["path"]
             function = frame["func"].strip()
-            self.dump.frames.append(Frame(path, module_of(path), int(frame["lineno"]), function))
+            dump.frames.append(Frame(path, module_of(path), int(frame["lineno"]), function))
             return True
         if text.strip() == _DUMP_NO_FRAME:
             return True
-        dump, self.dump = self.dump, None
-        if dump.crashed and dump.frames:
-            frames = tuple(reversed(dump.frames[:MAX_FRAMES]))
-            self.sink.exceptions.append((dump.start, self._crash_at(frames)))
+        self.dump = None
+        frames = [f for f in dump.frames if not (dump.go and _GO_RUNTIME.match(f.function))]
+        if dump.crashed and frames:
+            innermost_last = tuple(reversed(frames[:MAX_FRAMES]))
+            self.sink.exceptions.append((dump.start, self._crash_at(innermost_last)))
         return False
+
+    @staticmethod
+    def _feed_go_call(dump: _Dump, text: str) -> bool:
+        """A Go call's line, or its place on the next; named by its package, which says
+        where the code is wherever it was built."""
+        if dump.call is not None and (place := _GO_PLACE.match(text)):
+            package, _, function = dump.call.rpartition("/")
+            package_tail, _, function = function.partition(".")
+            package = f"{package}/{package_tail}" if package else package_tail
+            module = f"{package}/{place['path'].rsplit('/', 1)[-1]}"
+            dump.frames.append(Frame(place["path"], module, int(place["lineno"]), function))
+            dump.call = None
+            return True
+        if text[:1].isspace() or not (call := _GO_CALL.fullmatch(text.strip())):
+            return False
+        dump.call = call["func"]
+        return True
 
     def _crash_at(self, frames: tuple[Frame, ...]) -> RaisedException:
         """The fatal error printed before the dump, raised from the crashed thread's frames."""
-        fatal, self.fatal = self.fatal, None
-        if fatal is None or fatal not in self.sink.error_lines:
+        crash, self.crash = self.crash, None
+        if crash is None or crash.line not in self.sink.error_lines:
             return RaisedException("", "", frames)  # a dump on demand or on a timeout
-        self.sink.error_lines.remove(fatal)
-        what = _FATAL.match(fatal[1])
-        assert what is not None
-        return RaisedException(FATAL_PYTHON_ERROR, what["what"].strip(), frames)
+        self.sink.error_lines.remove(crash.line)
+        return RaisedException(crash.type, crash.what, frames)
 
     # frames: inside "Traceback (most recent call last):"
 

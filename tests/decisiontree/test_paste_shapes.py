@@ -518,3 +518,41 @@ def test_richs_boxed_traceback_is_the_same_error_as_pythons() -> None:
     ]
     assert signatures_of(boxed)[0].fingerprint == signatures_of(plain)[0].fingerprint
     assert boxed.error_lines == ()  # the box's lines are frames, not errors of their own
+
+
+GO_PANIC_LOG = """\
+I0219 00:08:10.000000       1 main.go:50] Starting the plugin
+panic: runtime error: invalid memory address or nil pointer dereference
+[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x4a5b2c]
+
+goroutine 1 [running]:
+github.com/acme/gpu-plugin/internal/rm.(*resourceManager).Devices(0x0)
+	/build/internal/rm/manager.go:88 +0x2c
+main.start({0xc000123456, 0x3})
+	/build/cmd/plugin/main.go:270 +0x3a5
+main.main()
+	/build/cmd/plugin/main.go:41 +0x25
+
+goroutine 7 [chan receive]:
+k8s.io/klog/v2.(*flushDaemon).run.func1()
+	/go/pkg/mod/k8s.io/klog/v2@v2.100.1/klog.go:1157 +0x6a
+"""
+
+
+def test_a_go_panic_is_an_error_raised_from_its_goroutines_calls() -> None:
+    """A nil dereference says nothing of where; the failing goroutine's calls do. They are
+    named by package, so another build's paths give the same error."""
+    first = signatures_of(parse(GO_PANIC_LOG))[0]
+    assert (first.exception_type, first.template) == (
+        "GoPanic",
+        "runtime error: invalid memory address or nil pointer dereference",
+    )
+    assert first.key_frames == (
+        "github.com/acme/gpu-plugin/internal/rm/manager.go:(*resourceManager).Devices",
+        "main/main.go:start",
+    )  # innermost first; the other goroutine's calls are not the crash's
+    rebuilt = GO_PANIC_LOG.replace("/build/", "/go/src/github.com/acme/gpu-plugin/")
+    assert signatures_of(parse(rebuilt))[0].fingerprint == first.fingerprint
+    assert quoted_error(parse(GO_PANIC_LOG), "GoPanic").lines == (
+        "Go panic: runtime error: invalid memory address or nil pointer dereference",
+    )
