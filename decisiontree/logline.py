@@ -113,6 +113,12 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("E", re.compile(r"(?P<lvl>Error): (?=(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b)")),
     # Go's logrus in text form (dockerd, containerd, the NVIDIA container toolkit): ERRO[0000]
     ("DIWEFP", re.compile(r"(?P<logrus>DEBU|INFO|WARN|ERRO|FATA|PANI)\[\d+\] ?")),
+    # rsyslog's RFC 3339 stamp (Debian and Ubuntu's /var/log/syslog), journalctl -o short-iso:
+    # 2026-02-19T00:08:10.123456+00:00 host vllm[4242]: / ... host kernel:
+    (
+        "0123456789",
+        re.compile(rf"(?P<ts>{_TS}) [\w.-]+ (?:[\w./-]+\[\d+\]|kernel): ?"),
+    ),
     # Kubernetes' node log (CRI): 2026-02-19T00:08:10.123456789Z stderr F
     ("0123456789", re.compile(rf"(?P<ts>{_TS}) (?:stdout|stderr) [FP] ")),
     # ISO / logging: "<ts> | msg", "<ts> - msg", "<ts>  ERROR msg"; a line's own indent
@@ -146,6 +152,9 @@ _LOGRUS_LEVELS = {
     "DEBU": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "ERRO": "ERROR", "FATA": "FATAL",
     "PANI": "FATAL",
 }  # fmt: skip
+# Ray folds a line its workers all printed into one, marked at its end: not the message.
+_REPEATED_ON_CLUSTER = "across cluster]"
+_REPEATED_SUFFIX = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _TAG_LEVELS = {"V": "DEBUG", "VERBOSE": "DEBUG", "TRACE": "DEBUG", **_GLOG_LEVELS}
 _TP_TAG = re.compile(r"\bTP(\d+)\b|_TP(\d+)")
 
@@ -171,6 +180,8 @@ def split_prefix(line: str) -> tuple[str, Prefix]:
         _note_prefix(found, match.groupdict())
         named = match.groupdict().get("named")
         line = f"[{named}] {line[match.end() :]}" if named else line[match.end() :]
+    if _REPEATED_ON_CLUSTER in line:
+        line = _REPEATED_SUFFIX.sub("", line)
     return line, found
 
 

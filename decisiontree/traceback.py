@@ -446,15 +446,33 @@ def _unwrap_markdown(line: str) -> str:
     return match["body"]
 
 
+# Slurm's `srun --label` puts the task's number before each line it prints: "3: Traceback".
+# A line alone could be anything numbered; most of a paste's lines so is a label.
+_TASK_LABEL = re.compile(r" {0,4}(?P<task>\d{1,5}): ")
+MIN_LABELLED_LINES = 3
+MIN_LABELLED_SHARE = 0.8
+
+
+def _task_labelled(physical: list[str]) -> bool:
+    filled = [line for line in physical if line.strip()]
+    labelled = sum(1 for line in filled if _TASK_LABEL.match(line))
+    return labelled >= max(MIN_LABELLED_LINES, MIN_LABELLED_SHARE * len(filled))
+
+
 def _logical_lines(physical: list[str]) -> list[_Line]:
     lines: list[_Line] = []
     stream = ""
+    labelled = _task_labelled(physical)
     for index, raw in enumerate(physical):
-        body, prefix = _strip_prefixes(raw)
-        # Unprefixed lines continue the record of whoever printed last.
+        task = _TASK_LABEL.match(raw) if labelled else None
+        body, prefix = _strip_prefixes(raw[task.end() :] if task else raw)
+        if task and not prefix.rank:
+            prefix.rank = f"rank{task['task']}"
+        # Unprefixed lines continue the record of whoever printed last; where every task's
+        # line is labelled, an unlabelled one is the launcher's own.
         if prefix.rank or prefix.proc:
             stream = prefix.rank or prefix.proc or ""
-        elif prefix.stamped:
+        elif prefix.stamped or labelled:
             stream = ""
         style = (prefix.stamped, prefix.level, prefix.source)
         lines.append(_Line(index, body, stream, style, prefix.rank))

@@ -21,6 +21,12 @@ from decisiontree.traceback import parse
         ("2026-02-19T00:08:10.123Z ERROR boom", "boom"),
         ("2026-02-19 00:08:10,123   WARNING boom", "boom"),  # a level padded to a column
         ("2026-02-19 00:08:10 - boom", "boom"),
+        ("2026-02-19T00:08:10.123456+00:00 node3 vllm[4242]: ValueError: x", "ValueError: x"),
+        ("2026-02-19T00:08:10+0000 node3 kernel: NVRM: Xid 79", "NVRM: Xid 79"),  # rsyslog
+        (
+            "(RayWorkerWrapper pid=7, ip=10.0.0.2) ValueError: x [repeated 7x across cluster]",
+            "ValueError: x",
+        ),
         # docker logs -t: one space after the time, then the line as printed, indent kept
         (
             '2026-02-19T00:08:10.123456789Z   File "x.py", line 1, in f',

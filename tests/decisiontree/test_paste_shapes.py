@@ -556,3 +556,20 @@ def test_a_go_panic_is_an_error_raised_from_its_goroutines_calls() -> None:
     assert quoted_error(parse(GO_PANIC_LOG), "GoPanic").lines == (
         "Go panic: runtime error: invalid memory address or nil pointer dereference",
     )
+
+
+def test_slurms_task_labels_are_a_prefix_and_each_task_its_own_stream() -> None:
+    """`srun --label` puts each task's number before its lines; two tasks' tracebacks
+    interleave, and each is read whole."""
+    labelled = _two_ranks_interleaved("{}: ", KV_ASSERT) + "\nsrun: error: node3: task 1: Exited"
+    parsed = parse(labelled)
+
+    assert signatures_of(parsed)[0].fingerprint == signatures_of(parse(KV_ASSERT))[0].fingerprint
+    assert parsed.ranks == ("rank0", "rank1")
+
+
+def test_a_few_numbered_lines_are_not_task_labels() -> None:
+    notes = (
+        "Steps I took:\n1: pulled the image\n2: ran it\nValueError: no GPU found\nand more prose"
+    )
+    assert parse(notes).ranks == ()
