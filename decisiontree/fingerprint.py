@@ -610,6 +610,8 @@ _LINE_KINDS: tuple[tuple[re.Pattern[str], str, int, str], ...] = (
     (re.compile(r"Segmentation fault|SIGSEGV"), "SegmentationFault", _KILLED,
      "Segmentation fault"),
     (re.compile(r"CUDA error: .*"), "AcceleratorError", _ERROR_LINE, ""),
+    # the linker's own words, not the object file and offset before them
+    (re.compile(r"undefined reference to .*"), "LinkError", _ERROR_LINE, ""),
 )  # fmt: skip
 _WHAT = re.compile(r"\s*what\(\):\s*")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of (?P<instance>\S+)")

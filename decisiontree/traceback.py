@@ -194,6 +194,7 @@ _GENERIC_PHRASES = (
     "engine process failed to start", "enginecore encountered", "engine core encountered",
     "hit an exception", "error building extension", "subcommand failed", "ninja build failed",
     "returned non-zero exit status", "crashloopbackoff", "back-off restarting failed container",
+    "ld returned",  # collect2: the linker failed; its errors are above
     # a pointer to the log, as tools word it ("... failed to be inspected. Please check the
     # logs for more details.", pip's "See above for output.")
     "check the logs for more details", "see the logs for more details", "see the log above",
@@ -1146,7 +1147,8 @@ def _rank_order(rank: str) -> tuple[str, int]:
 _ERRORISH = re.compile(
     r"error|fail|assert|exception|abort|fatal|killed|invalid|unsupported|not supported|cannot"
     r"|can't|unable|denied|time(?:d)? ?out|crash|n(?<=\bn)an\b|i(?<=\bi)nf\b|o(?<=\bo)om\b"
-    r"|out of memory|illegal|segfault|mismatch|not found|no such|refused|hang"
+    r"|out of memory|illegal|segfault|mismatch|not found|no such|refused|hang|undefined|could not"
+    r"|couldn.t|exceed"
 )  # lowercase, searched with `_said`; `n(?<=\bn)an` is `\bnan`, see _STRONG_ERROR
 MAX_SHORT_PASTE_LINES = 5
 

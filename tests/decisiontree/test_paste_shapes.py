@@ -573,3 +573,39 @@ def test_a_few_numbered_lines_are_not_task_labels() -> None:
         "Steps I took:\n1: pulled the image\n2: ran it\nValueError: no GPU found\nand more prose"
     )
     assert parse(notes).ranks == ()
+
+
+def _link_failure(obj: str, offset: str) -> str:
+    return (
+        "[100/120] Linking CXX shared module _C.so\n"
+        f"/usr/bin/ld: {obj}: in function `launch_kernel':\n"
+        f"ops.cu:(.text+{offset}): undefined reference to `cuTensorMapEncodeTiled'\n"
+        "collect2: error: ld returned 1 exit status\n"
+    )
+
+
+def test_a_link_failure_is_the_symbol_the_linker_could_not_find() -> None:
+    """collect2's last line only says the linker failed; the missing symbol is the error,
+    whatever object file and offset another build reports it at."""
+    first = signatures_of(parse(_link_failure("CMakeFiles/_C.dir/csrc/ops.cu.o", "0x1a2")))[0]
+    other = signatures_of(parse(_link_failure("build/temp/csrc/ops.o", "0x3f0")))[0]
+
+    assert first.template == "undefined reference to `cuTensorMapEncodeTiled'"
+    assert other.fingerprint == first.fingerprint
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Could not load library libcudnn_ops_infer.so.8",
+        "The prompt of 9000 tokens exceeds the context window",
+        "ops.cu:(.text+0x1a2): undefined reference to `cuTensorMapEncodeTiled'",
+    ],
+)
+def test_an_unprefixed_line_among_start_up_logs_that_says_what_went_wrong_is_an_error(
+    line: str,
+) -> None:
+    started = [f"INFO 02-19 00:08:1{i} [core.py:1] Step {i} took 1.{i} seconds" for i in range(6)]
+    log = "\n".join([*started, line, "INFO 02-19 00:08:19 [core.py:1] Shutting down"])
+
+    assert parse(log).error_lines == (line,)
