@@ -283,6 +283,9 @@ def error_name(exception_type: str) -> str:
     return unnamed.get(exception_type, exception_type)
 
 
+_PRINTED_AS = {PANIC: "panicked", GO_PANIC: "panic", FATAL_PYTHON_ERROR: "Fatal Python error"}
+
+
 def shown_error(exception_type: str, template: str) -> str:
     """The error as an answer quotes it: `ValueError: <message>`; an error line of no known
     kind as it stands; a traceback cut before its error line with the last line it has."""
@@ -574,7 +577,9 @@ def _exception_signature(exc: RaisedException, parsed: ParsedTraceback) -> Signa
     # compared on is what it says.
     base, message = _base_and_message(text, told_last(exc.message) or exc.message or text)
     template = _with_assertion(base, parsed)
-    named = [exc_type] if exc.type else []  # "IncompleteTraceback" is our word, not the paste's
+    # "IncompleteTraceback" is our word, not the paste's; our names for errors that print no
+    # class count as the words the paste printed.
+    named = [_PRINTED_AS.get(exc_type, exc_type)] if exc.type else []
     terms = _terms_of(
         [*named, *_message_texts(exc.message), _innermost_code(exc.frames)]
         + [f.code for f in key_frames_of(exc.frames)]
