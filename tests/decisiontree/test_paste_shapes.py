@@ -551,8 +551,8 @@ def test_a_go_panic_is_an_error_raised_from_its_goroutines_calls() -> None:
         "github.com/acme/gpu-plugin/internal/rm/manager.go:(*resourceManager).Devices",
         "main/main.go:start",
     )  # innermost first; the other goroutine's calls are not the crash's
-    # Matched on the words the paste printed, not on FixGraph's name for the error ("Go").
-    assert "panic" in first.terms and "go" not in first.terms
+    # Matched on the words the paste printed, not on FixGraph's name for the error.
+    assert "panic" in first.terms and "gopanic" not in first.terms
     rebuilt = GO_PANIC_LOG.replace("/build/", "/go/src/github.com/acme/gpu-plugin/")
     assert signatures_of(parse(rebuilt))[0].fingerprint == first.fingerprint
     assert quoted_error(parse(GO_PANIC_LOG), "GoPanic").lines == (
