@@ -448,32 +448,40 @@ def _unwrap_markdown(line: str) -> str:
 
 
 # Slurm's `srun --label` puts the task's number before each line it prints: "3: Traceback".
-# A line alone could be anything numbered; most of a paste's lines so is a label.
-_TASK_LABEL = re.compile(r" {0,4}(?P<task>\d{1,5}): ")
+# A line alone could be anything numbered; most of a paste's lines so is a label: of a
+# task where the numbers repeat (a few tasks print many lines), else of the line (an
+# editor's or `grep -n`'s numbers, counting up), which is set aside too.
+_LINE_LABEL = re.compile(r" {0,4}(?P<label>\d{1,6}):(?!\d) ?")  # not a clock's "10:00:01"
 MIN_LABELLED_LINES = 3
 MIN_LABELLED_SHARE = 0.8
+_TASKS, _LINE_NUMBERS = "tasks", "line numbers"
 
 
-def _task_labelled(physical: list[str]) -> bool:
+def _line_labels(physical: list[str]) -> str:
+    """What numbers before most of the paste's lines are: _TASKS, _LINE_NUMBERS or ""."""
     filled = [line for line in physical if line.strip()]
-    labelled = sum(1 for line in filled if _TASK_LABEL.match(line))
-    return labelled >= max(MIN_LABELLED_LINES, MIN_LABELLED_SHARE * len(filled))
+    labels = [int(found["label"]) for line in filled if (found := _LINE_LABEL.match(line))]
+    if len(labels) < max(MIN_LABELLED_LINES, MIN_LABELLED_SHARE * len(filled)):
+        return ""
+    if len(set(labels)) * 2 <= len(labels):
+        return _TASKS
+    return _LINE_NUMBERS if labels == sorted(labels) else ""
 
 
 def _logical_lines(physical: list[str]) -> list[_Line]:
     lines: list[_Line] = []
     stream = ""
-    labelled = _task_labelled(physical)
+    labels = _line_labels(physical)
     for index, raw in enumerate(physical):
-        task = _TASK_LABEL.match(raw) if labelled else None
-        body, prefix = _strip_prefixes(raw[task.end() :] if task else raw)
-        if task and not prefix.rank:
-            prefix.rank = f"rank{task['task']}"
+        label = _LINE_LABEL.match(raw) if labels else None
+        body, prefix = _strip_prefixes(raw[label.end() :] if label else raw)
+        if label and labels == _TASKS and not prefix.rank:
+            prefix.rank = f"rank{label['label']}"
         # Unprefixed lines continue the record of whoever printed last; where every task's
         # line is labelled, an unlabelled one is the launcher's own.
         if prefix.rank or prefix.proc:
             stream = prefix.rank or prefix.proc or ""
-        elif prefix.stamped or labelled:
+        elif prefix.stamped or labels == _TASKS:
             stream = ""
         style = (prefix.stamped, prefix.level, prefix.source)
         lines.append(_Line(index, body, stream, style, prefix.rank))

@@ -611,3 +611,18 @@ def test_an_unprefixed_line_among_start_up_logs_that_says_what_went_wrong_is_an_
     log = "\n".join([*started, line, "INFO 02-19 00:08:19 [core.py:1] Shutting down"])
 
     assert parse(log).error_lines == (line,)
+
+
+@pytest.mark.parametrize("sep", [": ", ":"], ids=["editor", "grep-n"])
+def test_line_numbers_before_a_traceback_are_set_aside(sep: str) -> None:
+    """Numbers that count up are lines, not tasks: the traceback is read as one."""
+    numbered = "\n".join(f"{n}{sep}{ln}" for n, ln in enumerate(KV_ASSERT.splitlines(), 120))
+    parsed = parse(numbered)
+
+    assert signatures_of(parsed)[0].fingerprint == signatures_of(parse(KV_ASSERT))[0].fingerprint
+    assert parsed.ranks == ()
+
+
+def test_a_log_whose_lines_start_with_the_time_is_not_labelled() -> None:
+    log = "10:00:01 worker 0 started\n10:00:02 worker 1 started\n10:00:03 RuntimeError: boom"
+    assert parse(log).ranks == ()  # one stream: the hours are not a task's number
