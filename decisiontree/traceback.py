@@ -513,8 +513,8 @@ _RUST_PANIC = re.compile(
     r"\s*thread '[^']{0,200}' panicked at (?:'(?P<quoted>.{0,2000})', )?"
     r"(?P<path>[\w./\\-]{1,500}\.rs):(?P<lineno>\d+):\d+:?\s*$"
 )
-# Python's faulthandler (a segfault, `faulthandler.dump_traceback`, py-spy's dump): a block
-# per thread, innermost call first, frames without a comma before "in". Only the thread
+# Python's faulthandler (a segfault, `faulthandler.dump_traceback`): a block per thread,
+# innermost call first, frames without a comma before "in". Only the thread
 # that crashed tells; the other threads' blocks are read past.
 _DUMP_HEADER = re.compile(
     r"\s*(?:(?P<crashed>Current thread|Stack)|Thread) ?[^(]{0,200}\(most recent call first\):\s*$"
@@ -576,7 +576,7 @@ _PY_WARNING = re.compile(r"\S+\.py:\d+: (?P<warning>\w*Warning: .*)$")
 # to the places where one may start (10x faster over a log line, bench/log_speed.py).
 _STRONG_ERROR_START = re.compile(
     r"terminate called after throwing|\s*what\(\):|nvcc fatal|ninja: build stopped|FAILED: "
-    r"|Killed$|Fatal Python error|Bus error|Aborted\b"
+    r"|Killed$|Fatal Python error|Bus error|Aborted\b|panic: "
 )
 _STRONG_ERROR = re.compile(
     r"N(?<=\bN)CCL (?:WARN|error)\b"
@@ -944,7 +944,8 @@ class _Stream:
             self.frames[-1] = replace(self.frames[-1], code=code)
         return True
 
-    # a faulthandler dump: "Current thread 0x... (most recent call first):"
+    # a crash's thread dump: faulthandler's "Current thread 0x... (most recent call first):",
+    # Go's "goroutine 1 [running]:"
 
     def _note_crash(self, kept: tuple[int, str]) -> None:
         for pattern, crash_type in _CRASHES:
@@ -969,7 +970,7 @@ class _Stream:
         frames = [f for f in dump.frames if not (dump.go and _GO_RUNTIME.match(f.function))]
         if dump.crashed and frames:
             innermost_last = tuple(reversed(frames[:MAX_FRAMES]))
-            self.sink.exceptions.append((dump.start, self._crash_at(innermost_last)))
+            self.sink.exceptions.append((dump.start, self._crash_at(innermost_last, dump.go)))
         return False
 
     @staticmethod
@@ -989,11 +990,13 @@ class _Stream:
         dump.call = call["func"]
         return True
 
-    def _crash_at(self, frames: tuple[Frame, ...]) -> RaisedException:
+    def _crash_at(self, frames: tuple[Frame, ...], go: bool) -> RaisedException:
         """The fatal error printed before the dump, raised from the crashed thread's frames."""
         crash, self.crash = self.crash, None
         if crash is None or crash.line not in self.sink.error_lines:
             return RaisedException("", "", frames)  # a dump on demand or on a timeout
+        if (crash.type == GO_PANIC) != go:
+            return RaisedException("", "", frames)  # another program's crash line
         self.sink.error_lines.remove(crash.line)
         return RaisedException(crash.type, crash.what, frames)
 

@@ -558,6 +558,12 @@ def test_a_go_panic_is_an_error_raised_from_its_goroutines_calls() -> None:
     assert quoted_error(parse(GO_PANIC_LOG), "GoPanic").lines == (
         "Go panic: runtime error: invalid memory address or nil pointer dereference",
     )
+    # A panic's message need not sound like an error; "panic: " says it is one.
+    nil_map = GO_PANIC_LOG.replace(
+        "runtime error: invalid memory address or nil pointer dereference",
+        "assignment to entry in nil map",
+    )
+    assert signatures_of(parse(nil_map))[0].key_frames == first.key_frames
 
 
 def test_slurms_task_labels_are_a_prefix_and_each_task_its_own_stream() -> None:
@@ -626,3 +632,17 @@ def test_line_numbers_before_a_traceback_are_set_aside(sep: str) -> None:
 def test_a_log_whose_lines_start_with_the_time_is_not_labelled() -> None:
     log = "10:00:01 worker 0 started\n10:00:02 worker 1 started\n10:00:03 RuntimeError: boom"
     assert parse(log).ranks == ()  # one stream: the hours are not a task's number
+
+
+def test_a_python_thread_dump_is_not_given_another_programs_crash_line() -> None:
+    """A sidecar's Go panic above a Python dump (faulthandler on a hang) names no crash of
+    the Python program: the dump's frames stay unnamed, the panic its own error."""
+    paste = (
+        "panic: send on closed channel\n\n"
+        "Current thread 0x00007f2c5e9b7740 (most recent call first):\n"
+        '  File "/srv/app/loop.py", line 12 in wait_for_peers\n'
+    )
+    parsed = parse(paste)
+
+    assert [exc.type for exc in parsed.exceptions] == [""]
+    assert parsed.error_lines == ("panic: send on closed channel",)
