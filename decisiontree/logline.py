@@ -258,13 +258,17 @@ def _printed_by(texts: dict[str, str], message: str, before: str = "") -> list[s
     """A record's message as lines, its level first ("ERROR ..."), then the traceback or
     error it carries in a key of its own; `before` is what the line had before it."""
     level = next((texts[k] for k in _RECORD_LEVEL if k in texts), "").upper()
+    lead = f"{level} " if re.fullmatch(_LEVELS, level) else ""
     lines = message.rstrip("\n").split("\n")
-    if re.fullmatch(_LEVELS, level) and lines[0]:
-        lines[0] = f"{level} {lines[0]}"
+    if lines[0]:
+        lines[0] = lead + lines[0]
     lines[0] = before + lines[0]
     for key in _RECORD_EXTRA:
         if texts.get(key, "").strip():
-            lines += texts[key].rstrip("\n").split("\n")
+            carried = texts[key].strip("\n").split("\n")
+            # One line (Go's `"error": "dial tcp ...: connection refused"`) is the error
+            # the record is logged at; a traceback's lines say what they are themselves.
+            lines += [lead + carried[0]] if len(carried) == 1 else carried
     return lines
 
 

@@ -18,17 +18,20 @@ MAX_LINE_CHARS, so a 2 MB paste parses in linear time.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 
 from decisiontree.logline import (
     Prefix,
     escaped_lines,
+    has_prefix,
     last_overwrite,
     logfmt_lines,
     record_lines,
     split_prefix,
     strip_ansi,
+    strip_prefix,
 )
 
 MAX_INPUT_CHARS = 2_000_000
@@ -309,7 +312,7 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
     sit at the end of a log, the command and versions at its start).
     """
     text = strip_ansi(text).replace("\r\n", "\n")
-    raws = _BLANK_RUNS.sub("\n\n", text).split("\n")
+    raws = _rejoined_wraps(_BLANK_RUNS.sub("\n\n", text).split("\n"))
     # JSON and logfmt log records, escaped tracebacks: as printed
     if "{" in text or "\\n" in text or "msg=" in text:
         raws = [line for raw in raws for line in _printed(raw)]
@@ -318,9 +321,69 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
         omitted = len(raws) - MAX_LINES
         raws = [*raws[:HEAD_LINES], f"[... {omitted} lines omitted ...]", *raws[-TAIL_LINES:]]
     lines = [last_overwrite(raw[:MAX_RAW_LINE_CHARS])[:MAX_LINE_CHARS].rstrip() for raw in raws]
+    lines = _dedented(lines)
     if '", line ' in text or "\u201d, line " in text:
         lines = [line for folded in lines for line in _unfolded(folded)]
     return _joined_table_rows(lines), cut
+
+
+# A copy from a terminal or pager that cuts long lines at its width: the paste's longest
+# lines all have that length, and the cut falls inside a word. Two such cuts tell the
+# width; one line of the largest length may be a line that long. Narrower than 60 columns
+# it is a table or a banner, not a terminal.
+MIN_WRAP_WIDTH = 60
+MIN_WRAP_CUTS = 2
+
+
+def _rejoined_wraps(raws: list[str]) -> list[str]:
+    """The lines as printed, where a terminal's copy cut them at its width."""
+    width = max(map(len, raws), default=0)
+    if width < MIN_WRAP_WIDTH:
+        return raws
+    cut = [
+        i
+        for i in range(len(raws) - 1)
+        if len(raws[i]) == width
+        and raws[i + 1].strip()
+        and not _starts_a_line(raws[i + 1], raws[i])
+    ]
+    inside_word = [i for i in cut if raws[i][-1:].isalnum() and raws[i + 1][:1].isalnum()]
+    if len(inside_word) < MIN_WRAP_CUTS:
+        return raws
+    joined: list[str] = []
+    carried = False  # the last line read was cut: this one goes on with it
+    cut_at = set(cut)
+    for i, raw in enumerate(raws):
+        if carried:
+            joined[-1] += raw
+        else:
+            joined.append(raw)
+        carried = i in cut_at
+    return joined
+
+
+_SHAPE = str.maketrans(
+    "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "0" * 10 + "a" * 52
+)
+_SHAPE_CHARS = 12
+
+
+def _starts_a_line(line: str, above: str) -> bool:
+    """Does `line` start a line of its own rather than go on with `above`: a log prefix,
+    or the shape `above` starts with (a task's label, a rank's tag, the same words)?"""
+    if has_prefix(line):
+        return True
+    head = line[:_SHAPE_CHARS].translate(_SHAPE)
+    return len(head) == _SHAPE_CHARS and head == above[:_SHAPE_CHARS].translate(_SHAPE)
+
+
+def _dedented(lines: list[str]) -> list[str]:
+    """The lines without the margin they all share: a paste quoted whole as an indented
+    block (a Markdown code block, a mail, a YAML value) reads as it was printed, its log
+    prefixes and exception lines where a log puts them."""
+    margins = {line[: len(line) - len(line.lstrip(" \t"))] for line in lines if line}
+    margin = os.path.commonprefix(list(margins)) if margins else ""
+    return [line[len(margin) :] for line in lines] if margin else lines
 
 
 def _printed(raw: str) -> list[str]:
@@ -374,31 +437,47 @@ def _joined_table_rows(lines: list[str]) -> list[str]:
     """
     joined: list[str] = []
     above: list[str] | None = None  # the cells of the last row that started a table row
+    lead = ""  # the log prefix of that row
     for line in lines:
-        cells = _table_cells(line)
-        if cells is None:
-            joined.append(line)
-            above = None
-        elif above is not None and not cells[0] and len(cells) == len(above) and any(cells):
-            for number, cell in enumerate(cells):
+        rows = _table_rows(line)
+        continuing = [
+            cells
+            for _, cells in rows
+            if above is not None and not cells[0] and len(cells) == len(above) and any(cells)
+        ]
+        if continuing and above is not None:
+            for number, cell in enumerate(continuing[0]):
                 # Capped as it grows: a backtrace wrapped over thousands of rows stays
                 # linear to read.
                 if cell and len(above[number]) < MAX_LINE_CHARS:
                     above[number] = f"{above[number]} {cell}".strip()[:MAX_LINE_CHARS]
-            joined[-1] = ("| " + " | ".join(above) + " |")[:MAX_LINE_CHARS]
-        else:
-            joined.append(line)
-            above = cells if cells[0] else None
+            joined[-1] = (lead + "| " + " | ".join(above) + " |")[:MAX_LINE_CHARS]
+            continue
+        joined.append(line)
+        lead, cells = rows[0] if rows else ("", [""])
+        above = cells if cells[0] else None
     return joined
 
 
-def _table_cells(line: str) -> list[str] | None:
-    """A table row's cells, stripped; None for a line that is no row of two or more."""
-    match = _TABLE_ROW.fullmatch(line)
-    if match is None:
-        return None
-    cells = [cell.strip() for cell in match["cells"].split("|")]
-    return cells if len(cells) >= 2 else None
+def _table_rows(line: str) -> list[tuple[str, list[str]]]:
+    """What a line may be as a table row of two or more cells: (the log prefix before it,
+    its cells, stripped), the likelier reading first; none for a line that is no row.
+
+    A log prefix may stand before the row (`docker compose logs`' "triton-1  | "), and
+    one that ends in "|" ("<clock> | message") leaves it open whether a "|" after it
+    is the prefix's or the row's border; the row a wrapped cell continues tells."""
+    bodies = [line]
+    if not line.lstrip().startswith("|") and line.count("|") > 2:
+        body = strip_prefix(line)
+        head = line[: len(line) - len(body)].rstrip()
+        bodies = [body, line[len(head) - 1 :]] if head.endswith("|") else [body]
+    found = []
+    for body in bodies:
+        match = _TABLE_ROW.fullmatch(body)
+        cells = [cell.strip() for cell in match["cells"].split("|")] if match else []
+        if len(cells) >= 2:
+            found.append((line[: len(line) - len(body)], cells))
+    return found
 
 
 # --- log prefixes (decisiontree.logline) -----------------------------------------------

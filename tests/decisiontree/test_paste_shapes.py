@@ -169,6 +169,34 @@ def test_a_traceback_reads_the_same_however_it_was_carried(carried) -> None:
     assert found.key_frames == ("sglang/srt/mem_cache/memory_pool.py:set_kv_buffer",)
 
 
+ENGINE_LOG = """\
+INFO 11-19 12:54:20 [core.py:93] Initializing a V1 LLM engine with config: model='m'
+ERROR 11-19 12:54:26 [core.py:710] EngineCore failed to start.
+ERROR 11-19 12:54:26 [core.py:710] Traceback (most recent call last):
+ERROR 11-19 12:54:26 [core.py:710]   File "/usr/lib/python3/site-packages/vllm/lora/models.py", line 88, in check
+ERROR 11-19 12:54:26 [core.py:710]     raise ValueError(msg)
+ERROR 11-19 12:54:26 [core.py:710] ValueError: adapter rank 64 is above the server's limit of 16
+"""
+
+
+@pytest.mark.parametrize("margin", ["    ", "\t", "  "])
+def test_a_log_quoted_whole_as_an_indented_block_reads_as_printed(margin: str) -> None:
+    """Every line under one margin (a Markdown code block, a mail, a YAML value): the
+    log prefixes are still prefixes, and what they carry the same error."""
+    plain = signatures_of(parse(ENGINE_LOG))[0]
+    quoted = "\n".join(margin + line for line in ENGINE_LOG.splitlines())
+
+    found = signatures_of(parse(quoted))[0]
+
+    assert (found.exception_type, found.fingerprint) == ("ValueError", plain.fingerprint)
+
+
+def test_an_indented_error_line_alone_is_read_as_the_exception() -> None:
+    (exc,) = parse("    KeyError: 'lm_head.weight'\n").exceptions
+
+    assert (exc.type, exc.message) == ("KeyError", "'lm_head.weight'")
+
+
 def test_a_json_error_body_is_read_as_the_server_sent_it() -> None:
     """An HTTP error body has a "message" but is no log record: it is not replaced by it."""
     body = '{"object":"error","message":"The input (9000 tokens) is too long.","code":400}'
@@ -178,6 +206,49 @@ def test_a_json_error_body_is_read_as_the_server_sent_it() -> None:
 def test_a_structured_loggers_level_marks_its_message_as_an_error_line() -> None:
     record = json.dumps({"level": "error", "ts": "2026-02-10T09:14:03Z", "msg": "NCCL timeout"})
     assert "NCCL timeout" in parse(record).error_lines
+
+
+def _cut_at(width: int, text: str) -> str:
+    """As a terminal's copy shows long lines: cut at its width."""
+    lines = text.splitlines()
+    return "\n".join(ln[at : at + width] for ln in lines for at in range(0, len(ln) or 1, width))
+
+
+def test_a_log_copied_from_a_narrow_terminal_reads_as_printed() -> None:
+    plain = parse(ENGINE_LOG)
+
+    cut = parse(_cut_at(72, ENGINE_LOG))
+
+    assert cut.primary == plain.primary
+    assert cut.primary is not None
+    assert cut.primary.message == "adapter rank 64 is above the server's limit of 16"
+
+
+def test_lines_of_one_length_that_were_not_cut_are_not_joined() -> None:
+    # One line per model, all of one length and the paste's longest, each ending in a
+    # word; the next starts with a log prefix of its own, so none of them was cut.
+    said = "failed to load model {}: the engine file is not readable by this user"
+    models = ("alpha", "delta", "gamma", "omega")
+    log = "\n".join("E1203 08:15:02.5 1 model.cc:650] " + said.format(m) for m in models)
+
+    assert parse(log).error_lines == tuple(said.format(m) for m in models)
+
+
+def test_a_records_one_line_error_is_an_error_line_at_the_records_level() -> None:
+    # Go's zap and its kin log the error in a key of its own beside the message.
+    record = json.dumps(
+        {
+            "level": "error",
+            "ts": "2026-12-03T08:15:02Z",
+            "msg": "request rejected",
+            "error": "the prompt's 9000 tokens are more than the 8192 the model takes",
+        }
+    )
+
+    assert parse(record).error_lines == (
+        "request rejected",
+        "the prompt's 9000 tokens are more than the 8192 the model takes",
+    )
 
 
 NOTEBOOK = """\

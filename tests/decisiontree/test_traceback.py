@@ -407,6 +407,22 @@ def test_a_status_the_model_table_wraps_is_read_as_one_error() -> None:
     assert any(line.startswith("embedder  | 1       | READY") for line in result.context)
 
 
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        pytest.param(lambda n: "triton-1  | ", id="docker-compose"),
+        pytest.param(lambda n: f"2026-12-03T08:15:0{n % 10}.123456789Z ", id="kubectl-timestamps"),
+        pytest.param(lambda n: f"2026-12-03 08:15:0{n % 10} | ", id="clock-and-bar"),
+    ],
+)
+def test_a_wrapped_row_behind_a_log_prefix_is_joined_as_without_it(prefix) -> None:
+    # A "<clock> | " prefix ends in a bar like the row's own border: which one a "|"
+    # is, the row the wrapped cell continues tells.
+    carried = "\n".join(prefix(n) + line for n, line in enumerate(MODEL_TABLE.splitlines()))
+
+    assert parse(carried).error_lines == parse(MODEL_TABLE).error_lines
+
+
 def test_a_wrapped_row_cut_off_by_the_paste_still_joins_its_row() -> None:
     rows = MODEL_TABLE.splitlines()[5:7]
     cut = rows[0] + "\n" + rows[1].rstrip(" |")  # the paste ends before the border
