@@ -743,11 +743,12 @@ def signatures_of(parsed: ParsedTraceback, *, warnings: bool = False) -> tuple[S
     """
     ranked = _ranked(parsed, warnings)
     # Wrappers ("Received sigquit", "scheduler is dead") end every crash; they only
-    # count when the paste holds nothing better, or they would match everything.
+    # count when the paste holds nothing better, or they would match everything. A plain
+    # error line of no known kind is not better: it may be a logger's own words.
     best = ranked[0][0] if ranked else 0
     unique: dict[str, Signature] = {}
     for score, make in ranked:
-        if score > _GENERIC or best <= _GENERIC or score == _WARNING:
+        if score > _GENERIC or best < _ERROR_LINE or score == _WARNING:
             sig = make()
             unique.setdefault(sig.template_key, sig)
     signatures = list(unique.values())

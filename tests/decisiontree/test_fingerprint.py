@@ -192,6 +192,19 @@ def test_it_ignores_wrapper_exceptions_when_the_root_cause_is_there() -> None:
     assert all("Engine core initialization" not in s.template for s in signatures)
 
 
+def test_a_failure_line_beside_a_plain_error_line_is_still_matched_on() -> None:
+    # "Failed to ..." often only wraps a cause, so beside an exception it is dropped; a
+    # plain line of no known kind beside it says no more, and may be a logger's own words.
+    log = (
+        "ERROR Request handler crashed\n"
+        "ERROR Failed to open /dev/nvidia-uvm: Operation not permitted\n"
+    )
+
+    templates = [s.template for s in signatures_of(parse(log))]
+
+    assert "Failed to open <path>: Operation not permitted" in templates
+
+
 def test_it_keeps_specific_identifiers_whole_and_in_parts() -> None:
     terms = text_terms("nsa_kv_cache_store_fp8 assert on --kv-cache-dtype fp8_e4m3")
 
