@@ -85,6 +85,10 @@ def _web_indent(text: str) -> str:
     return "\n".join(out)
 
 
+def _indents_lost(text: str) -> str:
+    return "\n".join(line.lstrip() for line in text.splitlines())
+
+
 def _hard_wrapped(text: str, width: int = 100) -> str:
     # A terminal or pager copy of lines longer than the window: each cut at its width.
     lines = text.splitlines()
@@ -109,6 +113,9 @@ WRAPPERS: tuple[tuple[str, str, Callable[[str], str]], ...] = (
     ("NBSP indent", "indents copied from a web page", _web_indent),
     ("JSON record", "a structured logger's one record", _structured),
     ("hard-wrapped", "a copy from a 100-column terminal", _hard_wrapped),
+    ("indents lost", "a form or chat that strips leading spaces", _indents_lost),
+    ("grep -H", "`grep -H` over a log file", _each_line(lambda n: "logs/server.log:")),
+    ("newest first", "a log viewer's newest-first copy", lambda t: "\n".join(t.splitlines()[::-1])),
 )
 
 

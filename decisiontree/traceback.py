@@ -321,7 +321,7 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
         omitted = len(raws) - MAX_LINES
         raws = [*raws[:HEAD_LINES], f"[... {omitted} lines omitted ...]", *raws[-TAIL_LINES:]]
     lines = [last_overwrite(raw[:MAX_RAW_LINE_CHARS])[:MAX_LINE_CHARS].rstrip() for raw in raws]
-    lines = _dedented(lines)
+    lines = _oldest_first(_without_file_labels(_dedented(lines)))
     if '", line ' in text or "\u201d, line " in text:
         lines = [line for folded in lines for line in _unfolded(folded)]
     return _joined_table_rows(lines), cut
@@ -360,6 +360,19 @@ def _rejoined_wraps(raws: list[str]) -> list[str]:
             joined.append(raw)
         carried = i in cut_at
     return joined
+
+
+def _oldest_first(lines: list[str]) -> list[str]:
+    """The lines in the order printed, where a log viewer showed them newest first
+    (Grafana's and many consoles' default): there, each "Traceback (most recent call
+    last):" comes after its frames, and a frame line before it."""
+    said = [line for line in lines if line.strip()]
+    headers = [i for i, line in enumerate(said) if _HEADER in line]
+    if not headers:
+        return lines
+    after = [i for i in headers if i and _FRAME.search(said[i - 1])]
+    before = [i for i in headers if i + 1 < len(said) and _FRAME.search(said[i + 1])]
+    return lines[::-1] if len(after) > len(before) else lines
 
 
 _SHAPE = str.maketrans(
@@ -545,6 +558,32 @@ def _line_labels(physical: list[str]) -> str:
     if len(set(labels)) * 2 <= len(labels):
         return _TASKS
     return _LINE_NUMBERS if labels == sorted(labels) else ""
+
+
+# `grep` over log files names the file before each line it prints: "server.log:" on a
+# matching line, "server.log-" on a line of context, each followed by the line's number
+# with -n. A log file's name: source files (".py:", ".cu:") are compilers' places.
+_FILE_LABEL = re.compile(
+    r"(?P<file>[\w.~/-]{0,200}\.(?:log|txt|out|err)(?:\.\d{1,3})?)(?P<sep>[:-])(?:\d{1,7}(?P=sep))?"
+)
+_GREP_GROUPS = "--"  # between grep's groups of context
+
+
+def _without_file_labels(physical: list[str]) -> list[str]:
+    """The lines without the log file's name grep put before most of them."""
+    filled = [line for line in physical if line.strip() and line != _GREP_GROUPS]
+    named = [found for line in filled if (found := _FILE_LABEL.match(line))]
+    # A log file's name is telling alone: a short paste's one or two lines count too.
+    if not named or len(named) < MIN_LABELLED_SHARE * len(filled):
+        return physical
+    return [
+        ""
+        if line == _GREP_GROUPS
+        else line[found.end() :]
+        if (found := _FILE_LABEL.match(line))
+        else line
+        for line in physical
+    ]
 
 
 def _logical_lines(physical: list[str]) -> list[_Line]:

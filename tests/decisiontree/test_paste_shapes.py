@@ -234,6 +234,46 @@ def test_lines_of_one_length_that_were_not_cut_are_not_joined() -> None:
     assert parse(log).error_lines == tuple(said.format(m) for m in models)
 
 
+def _grepped(text: str) -> str:
+    """As `grep -n -B2 -A40 EngineCore logs/*.log` shows it: the file's name and the
+    line's number before each line, ":" on a matching line, "-" on a line of context."""
+    lines = text.splitlines()
+    return "\n".join(
+        f"logs/engine.log{sep}{n + 40}{sep}{line}"
+        for n, line in enumerate(lines)
+        for sep in [":" if "EngineCore" in line else "-"]
+    )
+
+
+def test_a_log_grepped_with_its_file_name_reads_as_the_log() -> None:
+    plain = signatures_of(parse(ENGINE_LOG))[0]
+
+    found = signatures_of(parse(_grepped(ENGINE_LOG)))[0]
+
+    assert (found.exception_type, found.fingerprint) == ("ValueError", plain.fingerprint)
+
+
+def test_a_compilers_place_in_a_source_file_is_not_taken_for_greps_file_name() -> None:
+    errors = (
+        "csrc/attention.cpp:12:3: error: 'fp8_e4m3' is not a member of 'at'\n"
+        "csrc/attention.cpp:40:7: error: 'fp8_t' was not declared in this scope\n"
+    )
+
+    assert [line[:25] for line in parse(errors).error_lines] == [
+        "csrc/attention.cpp:12:3: ",
+        "csrc/attention.cpp:40:7: ",
+    ]
+
+
+def test_a_traceback_shown_newest_first_reads_in_the_order_printed() -> None:
+    plain = signatures_of(parse(ENGINE_LOG))[0]
+    newest_first = "\n".join(reversed(ENGINE_LOG.splitlines()))
+
+    found = signatures_of(parse(newest_first))[0]
+
+    assert (found.exception_type, found.fingerprint) == ("ValueError", plain.fingerprint)
+
+
 def test_a_records_one_line_error_is_an_error_line_at_the_records_level() -> None:
     # Go's zap and its kin log the error in a key of its own beside the message.
     record = json.dumps(
