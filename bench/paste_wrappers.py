@@ -56,6 +56,10 @@ def _clock(n: int) -> str:
     return f"2026-12-06T10:{n // 60 % 60:02d}:{n % 60:02d}.{n * 7919 % 10**9:09d}Z "
 
 
+def _ci_clock(n: int) -> str:
+    return f"2026-12-06T10:00:{n % 60:02d}.{n:07d}Z "
+
+
 def _details(text: str) -> str:
     return f"<details><summary>Full log</summary>\n\n```text\n{text}\n```\n\n</details>\n"
 
@@ -115,6 +119,8 @@ WRAPPERS: tuple[tuple[str, str, Callable[[str], str]], ...] = (
     ("hard-wrapped", "a copy from a 100-column terminal", _hard_wrapped),
     ("indents lost", "a form or chat that strips leading spaces", _indents_lost),
     ("grep -H", "`grep -H` over a log file", _each_line(lambda n: "logs/server.log:")),
+    ("pdsh", "`pdsh -w`: the host before each line", _each_line(lambda n: "gpu-node-3: ")),
+    ("GitHub Actions", "a CI job's log: a 7-digit clock", _each_line(_ci_clock)),
     ("newest first", "a log viewer's newest-first copy", lambda t: "\n".join(t.splitlines()[::-1])),
 )
 

@@ -546,15 +546,25 @@ def _unwrap_markdown(line: str) -> str:
 _LINE_LABEL = re.compile(r" {0,4}(?P<label>\d{1,6}):(?!\d) ?")  # not a clock's "10:00:01"
 MIN_LABELLED_LINES = 3
 MIN_LABELLED_SHARE = 0.8
-_TASKS, _LINE_NUMBERS = "tasks", "line numbers"
+_TASKS, _LINE_NUMBERS, _HOSTS = "tasks", "line numbers", "hosts"
+# pdsh and clush put the host before each line they gather: "gpu-node-3: Traceback ...".
+# A host's name has a digit, a dash or a dot; a level ("ERROR: ") or an exception's
+# name ("ValueError: ") has none.
+_HOST_LABEL = re.compile(
+    r"(?P<label>[A-Za-z][\w-]{0,62}(?:\.[\w-]{1,62}){0,6}|\d{1,3}(?:\.\d{1,3}){3}): "
+)
+_HOST_NAME = re.compile(r"[\d.-]")
 
 
 def _line_labels(physical: list[str]) -> str:
-    """What numbers before most of the paste's lines are: _TASKS, _LINE_NUMBERS or ""."""
+    """What labels most of the paste's lines: _TASKS, _LINE_NUMBERS, _HOSTS or ""."""
     filled = [line for line in physical if line.strip()]
+    enough = max(MIN_LABELLED_LINES, MIN_LABELLED_SHARE * len(filled))
     labels = [int(found["label"]) for line in filled if (found := _LINE_LABEL.match(line))]
-    if len(labels) < max(MIN_LABELLED_LINES, MIN_LABELLED_SHARE * len(filled)):
-        return ""
+    if len(labels) < enough:
+        hosts = [found for line in filled if (found := _HOST_LABEL.match(line))]
+        named = [found for found in hosts if _is_host_name(found["label"])]
+        return _HOSTS if len(named) >= enough or _host_said_it(filled, named) else ""
     if len(set(labels)) * 2 <= len(labels):
         return _TASKS
     return _LINE_NUMBERS if labels == sorted(labels) else ""
@@ -586,15 +596,36 @@ def _without_file_labels(physical: list[str]) -> list[str]:
     ]
 
 
+def _is_host_name(label: str) -> bool:
+    # A dotted name ending in a class ("torch.distributed.DistNetworkError") is an
+    # exception's type, not a host's.
+    return bool(_HOST_NAME.search(label)) and not _STRICT_TYPE.fullmatch(label.rsplit(".", 1)[-1])
+
+
+def _host_said_it(filled: list[str], named: list[re.Match[str]]) -> bool:
+    """A line or two, each after one host's name, and what follows each is an exception,
+    a logger's line or an error: too few lines to tell a label by its repeats, but a
+    name, then what a program prints, is pdsh's shape."""
+    if not named or len(named) < len(filled) or len({found["label"] for found in named}) > 1:
+        return False
+    said = [found.string[found.end() :] for found in named]
+    return all(
+        _exception_line(line, strict=True) or has_prefix(line) or _said(_ERRORISH, line)
+        for line in said
+    )
+
+
 def _logical_lines(physical: list[str]) -> list[_Line]:
     lines: list[_Line] = []
     stream = ""
     labels = _line_labels(physical)
     for index, raw in enumerate(physical):
-        label = _LINE_LABEL.match(raw) if labels else None
+        label = (_HOST_LABEL if labels == _HOSTS else _LINE_LABEL).match(raw) if labels else None
         body, prefix = _strip_prefixes(raw[label.end() :] if label else raw)
         if label and labels == _TASKS and not prefix.rank:
             prefix.rank = f"rank{label['label']}"
+        if label and labels == _HOSTS and not (prefix.rank or prefix.proc):
+            prefix.proc = label["label"]  # each host's lines are a stream of their own
         # Unprefixed lines continue the record of whoever printed last; where every task's
         # line is labelled, an unlabelled one is the launcher's own.
         if prefix.rank or prefix.proc:

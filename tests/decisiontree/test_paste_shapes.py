@@ -687,6 +687,32 @@ def test_slurms_task_labels_are_a_prefix_and_each_task_its_own_stream() -> None:
     assert parsed.ranks == ("rank0", "rank1")
 
 
+@pytest.mark.parametrize("host", ["gpu-node-{}: ", "10.0.4.1{}: ", "h100x{}.cluster.local: "])
+def test_pdshs_host_names_are_a_prefix_and_each_host_its_own_stream(host: str) -> None:
+    """`pdsh -w` (and clush) put the host before each line; two hosts' tracebacks
+    interleave, and each is read whole."""
+    parsed = parse(_two_ranks_interleaved(host, KV_ASSERT))
+
+    assert signatures_of(parsed)[0].fingerprint == signatures_of(parse(KV_ASSERT))[0].fingerprint
+    assert signatures_of(parsed)[0].key_frames == (
+        "sglang/srt/mem_cache/memory_pool.py:set_kv_buffer",
+    )
+
+
+def test_lines_that_start_with_a_level_or_an_exception_are_not_host_labels() -> None:
+    lines = "RuntimeError: CUDA error: out of memory\n" * 2 + "ERROR: engine stopped\n" * 2
+    dotted = "torch.distributed.DistNetworkError: the server socket has failed to bind\n"
+
+    assert [exc.type for exc in parse(lines).exceptions] == ["RuntimeError"]
+    assert [exc.type for exc in parse(dotted).exceptions] == ["torch.distributed.DistNetworkError"]
+
+
+def test_one_line_after_a_hosts_name_is_what_that_host_printed() -> None:
+    (exc,) = parse("gpu-node-3: OSError: [Errno 28] No space left on device\n").exceptions
+
+    assert (exc.type, exc.message) == ("OSError", "[Errno 28] No space left on device")
+
+
 def test_a_few_numbered_lines_are_not_task_labels() -> None:
     notes = (
         "Steps I took:\n1: pulled the image\n2: ran it\nValueError: no GPU found\nand more prose"
