@@ -11,8 +11,11 @@ should change the answer.
 For each report of both corpora of `bench/diagnose_accuracy.py` (ours and, when
 present, the shared real-reports set) this diagnoses the paste as it is and then
 wrapped each way, and prints per wrapper how many answers changed (first finding or
-match level) and top-1 / false match beside the unwrapped figures. A wrapper that
-moves answers marks a shape the parser does not read yet.
+match level), how many moved (the first finding: another, or one lost or gained), and
+top-1 / false match beside the unwrapped figures. A wrapper that changes answers marks a
+shape the parser does not read yet, except where the wrapper tells the setup: the issue
+form's environment report names versions, and a finding seen with others is then
+rightly "similar" rather than "known" (its first finding stays; "moved" shows it).
 
     .venv/bin/python bench/paste_wrappers.py [--show]
 """
@@ -54,6 +57,75 @@ def _each_line(prefix: Callable[[int], str]) -> Callable[[str], str]:
 
 def _clock(n: int) -> str:
     return f"2026-12-06T10:{n // 60 % 60:02d}:{n % 60:02d}.{n * 7919 % 10**9:09d}Z "
+
+
+# A bug report in vLLM's issue form: its environment section (collect_env's output, a
+# machine of our own making: no GPU named, so no setup condition is set by it), the paste
+# in a fence under "Describe the bug", and the form's checklist.
+_ISSUE_FORM = """\
+### Your current environment
+
+<details>
+<summary>The output of `python collect_env.py`</summary>
+
+```text
+Collecting environment information...
+PyTorch version: 2.5.1+cu124
+Is debug build: False
+CUDA used to build PyTorch: 12.4
+ROCM used to build PyTorch: N/A
+
+OS: Ubuntu 22.04.4 LTS (x86_64)
+GCC version: (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0
+Clang version: Could not collect
+CMake version: version 3.30.2
+Libc version: glibc-2.35
+
+Python version: 3.12.7 (main, Oct  1 2024, 08:52:12) [GCC 11.4.0] (64-bit runtime)
+Is CUDA available: True
+CUDA runtime version: 12.4.131
+CUDA_MODULE_LOADING set to: LAZY
+cuDNN version: Could not collect
+HIP runtime version: N/A
+MIOpen runtime version: N/A
+Is XNNPACK available: True
+
+Versions of relevant libraries:
+[pip3] numpy==1.26.4
+[pip3] nvidia-nccl-cu12==2.21.5
+[pip3] pyzmq==26.2.0
+[pip3] torch==2.5.1
+[pip3] torchvision==0.20.1
+[pip3] transformers==4.46.3
+[pip3] triton==3.1.0
+[conda] Could not collect
+ROCM Version: Could not collect
+Neuron SDK Version: N/A
+vLLM Version: 0.6.4.post1
+vLLM Build Flags:
+CUDA Archs: Not Set; ROCm: Disabled; Neuron: Disabled
+```
+
+</details>
+
+### 🐛 Describe the bug
+
+The server stops during start-up with this:
+
+```
+{paste}
+```
+
+### Before submitting a new issue...
+
+- [X] Make sure you already searched for relevant issues, and asked the chatbot living at \
+the bottom right corner of the [documentation page](https://docs.vllm.ai/en/latest/), \
+which can answer lots of frequently asked questions.
+"""
+
+
+def _issue_form(text: str) -> str:
+    return _ISSUE_FORM.replace("{paste}", text)
 
 
 def _ci_clock(n: int) -> str:
@@ -121,6 +193,7 @@ WRAPPERS: tuple[tuple[str, str, Callable[[str], str]], ...] = (
     ("grep -H", "`grep -H` over a log file", _each_line(lambda n: "logs/server.log:")),
     ("pdsh", "`pdsh -w`: the host before each line", _each_line(lambda n: "gpu-node-3: ")),
     ("GitHub Actions", "a CI job's log: a 7-digit clock", _each_line(_ci_clock)),
+    ("issue form", "vLLM's bug report form around the paste", _issue_form),
     ("newest first", "a log viewer's newest-first copy", lambda t: "\n".join(t.splitlines()[::-1])),
 )
 
@@ -153,8 +226,8 @@ def run(name: str, corpus: Corpus, show: bool) -> list[str]:
     queries = sum(want is not None for want, _, _ in cases)
     top1, false = figures(base)
     rows = [f"\n{name}: {queries} queries, {len(cases) - queries} controls"]
-    rows.append(f"{'wrapper':16} {'changed':>8} {'top-1':>6} {'false':>6}  reproduces")
-    rows.append(f"{'(as pasted)':16} {'':>8} {top1:6.2f} {false:6.2f}")
+    rows.append(f"{'wrapper':16} {'changed':>8} {'moved':>6} {'top-1':>6} {'false':>6}  reproduces")
+    rows.append(f"{'(as pasted)':16} {'':>8} {'':>6} {top1:6.2f} {false:6.2f}")
     for wrapper, what, wrap in WRAPPERS:
         answers = {path: answer_of(graph, corpus, text, wrap(text)) for _, path, text in cases}
         changed = [
@@ -162,8 +235,11 @@ def run(name: str, corpus: Corpus, show: bool) -> list[str]:
             for _, path, _ in cases
             if answers[path] != base[path]
         ]
+        moved = sum(answers[path][1] != base[path][1] for _, path, _ in cases)
         w_top1, w_false = figures(answers)
-        rows.append(f"{wrapper:16} {len(changed):8d} {w_top1:6.2f} {w_false:6.2f}  {what}")
+        rows.append(
+            f"{wrapper:16} {len(changed):8d} {moved:6d} {w_top1:6.2f} {w_false:6.2f}  {what}"
+        )
         if show:
             rows += [f"    {line}" for line in changed]
     return rows

@@ -321,7 +321,7 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
         omitted = len(raws) - MAX_LINES
         raws = [*raws[:HEAD_LINES], f"[... {omitted} lines omitted ...]", *raws[-TAIL_LINES:]]
     lines = [last_overwrite(raw[:MAX_RAW_LINE_CHARS])[:MAX_LINE_CHARS].rstrip() for raw in raws]
-    lines = _oldest_first(_without_file_labels(_dedented(lines)))
+    lines = _without_env_report(_oldest_first(_without_file_labels(_dedented(lines))))
     if '", line ' in text or "\u201d, line " in text:
         lines = [line for folded in lines for line in _unfolded(folded)]
     return _joined_table_rows(lines), cut
@@ -360,6 +360,34 @@ def _rejoined_wraps(raws: list[str]) -> list[str]:
             joined.append(raw)
         carried = i in cut_at
     return joined
+
+
+# PyTorch's and vLLM's `collect_env` (the environment every bug form asks for) start with
+# this line; what follows reports the setup ("cuDNN version: Could not collect", package
+# lists), which the context reads (`decisiontree.context`), not errors or their words.
+_ENV_REPORT_START = "Collecting environment information..."
+_ENV_REPORT_END = re.compile(r"\s*(?:```|~~~|</details>)")
+
+
+def _without_env_report(lines: list[str]) -> list[str]:
+    """The lines with an environment report blanked out: from its first line to the end
+    of the block it was pasted in, or to the first line a program's log or traceback
+    starts with, after it."""
+    if not any(line.strip() == _ENV_REPORT_START for line in lines):
+        return lines
+    kept, inside = [], False
+    for line in lines:
+        if line.strip() == _ENV_REPORT_START:
+            inside = True
+        elif inside and (
+            _ENV_REPORT_END.match(line)
+            or _HEADER in line
+            or has_prefix(line)
+            or _exception_line(line.strip(), strict=True)
+        ):
+            inside = False
+        kept.append("" if inside else line)
+    return kept
 
 
 def _oldest_first(lines: list[str]) -> list[str]:

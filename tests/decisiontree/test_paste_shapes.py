@@ -4,10 +4,12 @@ exception groups nested deep, start-up INFO lines, a traceback left unfinished."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from decisiontree import traceback
+from decisiontree.context import build_context
 from decisiontree.fingerprint import quoted_error, signatures_of
 from decisiontree.logline import split_prefix
 from decisiontree.traceback import MAX_NOISE_IN_FRAMES, module_of, parse
@@ -272,6 +274,33 @@ def test_a_traceback_shown_newest_first_reads_in_the_order_printed() -> None:
     found = signatures_of(parse(newest_first))[0]
 
     assert (found.exception_type, found.fingerprint) == ("ValueError", plain.fingerprint)
+
+
+COLLECT_ENV = (Path(__file__).parent / "fixtures" / "env" / "vllm_collect_env_h100.txt").read_text()
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        pytest.param("{env}\n{log}", id="pasted-one-after-the-other"),
+        pytest.param("```text\n{env}```\n\nThen this:\n```\n{log}```\n", id="bug-form"),
+    ],
+)
+def test_an_environment_report_beside_the_error_tells_the_setup_not_the_error(form: str) -> None:
+    """`collect_env`'s "cuDNN version : Could not collect" reports the setup: no error line,
+    and its package list lends the paste no words; the context still reads it."""
+    pasted = form.format(env=COLLECT_ENV, log=ENGINE_LOG)
+
+    parsed = parse(pasted)
+    found = signatures_of(parsed)[0]
+
+    assert parsed.error_lines == parse(ENGINE_LOG).error_lines
+    assert found.fingerprint == signatures_of(parse(ENGINE_LOG))[0].fingerprint
+    assert not {"cudnn", "clang", "conda", "pyzmq", "xnnpack"} & {
+        *found.terms,
+        *found.context_terms,
+    }
+    assert build_context(pasted).versions["vllm"] == "0.11.0"
 
 
 def test_a_records_one_line_error_is_an_error_line_at_the_records_level() -> None:
