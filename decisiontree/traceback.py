@@ -683,6 +683,25 @@ _NOTEBOOK_FRAME = re.compile(
 )
 _NOTEBOOK_CELL = re.compile(r"\s*(?:Cell In\s*\[\d*\], line \d+|<ipython-input-[\w-]+> in )")
 _NOTEBOOK_SOURCE = re.compile(r"\s*(?P<arrow>-+>)?\s*\d+(?: (?P<code>.*))?$")
+# pytest's report of a failed test (`--tb=auto`, its default) has no header: it opens with
+# "____ test_name ____"; each entry of the traceback is then the function's source (its
+# "def" line among it), over "path.py:12: " ("path.py:12: ValueError" for the last), or
+# short, for the entries between: "path.py:12: in function" over the line that ran. The
+# exception's lines start "E   " (a prefix, `decisiontree.logline`); "_ _ _" divides.
+_PYTEST_TEST = re.compile(r"_{3,} (?P<test>\S.{0,300}?) _{3,}\s*$")
+# Its section banners: headings, not errors ("=== FAILURES ===", "=== 1 failed in 2.1s ===").
+_PYTEST_SECTION = re.compile(
+    r"={3,} (?:FAILURES|ERRORS|short test summary info|warnings summary"
+    r"|(?:\d+ (?:failed|passed|errors?|skipped|warnings?|deselected)[, ]*)+in [\d.]+s.*?) ={3,}\s*$"
+)
+_PYTEST_CALL = re.compile(
+    r"(?P<path>[^\s:]{1,1000}\.py):(?P<lineno>\d+): in (?P<func>[\w<>.]+)\s*$"
+)
+_PYTEST_PLACE = re.compile(
+    r"(?P<path>[^\s:]{1,1000}\.py):(?P<lineno>\d+):(?: (?P<raised>[A-Za-z_][\w.]*))?\s*$"
+)
+_PYTEST_DEF = re.compile(r"\s+(?:async\s+)?def (?P<func>\w+)\(")
+_PYTEST_DIVIDER = re.compile(r"(?:_ ){3,}_?\s*$")
 # A Rust panic: "thread 'main' panicked at src/router.rs:412:38:" with its message on the
 # next line (Rust 1.73 and later), or "thread 'main' panicked at 'message', src/main.rs:2:5".
 PANIC = "RustPanic"  # FixGraph's name for it: Rust's panics have no type
@@ -798,7 +817,9 @@ _MAX_RELEVANT_INFO_CHARS = 400  # longer INFO lines are argument dumps
 
 
 def _frame_of(text: str) -> re.Match[str] | None:
-    """A frame line, as Python prints it or as IPython does."""
+    """A frame line, as Python prints it, as IPython does, or as pytest's short entry."""
+    if ": in " in text and (call := _PYTEST_CALL.match(text)):
+        return call
     return _FRAME.match(text) or (_NOTEBOOK_FRAME.match(text) if "File " in text else None)
 
 
@@ -992,11 +1013,23 @@ class _Stream:
     # The last "Fatal Python error: ..." or Go "panic: ..." line: the crash the dump that
     # follows shows the place of.
     crash: _Crash | None = None
+    # Reading pytest's report of a failed test: the function whose source was shown last.
+    pytest: bool = False
+    pytest_function: str = ""
 
     def feed(self, line: _Line) -> None:
         if self.warned is not None and self._continues_warning(line):
             return
         if self.dump is not None and self._feed_dump(line):
+            return
+        if _PYTEST_SECTION.match(line.text):
+            self.pytest = True
+            return
+        text = line.text
+        starts = self.pytest or _PYTEST_TEST.match(text)
+        if (starts or ((place := _PYTEST_PLACE.match(text)) and place["raised"])) and (
+            self._feed_pytest(line)
+        ):
             return
         if self.indent and self.state != _IDLE and line.text.startswith(self.indent):
             line = replace(line, text=line.text[len(self.indent) :])
@@ -1088,6 +1121,56 @@ class _Stream:
         path = panic["path"]
         self._open_exception(line, PANIC, (panic["quoted"] or "").strip())
         self.frames = [Frame(path, module_of(path), int(panic["lineno"]), "")]
+
+    # pytest's report of a failed test
+
+    def _feed_pytest(self, line: _Line) -> bool:
+        """Take a line of pytest's report that no other reader knows; False for others."""
+        text = line.text
+        if _PYTEST_TEST.match(text):
+            self.finish()
+            self.pytest, self.pytest_function = True, ""
+            return True
+        if _PYTEST_DIVIDER.match(text):
+            return True
+        if (place := _PYTEST_PLACE.match(text)) and not _PYTEST_CALL.match(text):
+            self._pytest_place(line, place)
+            return True
+        if self.state == _MESSAGE or not text[:1].isspace():
+            return False
+        if self.state == _FRAMES and self.awaiting_code:
+            return False  # a short entry's line that ran
+        if found := _PYTEST_DEF.match(text):
+            self.pytest_function = found["func"]
+        return True  # a line of the function's source: no error of its own
+
+    def _pytest_place(self, line: _Line, place: re.Match[str]) -> None:
+        """ "path.py:12: " after a function's source: where it called the next entry; with
+        the exception's name, where the exception printed above was raised."""
+        path = place["path"]
+        frame = Frame(path, module_of(path), int(place["lineno"]), self.pytest_function)
+        self.pytest_function = ""
+        if self.state == _MESSAGE:
+            self._close_exception()
+        if place["raised"]:
+            self._raised_at(frame, place["raised"])
+            return
+        if self.state == _IDLE:
+            self._open_frames(line.index)
+        self.frames.append(frame)
+        self.awaiting_code = self.after_code = False
+
+    def _raised_at(self, frame: Frame, raised: str) -> None:
+        if not self.sink.exceptions:
+            return
+        index, exc = self.sink.exceptions[-1]
+        same_type = exc.type.rsplit(".", 1)[-1] == raised.rsplit(".", 1)[-1]
+        place = (frame.path, frame.lineno)
+        if same_type and not (exc.frames and (exc.frames[-1].path, exc.frames[-1].lineno) == place):
+            self.sink.exceptions[-1] = (
+                index,
+                replace(exc, frames=(*exc.frames, frame)[-MAX_FRAMES:]),
+            )
 
     # rich's box of frames: "╭─── Traceback (most recent call last) ───╮"
 

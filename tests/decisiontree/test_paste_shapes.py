@@ -455,6 +455,65 @@ tests/test_generate.py:12: RuntimeError"""
     assert exc.message.startswith("CUDA error: an illegal memory access")
 
 
+PYTEST_REPORT = """\
+=================================== FAILURES ===================================
+________________________________ test_generate _________________________________
+
+llm = <vllm.entrypoints.llm.LLM object at 0x7f0a2c1b3d90>
+
+    def test_generate(llm):
+>       out = llm.generate(["hello"])
+
+tests/test_generate.py:12:
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+/usr/lib/python3.12/site-packages/vllm/entrypoints/llm.py:177: in generate
+    outputs = self._run_engine(use_tqdm=use_tqdm)
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+
+self = <vllm.worker.worker.Worker object at 0x7f0a2c1b3e50>
+
+    @torch.inference_mode()
+    def determine_num_available_blocks(self):
+        free, total = torch.cuda.mem_get_info()
+        if free <= 0:
+>           raise ValueError(
+                "No available memory for the cache blocks."
+            )
+E           ValueError: No available memory for the cache blocks.
+
+/usr/lib/python3.12/site-packages/vllm/worker/worker.py:220: ValueError
+=========================== short test summary info ============================
+FAILED tests/test_generate.py::test_generate - ValueError: No available memory for the cache blocks.
+"""
+TEST_AS_SCRIPT = """\
+Traceback (most recent call last):
+  File "/home/me/repo/tests/test_generate.py", line 12, in test_generate
+    out = llm.generate(["hello"])
+  File "/usr/lib/python3.12/site-packages/vllm/entrypoints/llm.py", line 177, in generate
+    outputs = self._run_engine(use_tqdm=use_tqdm)
+  File "/usr/lib/python3.12/site-packages/vllm/worker/worker.py", line 220, in determine_num_available_blocks
+    raise ValueError(
+ValueError: No available memory for the cache blocks.
+"""
+
+
+def test_a_failed_tests_report_is_the_same_error_as_the_scripts_traceback() -> None:
+    """pytest's default report: the test's and the last entry's source with the place
+    under it, the entries between as "path.py:177: in generate"; its banners and
+    dividers are no errors."""
+    parsed = parse(PYTEST_REPORT)
+    found = signatures_of(parsed)[0]
+
+    assert parsed.primary is not None
+    assert [frame.function for frame in parsed.primary.frames] == [
+        "test_generate",
+        "generate",
+        "determine_num_available_blocks",
+    ]
+    assert found.fingerprint == signatures_of(parse(TEST_AS_SCRIPT))[0].fingerprint
+    assert not any("=====" in line for line in parsed.error_lines)
+
+
 # dockerd under journald: a logfmt record whose message carries the hook's own error after
 # an escaped line break (a fixture in the shape of such logs).
 DOCKERD_LOGFMT = (
