@@ -579,8 +579,8 @@ _TASKS, _LINE_NUMBERS, _HOSTS = "tasks", "line numbers", "hosts"
 # A host's name has a digit, a dash or a dot; a level ("ERROR: ") or an exception's
 # name ("ValueError: ") has none.
 _HOST_LABEL = re.compile(
-    r"(?P<label>[A-Za-z][\w-]{0,62}(?:\.[\w-]{1,62}){0,6}|\d{1,3}(?:\.\d{1,3}){3}): "
-)
+    r"(?P<label>[A-Za-z][\w-]{0,62}(?:\.[\w-]{1,62}){0,6}|\d{1,3}(?:\.\d{1,3}){3}):(?: |$)"
+)  # a blank line the host printed ends at the colon
 _HOST_NAME = re.compile(r"[\d.-]")
 
 

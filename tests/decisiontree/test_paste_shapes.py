@@ -787,6 +787,15 @@ def test_pdshs_host_names_are_a_prefix_and_each_host_its_own_stream(host: str) -
     )
 
 
+def test_a_blank_line_a_host_printed_is_no_message_of_the_exception_above_it() -> None:
+    # pdsh prints a blank line as "gpu-node-3: ", which the paste keeps as "gpu-node-3:".
+    printed = "\n".join(f"gpu-node-3: {line}".rstrip() for line in [*KV_ASSERT.splitlines(), ""])
+
+    (exc,) = parse(printed + "\ngpu-node-3: [00:08:10] Received sigquit\n").exceptions
+
+    assert (exc.type, exc.message) == ("AssertionError", "")
+
+
 def test_lines_that_start_with_a_level_or_an_exception_are_not_host_labels() -> None:
     lines = "RuntimeError: CUDA error: out of memory\n" * 2 + "ERROR: engine stopped\n" * 2
     dotted = "torch.distributed.DistNetworkError: the server socket has failed to bind\n"
