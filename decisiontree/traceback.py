@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from decisiontree.logline import (
@@ -373,7 +374,7 @@ def _without_env_report(lines: list[str]) -> list[str]:
     """The lines with an environment report blanked out: from its first line to the end
     of the block it was pasted in, or to the first line a program's log or traceback
     starts with, after it."""
-    if not any(line.strip() == _ENV_REPORT_START for line in lines):
+    if not any(_ENV_REPORT_START in line for line in lines):
         return lines
     kept, inside = [], False
     for line in lines:
@@ -507,6 +508,8 @@ def _table_rows(line: str) -> list[tuple[str, list[str]]]:
     A log prefix may stand before the row (`docker compose logs`' "triton-1  | "), and
     one that ends in "|" ("<clock> | message") leaves it open whether a "|" after it
     is the prefix's or the row's border; the row a wrapped cell continues tells."""
+    if "|" not in line:
+        return []
     bodies = [line]
     if not line.lstrip().startswith("|") and line.count("|") > 2:
         body = strip_prefix(line)
@@ -584,15 +587,30 @@ _HOST_LABEL = re.compile(
 _HOST_NAME = re.compile(r"[\d.-]")
 
 
+def _most_labelled(
+    lines: list[str],
+    label: re.Pattern[str],
+    holds: Callable[[re.Match[str]], bool] = bool,
+) -> list[re.Match[str]]:
+    """The label on each line, where MIN_LABELLED_SHARE of them or more have it; else
+    none (read no further than the misses that settle it: this runs on every paste)."""
+    misses_allowed = len(lines) * (1 - MIN_LABELLED_SHARE)
+    found, misses = [], 0
+    for line in lines:
+        if (match := label.match(line)) is not None and holds(match):
+            found.append(match)
+        elif (misses := misses + 1) > misses_allowed:
+            return []
+    return found
+
+
 def _line_labels(physical: list[str]) -> str:
     """What labels most of the paste's lines: _TASKS, _LINE_NUMBERS, _HOSTS or ""."""
     filled = [line for line in physical if line.strip()]
-    enough = max(MIN_LABELLED_LINES, MIN_LABELLED_SHARE * len(filled))
-    labels = [int(found["label"]) for line in filled if (found := _LINE_LABEL.match(line))]
-    if len(labels) < enough:
-        hosts = [found for line in filled if (found := _HOST_LABEL.match(line))]
-        named = [found for found in hosts if _is_host_name(found["label"])]
-        return _HOSTS if len(named) >= enough or _host_said_it(filled, named) else ""
+    labels = [int(found["label"]) for found in _most_labelled(filled, _LINE_LABEL)]
+    if len(labels) < MIN_LABELLED_LINES:
+        named = _most_labelled(filled, _HOST_LABEL, lambda found: _is_host_name(found["label"]))
+        return _HOSTS if len(named) >= MIN_LABELLED_LINES or _host_said_it(filled, named) else ""
     if len(set(labels)) * 2 <= len(labels):
         return _TASKS
     return _LINE_NUMBERS if labels == sorted(labels) else ""
@@ -610,9 +628,8 @@ _GREP_GROUPS = "--"  # between grep's groups of context
 def _without_file_labels(physical: list[str]) -> list[str]:
     """The lines without the log file's name grep put before most of them."""
     filled = [line for line in physical if line.strip() and line != _GREP_GROUPS]
-    named = [found for line in filled if (found := _FILE_LABEL.match(line))]
     # A log file's name is telling alone: a short paste's one or two lines count too.
-    if not named or len(named) < MIN_LABELLED_SHARE * len(filled):
+    if not _most_labelled(filled, _FILE_LABEL):
         return physical
     return [
         ""
