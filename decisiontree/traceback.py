@@ -642,22 +642,23 @@ def _without_file_labels(physical: list[str]) -> list[str]:
 
 
 def _is_host_name(label: str) -> bool:
-    # A dotted name ending in a class ("torch.distributed.DistNetworkError") is an
-    # exception's type, not a host's.
-    return bool(_HOST_NAME.search(label)) and not _STRICT_TYPE.fullmatch(label.rsplit(".", 1)[-1])
+    # A host's name has no "_" (RFC 1123): "launch_server.py: error: ..." is argparse
+    # naming its program. A dotted name ending in a class
+    # ("torch.distributed.DistNetworkError") is an exception's type.
+    if "_" in label or label.endswith(".py") or not _HOST_NAME.search(label):
+        return False
+    return not _STRICT_TYPE.fullmatch(label.rsplit(".", 1)[-1])
 
 
 def _host_said_it(filled: list[str], named: list[re.Match[str]]) -> bool:
-    """A line or two, each after one host's name, and what follows each is an exception,
-    a logger's line or an error: too few lines to tell a label by its repeats, but a
-    name, then what a program prints, is pdsh's shape."""
+    """A line or two, each after one host's name, and what follows each is an exception
+    or a logger's line: too few lines to tell a label by its repeats, but a name, then
+    what a program prints, is pdsh's shape. (A program's own name before its error,
+    "nvidia-container-cli: initialization error: ...", is the error's first word.)"""
     if not named or len(named) < len(filled) or len({found["label"] for found in named}) > 1:
         return False
     said = [found.string[found.end() :] for found in named]
-    return all(
-        _exception_line(line, strict=True) or has_prefix(line) or _said(_ERRORISH, line)
-        for line in said
-    )
+    return all(_exception_line(line, strict=True) or has_prefix(line) for line in said)
 
 
 def _logical_lines(physical: list[str]) -> list[_Line]:

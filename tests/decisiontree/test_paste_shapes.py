@@ -804,6 +804,18 @@ def test_lines_that_start_with_a_level_or_an_exception_are_not_host_labels() -> 
     assert [exc.type for exc in parse(dotted).exceptions] == ["torch.distributed.DistNetworkError"]
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "launch_server.py: error: unrecognized arguments: --nsa-prefill-backend x",
+        "text-generation-launcher: error: unexpected argument '--foo' found",
+        "nvidia-container-cli: initialization error: nvml error: driver not loaded",
+    ],
+)
+def test_a_programs_name_before_its_error_is_not_a_host(line: str) -> None:
+    assert parse(line).error_lines == (line,)
+
+
 def test_one_line_after_a_hosts_name_is_what_that_host_printed() -> None:
     (exc,) = parse("gpu-node-3: OSError: [Errno 28] No space left on device\n").exceptions
 
