@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 
 from decisiontree.gated import GatedPattern, Needs
+from decisiontree.host_faults import XID
 from decisiontree.terms import facets_of, unique_words
 from decisiontree.traceback import (
     FATAL_PYTHON_ERROR,
@@ -609,7 +610,9 @@ _LINE_KINDS: tuple[tuple[re.Pattern[str], str, int, str], ...] = (
      "CollectiveTimeout", _ERROR_LINE, ""),
     (re.compile(r"\bNCCL\b.*|\bnccl[A-Z]\w+.*"), "NCCLError", _ERROR_LINE, ""),
     (re.compile(r"(?<=: )(?:fatal )?error\b.*|^nvcc fatal.*"), "CompileError", _ERROR_LINE, ""),
-    (re.compile(r"Out of memory: Kill|oom-kill|invoked oom-killer"), "HostOutOfMemory", _KILLED,
+    # a container runtime's "OOMKilled" is the same kernel OOM killer, inside a memory limit
+    (re.compile(r"Out of memory: Kill|oom-kill|invoked oom-killer|\bOOMKilled\b"),
+     "HostOutOfMemory", _KILLED,
      "Out of memory: Killed process"),
     (re.compile(r"^Killed$|Killed process"), "Killed", _KILLED, "Killed"),
     (re.compile(r"Segmentation fault|SIGSEGV"), "SegmentationFault", _KILLED,
@@ -634,6 +637,10 @@ def _classify_line(line: str) -> tuple[str, int, str]:
     """(type, score, template source): the template skips "path/mma.cuh(523): " and the like."""
     if is_generic_line(line):
         return ERROR_LOG, _GENERIC_LINE, line
+    if "Xid" in line and (xid := XID.search(line)):
+        # The code names the fault (79: fell off the bus); the bus id and pid are the host's.
+        # Written as one word, so the template keeps the number that masking would take.
+        return "GPUXid", _ERROR_LINE, f"NVRM: Xid{xid['code']}"
     for pattern, exc_type, score, fixed in _LINE_KINDS:
         if match := pattern.search(line):
             return exc_type, score, fixed or match.group()

@@ -135,9 +135,23 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # syslog / journald: Feb 19 00:08:10 host kernel:
     (_UPPER, re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./-]+(?:\[\d+\])?: ?")),
     ("[", re.compile(r"\[ *\d+\.\d+\] ?")),  # dmesg
+    # dmesg -T: [Mon Dec  1 10:22:31 2026]
+    ("[", re.compile(r"\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\] ?")),
     (">", QUOTE_MARKS),  # a log quoted in an issue or a mail: "> > Traceback ..."
     ("E", re.compile(r"E {3,}(?=\S)")),  # pytest's failure lines: "E       RuntimeError: ..."
     ("", re.compile(r"[\w.-]+:\d+:\d+ \[(?P<dev>\d+)\] (?=NCCL )")),  # NCCL: host:pid:tid [3]
+    # Rust's tracing (TGI's router and launcher): the spans an event was logged in, one with
+    # its fields at least, "warmup{max_batch_size=None}:warmup: ", and after them the
+    # target and place, "text_generation_client: router/client/src/lib.rs:33: " (the
+    # target stays in the message, as a library's name does).
+    (
+        "",
+        re.compile(
+            r"(?:[A-Za-z_]\w*:){0,4}"
+            r"(?:[A-Za-z_]\w*\{[^{}\n]{0,400}\}:(?:[A-Za-z_]\w*:)*)+ ?"
+        ),
+    ),
+    ("", re.compile(r"(?P<named>[a-z_]\w*(?:::\w+)*): (?P<src>[\w./-]+\.rs:\d+): ")),
 )
 
 

@@ -323,6 +323,7 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
         raws = [*raws[:HEAD_LINES], f"[... {omitted} lines omitted ...]", *raws[-TAIL_LINES:]]
     lines = [last_overwrite(raw[:MAX_RAW_LINE_CHARS])[:MAX_LINE_CHARS].rstrip() for raw in raws]
     lines = _without_env_report(_oldest_first(_without_file_labels(_dedented(lines))))
+    lines = _kubernetes_events(lines)
     if '", line ' in text or "\u201d, line " in text:
         lines = [line for folded in lines for line in _unfolded(folded)]
     return _joined_table_rows(lines), cut
@@ -388,6 +389,42 @@ def _without_env_report(lines: list[str]) -> list[str]:
         ):
             inside = False
         kept.append("" if inside else line)
+    return kept
+
+
+# Kubernetes' events as `kubectl describe` ("Type  Reason  Age  From  Message") and
+# `kubectl get events` ("LAST SEEN  TYPE  REASON  OBJECT  MESSAGE") print them: columns
+# padded with two or more spaces. A Warning event is what went wrong ("FailedScheduling",
+# "BackOff", "Evicted"); its age, count and reporter differ from one run to the next.
+_COLUMNS = re.compile(r"\s{2,}|\t+")
+_EVENT_COLUMNS = frozenset({"type", "reason", "message"})
+
+
+def _kubernetes_events(lines: list[str]) -> list[str]:
+    """The lines with each row of an events table written as a log line, "Reason: message":
+    a Warning row at the level ERROR (Kubernetes has no other level for what went wrong:
+    "Evicted" says no error word), a Normal one at INFO."""
+    if not any("Reason" in line or "REASON" in line for line in lines):
+        return lines
+    kept: list[str] = []
+    names: list[str] = []
+    for line in lines:
+        cells = _COLUMNS.split(line.strip())
+        lowered = [cell.lower() for cell in cells]
+        if _EVENT_COLUMNS.issubset(lowered) and lowered[-1] == "message":
+            names = lowered
+            kept.append("")
+            continue
+        if names and set(line.strip()) <= {"-", " ", "\t"} and line.strip():
+            kept.append("")  # the divider under the header
+            continue
+        row = dict(zip(names, _COLUMNS.split(line.strip(), maxsplit=len(names) - 1), strict=False))
+        if names and len(row) == len(names) and row["type"] in ("Normal", "Warning"):
+            said = f"{row['reason']}: {row['message']}"
+            kept.append(f"ERROR {said}" if row["type"] == "Warning" else f"INFO {said}")
+            continue
+        names = []
+        kept.append(line)
     return kept
 
 
@@ -723,6 +760,7 @@ _PYTEST_DIVIDER = re.compile(r"(?:_ ){3,}_?\s*$")
 # A Rust panic: "thread 'main' panicked at src/router.rs:412:38:" with its message on the
 # next line (Rust 1.73 and later), or "thread 'main' panicked at 'message', src/main.rs:2:5".
 PANIC = "RustPanic"  # FixGraph's name for it: Rust's panics have no type
+_RUST_NOTE = "note: run with `RUST_BACKTRACE"
 _RUST_PANIC = re.compile(
     r"\s*thread '[^']{0,200}' panicked at (?:'(?P<quoted>.{0,2000})', )?"
     r"(?P<path>[\w./\\-]{1,500}\.rs):(?P<lineno>\d+):\d+:?\s*$"
@@ -793,7 +831,7 @@ _STRONG_ERROR_START = re.compile(
     r"|Killed$|Fatal Python error|Bus error|Aborted\b|panic: "
 )
 _STRONG_ERROR = re.compile(
-    r"N(?<=\bN)CCL (?:WARN|error)\b"
+    r"N(?<=\bN)CCL (?:WARN|error)\b|N(?<=\bN)VRM: Xid\b"
     r"|n(?<=\bn)ccl(?:UnhandledCudaError|SystemError|InternalError|InvalidUsage|RemoteError)\b"
     r"|static.assert(?:ion)? failed|static_assert failed"
     r"|\.(?:cu|cuh|cpp|cc|c|h|hpp)(?:\(\d+\)|:\d+:\d+): (?:fatal )?error\b"
@@ -1371,6 +1409,8 @@ class _Stream:
             return False
         if kernel_assertion_of(text) or _strong_error(text) or text.strip() == _OUTPUT_END:
             return False
+        if self.exc_type == PANIC and text.startswith(_RUST_NOTE):
+            return False  # the runtime's hint after a panic, not what panicked
         return _exception_line(text, strict=True) is None
 
     def _close_exception(self) -> None:

@@ -406,7 +406,8 @@ def test_a_rust_panic_of_sglangs_router_is_read_as_an_error_with_its_place(panic
     parsed = parse(log + panic + "note: run with `RUST_BACKTRACE=1` environment variable\n")
 
     (exc,) = parsed.exceptions
-    assert (exc.message.splitlines()[0], exc.frames[0].module) == (
+    # The runtime's hint on the line below is not part of what panicked.
+    assert (exc.message, exc.frames[0].module) == (
         "attempt to subtract with overflow",
         "policies/cache_aware.rs",
     )
@@ -892,3 +893,112 @@ def test_a_python_thread_dump_is_not_given_another_programs_crash_line() -> None
 
     assert [exc.type for exc in parsed.exceptions] == [""]
     assert parsed.error_lines == ("panic: send on closed channel",)
+
+
+def _xid_log(stamp: str, bus: str, pid: int, code: int) -> str:
+    return (
+        f"[{stamp}] NVRM: Xid (PCI:0000:{bus}:00): {code}, pid={pid}, name=python3, "
+        "GPU has fallen off the bus.\n"
+        f"[{stamp}] NVRM: GPU 0000:{bus}:00.0: GPU is lost.\n"
+    )
+
+
+def test_a_kernel_logs_xid_is_an_error_named_by_its_code_not_its_bus_or_pid() -> None:
+    """`dmesg -T` stamps lines with the weekday and clock; the Xid's code says what failed,
+    the bus address and the pid say only where and who."""
+    one = parse(_xid_log("Mon Dec  1 10:22:31 2026", "3b", 1234, 79))
+    other = parse(_xid_log("Tue Dec  2 08:01:09 2026", "86", 977, 79))
+    different = parse(_xid_log("Mon Dec  1 10:22:31 2026", "3b", 1234, 48))
+
+    assert one.error_lines[0].startswith("NVRM: Xid (PCI:0000:3b:00): 79")
+    first = signatures_of(one)[0]
+    assert first.template == "NVRM: Xid79"
+    assert signatures_of(other)[0].fingerprint == first.fingerprint
+    assert signatures_of(different)[0].fingerprint != first.fingerprint
+
+
+def _tgi_warmup(batch: str, when: str) -> str:
+    return (
+        f"{when}.100Z  INFO text_generation_launcher: Starting shard rank=0\n"
+        f"{when}.900Z ERROR warmup{{max_input_length=1024 max_prefill_tokens=4096 "
+        f"max_batch_size={batch}}}:warmup: text_generation_client: "
+        "router/client/src/lib.rs:33: Server error: CUDA out of memory. "
+        "Tried to allocate 2.00 GiB\n"
+    )
+
+
+def test_a_rust_tracing_lines_spans_and_place_are_not_its_message() -> None:
+    """TGI's router logs with Rust's tracing: the span an event was logged in carries the
+    run's settings as fields; the target names the component and stays."""
+    parsed = parse(_tgi_warmup("None", "2026-05-01T10:00:09"))
+    again = parse(_tgi_warmup("32", "2026-05-02T11:30:00"))
+
+    assert parsed.error_lines == (
+        "[text_generation_client] Server error: CUDA out of memory. Tried to allocate 2.00 GiB",
+    )
+    assert signatures_of(again)[0].fingerprint == signatures_of(parsed)[0].fingerprint
+
+
+POD_DESCRIBED = """\
+Name:             vllm-0
+Containers:
+  vllm:
+    State:          Waiting
+      Reason:       CrashLoopBackOff
+    Last State:     Terminated
+      Reason:       OOMKilled
+      Exit Code:    137
+Events:
+  Type     Reason            Age                {age}    From               Message
+  ----     ------            ----               {dash}    ----               -------
+  Normal   Pulled            5m (x5 over 11m)   {pad}    kubelet            Container image \
+"vllm/vllm-openai:v0.6.3" already present on machine
+  Warning  FailedScheduling  {seen}    default-scheduler  0/4 nodes are available: \
+4 Insufficient nvidia.com/gpu.
+"""
+
+
+def _described(seen: str) -> str:
+    width = max(len(seen), 18)
+    return POD_DESCRIBED.format(
+        seen=seen.ljust(width),
+        age=" " * (width - 18),
+        dash=" " * (width - 18),
+        pad=" " * (width - 18),
+    )
+
+
+def test_a_kubernetes_warning_event_is_an_error_without_its_age_or_reporter() -> None:
+    parsed = parse(_described("12m (x3 over 15m)"))
+    later = parse(_described("3h12m (x41 over 9h)"))
+
+    assert "FailedScheduling: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu." in (
+        parsed.error_lines
+    )
+    assert not any("Pulled" in line for line in parsed.error_lines)  # a Normal event
+    scheduling = {s.fingerprint for s in signatures_of(parsed) if "FailedScheduling" in s.template}
+    assert scheduling == {
+        s.fingerprint for s in signatures_of(later) if "FailedScheduling" in s.template
+    }
+
+
+def test_an_event_without_an_error_word_is_an_error_when_kubernetes_warns_of_it() -> None:
+    events = (
+        "LAST SEEN   TYPE      REASON      OBJECT         MESSAGE\n"
+        "3m          Normal    Scheduled   pod/sglang-0   Successfully assigned llm/sglang-0\n"
+        "2m          Warning   Evicted     pod/sglang-0   The node was low on resource: "
+        "ephemeral-storage.\n"
+    )
+    assert parse(events).error_lines == (
+        "Evicted: The node was low on resource: ephemeral-storage.",
+    )
+
+
+def test_a_container_killed_for_memory_is_the_kernels_oom_kill() -> None:
+    """Kubernetes' and docker's "OOMKilled" is the kernel's OOM killer at a cgroup's limit:
+    the same error as the kill the kernel log shows."""
+    kernel = "[ 5123.402311] Out of memory: Killed process 4242 (python3) total-vm:81234567kB\n"
+    described = parse(_described("1m"))
+    assert signatures_of(parse(kernel))[0].fingerprint in {
+        s.fingerprint for s in signatures_of(described)
+    }
