@@ -27,6 +27,7 @@ from decisiontree.traceback import (
     FATAL_PYTHON_ERROR,
     GO_PANIC,
     PANIC,
+    STDLIB_SHORTENED,
     Frame,
     ParsedTraceback,
     RaisedException,
@@ -221,7 +222,9 @@ def _top_package(frame: Frame) -> str:
 
 
 def _is_stdlib(frame: Frame) -> bool:
-    if frame.path.startswith("<frozen") or _STDLIB_PATH.search(frame.path.replace("\\", "/")):
+    if frame.path.startswith(("<frozen", STDLIB_SHORTENED)) or _STDLIB_PATH.search(
+        frame.path.replace("\\", "/")
+    ):
         return True
     # An abbreviated path ("…/multiprocessing/process.py") still names a stdlib package.
     return "/" in frame.module and _top_package(frame) in sys.stdlib_module_names
@@ -268,7 +271,8 @@ _ALIASABLE_TYPES = frozenset(
 # share no class.
 INCOMPLETE_TRACEBACK = "IncompleteTraceback"
 ERROR_LOG = "ErrorLog"
-UNNAMED_TYPES = frozenset({INCOMPLETE_TRACEBACK, ERROR_LOG})
+THREAD_DUMP = "ThreadDump"  # a live program's calls, dumped: a hang, no error printed
+UNNAMED_TYPES = frozenset({INCOMPLETE_TRACEBACK, ERROR_LOG, THREAD_DUMP})
 
 
 def error_name(exception_type: str) -> str:
@@ -277,6 +281,7 @@ def error_name(exception_type: str) -> str:
     unnamed = {
         ERROR_LOG: "error line",
         INCOMPLETE_TRACEBACK: "cut-off traceback",
+        THREAD_DUMP: "thread dump",
         PANIC: "Rust panic",
         FATAL_PYTHON_ERROR: "Fatal Python error",
         GO_PANIC: "Go panic",
@@ -294,13 +299,16 @@ def shown_error(exception_type: str, template: str) -> str:
         return template
     if exception_type == INCOMPLETE_TRACEBACK:
         return f"traceback cut off before its error, last line: {template}"
+    if exception_type == THREAD_DUMP:
+        said = f", innermost call: {template}" if template else ""
+        return f"thread dump of a running program (no error printed){said}"
     return f"{error_name(exception_type)}: {template}"
 
 
 def ends_before_error(exception_type: str | None) -> bool:
     """Whether a paste whose first signature has this type (None: no signature) holds no
     error line of its own: frames or log lines only, a traceback cut before its exception."""
-    return not exception_type or exception_type == INCOMPLETE_TRACEBACK
+    return exception_type in (None, "", INCOMPLETE_TRACEBACK, THREAD_DUMP)
 
 
 def canonical_type(exc_type: str, message: str) -> str:
@@ -573,7 +581,10 @@ def _cut(line: str) -> str:
 
 def _exception_signature(exc: RaisedException, parsed: ParsedTraceback) -> Signature:
     text = stated_message(exc)
-    exc_type = canonical_type(exc.type, exc.message)
+    exc_type = THREAD_DUMP if exc.dumped and not exc.type else canonical_type(exc.type, exc.message)
+    if exc_type == THREAD_DUMP and not text and (key := key_frames_of(exc.frames)):
+        # No message: what it says is where the program is (a hang's place).
+        text = f"{key[0].function} in {key[0].module.rsplit('/', 1)[-1]}"
     # The template (and so the fingerprint) is of the first line; what the message is
     # compared on is what it says.
     base, message = _base_and_message(text, told_last(exc.message) or exc.message or text)

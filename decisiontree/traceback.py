@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -71,11 +72,13 @@ class Frame:
 
 @dataclass(frozen=True)
 class RaisedException:
-    """One exception of a chain. `type` is "" when the paste was cut before it."""
+    """One exception of a chain. `type` is "" when the paste was cut before it, or when
+    the frames are a thread dump's (`dumped`) with no crash printed before it."""
 
     type: str
     message: str
     frames: tuple[Frame, ...]
+    dumped: bool = False  # a thread dump's calls: a hang's, or a dump asked for
 
 
 @dataclass(frozen=True)
@@ -775,6 +778,22 @@ _DUMP_FRAME = re.compile(
     r'\s*File "(?P<path>[^"]{1,1000})", line (?P<lineno>\d+) in (?P<func>\S.*)$'
 )
 _DUMP_NO_FRAME = "<no Python frame>"
+# py-spy's dump of a live process (`py-spy dump --pid`, what a hang is reported with): a
+# block per thread, innermost call first, "    func (path.py:12)"; with --locals, each
+# frame's "Arguments:" and "Locals:" below it, indented further. The main thread is where
+# the program waits.
+_SPY_HEADER = re.compile(
+    r"\s*Thread (?:0x[0-9A-Fa-f]{1,16}|\d{1,10}) \((?:active|idle|gil)[+\w]{0,12}\)"
+    r'(?:: "(?P<name>[^"]{0,200})")?\s*$'
+)
+_SPY_FRAME = re.compile(
+    r"\s{2,8}(?P<func>[\w<>.]{1,200}) \((?P<path>[^()]{1,1000}):(?P<lineno>\d+)\)\s*$"
+)
+# A file py-spy shortened to its bare name that is a standard library module: marked so,
+# since the directory that would say it (".../lib/python3.10/") was cut.
+STDLIB_SHORTENED = "<stdlib>/"
+_SPY_LOCALS = " " * 8  # a frame's arguments and locals: indented under it
+_SPY_MAIN = "MainThread"
 # Go's panic or runtime fatal error, then the failing goroutine's calls, innermost first:
 # "pkg/path.(*T).Method(0x0)" over a tab-indented "/build/file.go:88 +0x2c" (Kubernetes'
 # device plugin, the NVIDIA container toolkit, Ollama are Go).
@@ -1025,6 +1044,7 @@ class _Dump:
     start: int
     crashed: bool  # the thread that crashed, or a dump of the only one
     go: bool = False
+    spy: bool = False  # py-spy's dump
     frames: list[Frame] = field(default_factory=list)
     call: str | None = None  # Go: the call whose place comes on the next line
 
@@ -1119,6 +1139,8 @@ class _Stream:
             self._open_panic(line, panic)
         elif dump := _DUMP_HEADER.match(text):
             self.dump = _Dump(line.index, crashed=bool(dump["crashed"]))
+        elif spy := _SPY_HEADER.match(text):
+            self.dump = _Dump(line.index, crashed=spy["name"] == _SPY_MAIN, spy=True)
         elif self.crash and self.crash.type == GO_PANIC and _GO_HEADER.match(text):
             self.dump = _Dump(line.index, crashed=True, go=True)
         elif frame := _frame_of(text):
@@ -1275,6 +1297,17 @@ class _Stream:
         text = line.text
         if dump.go and self._feed_go_call(dump, text):
             return True
+        if dump.spy and (frame := _SPY_FRAME.match(text)):
+            path = frame["path"]
+            # py-spy names a file from the sys.path entry it was imported from (unless
+            # --full-filenames): "concurrent/futures/_base.py" is the module already.
+            module = module_of(path) if path.startswith(("/", "\\")) or ":" in path else path
+            if "/" not in module and module.removesuffix(".py") in sys.stdlib_module_names:
+                path = module = STDLIB_SHORTENED + module  # its directory is the stdlib's
+            dump.frames.append(Frame(path, module, int(frame["lineno"]), frame["func"]))
+            return True
+        if dump.spy and dump.frames and text.startswith(_SPY_LOCALS):
+            return True
         if not dump.go and (frame := _DUMP_FRAME.match(text)):
             path = frame["path"]
             function = frame["func"].strip()
@@ -1310,9 +1343,9 @@ class _Stream:
         """The fatal error printed before the dump, raised from the crashed thread's frames."""
         crash, self.crash = self.crash, None
         if crash is None or crash.line not in self.sink.error_lines:
-            return RaisedException("", "", frames)  # a dump on demand or on a timeout
+            return RaisedException("", "", frames, dumped=True)  # on demand, on a timeout
         if (crash.type == GO_PANIC) != go:
-            return RaisedException("", "", frames)  # another program's crash line
+            return RaisedException("", "", frames, dumped=True)  # another program's crash
         self.sink.error_lines.remove(crash.line)
         return RaisedException(crash.type, crash.what, frames)
 

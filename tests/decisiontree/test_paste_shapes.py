@@ -10,7 +10,7 @@ import pytest
 
 from decisiontree import traceback
 from decisiontree.context import build_context
-from decisiontree.fingerprint import quoted_error, signatures_of
+from decisiontree.fingerprint import quoted_error, shown_error, signatures_of
 from decisiontree.logline import split_prefix
 from decisiontree.traceback import MAX_NOISE_IN_FRAMES, module_of, parse
 
@@ -1002,3 +1002,58 @@ def test_a_container_killed_for_memory_is_the_kernels_oom_kill() -> None:
     assert signatures_of(parse(kernel))[0].fingerprint in {
         s.fingerprint for s in signatures_of(described)
     }
+
+
+PY_SPY_DUMP = """\
+Process 4242: python3 -m vllm.entrypoints.openai.api_server --tensor-parallel-size 4
+Python v3.10.12 (/usr/bin/python3.10)
+
+Thread 0x7F3A2B4C5740 (active): "MainThread"
+    wait (threading.py:320)
+        Arguments:
+            self: <Condition at 0x7f3a1c2d3e50>
+    result (concurrent/futures/_base.py:451)
+    _run_workers (vllm/executor/multiproc_gpu_executor.py:185)
+    determine_num_available_blocks (vllm/executor/distributed_gpu_executor.py:38)
+Thread 0x7F39E1FFF640 (idle): "Thread-1"
+    _worker (concurrent/futures/thread.py:81)
+"""
+HANG_FAULTHANDLER = """\
+Current thread 0x00007f3a2b4c5740 (most recent call first):
+  File "/usr/lib/python3.10/threading.py", line 320 in wait
+  File "/usr/lib/python3.10/concurrent/futures/_base.py", line 451 in result
+  File "/opt/venv/lib/python3.10/site-packages/vllm/executor/multiproc_gpu_executor.py", \
+line 185 in _run_workers
+  File "/opt/venv/lib/python3.10/site-packages/vllm/executor/distributed_gpu_executor.py", \
+line 38 in determine_num_available_blocks
+"""
+
+
+def test_a_py_spy_dump_of_a_hang_gives_the_main_threads_calls() -> None:
+    """What a hung server is reported with: where the main thread waits, outermost first,
+    without the locals printed under a frame or the idle threads beside it."""
+    (hang,) = parse(PY_SPY_DUMP).exceptions
+
+    assert [frame.function for frame in hang.frames] == [
+        "determine_num_available_blocks",
+        "_run_workers",
+        "result",
+        "wait",
+    ]
+    assert hang.frames[1].module == "vllm/executor/multiproc_gpu_executor.py"
+
+
+def test_the_same_hang_dumped_by_py_spy_and_by_faulthandler_is_the_same_error() -> None:
+    """py-spy cuts a standard library file to its bare name ("threading.py"); it is still
+    the standard library's, not the application's frame."""
+    spy = signatures_of(parse(PY_SPY_DUMP))[0]
+    assert spy.fingerprint == signatures_of(parse(HANG_FAULTHANDLER))[0].fingerprint
+    assert not any("threading" in frame for frame in spy.key_frames)
+
+
+def test_a_hangs_dump_is_quoted_as_a_dump_with_its_place_not_as_a_cut_traceback() -> None:
+    spy = signatures_of(parse(PY_SPY_DUMP))[0]
+    assert shown_error(spy.exception_type, spy.template) == (
+        "thread dump of a running program (no error printed), "
+        "innermost call: _run_workers in multiproc_gpu_executor.py"
+    )
