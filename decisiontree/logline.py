@@ -132,6 +132,15 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (_LEVEL_START, re.compile(rf"(?P<lvl>{_LEVELS})(?::[\w.]*:| *[|-] +|: +| +)")),
     ("", re.compile(r"[\w.-]*[-_]\d+ +\| ?")),  # docker compose: sglang-1  |
     ("[", re.compile(r"\[pod/[^\]\s]+\] ?")),  # kubectl logs --prefix
+    # docker build's plain progress (BuildKit): the step's number and its clock in seconds,
+    # "#8 45.67 ", or the number alone before the step's own words, "#8 ERROR: ". A clock's
+    # one space: the program's indent after it stays.
+    (
+        "#",
+        re.compile(
+            r"#\d{1,4} (?:\d{1,6}\.\d{1,3}(?: |$)|(?=(?:ERROR|DONE|CACHED|CANCELED)\b|\[\d))"
+        ),
+    ),
     # syslog / journald: Feb 19 00:08:10 host kernel:
     (_UPPER, re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./-]+(?:\[\d+\])?: ?")),
     ("[", re.compile(r"\[ *\d+\.\d+\] ?")),  # dmesg

@@ -1057,3 +1057,26 @@ def test_a_hangs_dump_is_quoted_as_a_dump_with_its_place_not_as_a_cut_traceback(
         "thread dump of a running program (no error printed), "
         "innermost call: _run_workers in multiproc_gpu_executor.py"
     )
+
+
+def test_docker_builds_step_and_clock_are_a_prefix_and_the_failed_install_is_read() -> None:
+    """A `docker build` that failed in a pip install: BuildKit puts the step's number and
+    its clock before each line; pip's box and the traceback inside it keep their indents."""
+    plain = (
+        "  × python setup.py egg_info did not run successfully.\n"
+        "  ╰─> [4 lines of output]\n"
+        "      Traceback (most recent call last):\n"
+        '        File "/tmp/pip-install-1/flash-attn_1/setup.py", line 9, in <module>\n'
+        "          import torch\n"
+        "      ModuleNotFoundError: No module named 'torch'\n"
+        "      [end of output]\n"
+    )
+    built = "".join(f"#8 45.{n:02d} {line}\n" for n, line in enumerate(plain.splitlines()))
+    built += '#8 ERROR: process "/bin/sh -c pip install flash-attn" did not complete\n'
+
+    parsed = parse(built)
+
+    assert [(exc.type, exc.message) for exc in parsed.exceptions] == [
+        ("ModuleNotFoundError", "No module named 'torch'")
+    ]
+    assert signatures_of(parsed)[0].fingerprint == signatures_of(parse(plain))[0].fingerprint
