@@ -613,8 +613,9 @@ def _unwrap_markdown(line: str) -> str:
 # Slurm's `srun --label` puts the task's number before each line it prints: "3: Traceback".
 # A line alone could be anything numbered; most of a paste's lines so is a label: of a
 # task where the numbers repeat (a few tasks print many lines), else of the line (an
-# editor's or `grep -n`'s numbers, counting up), which is set aside too.
-_LINE_LABEL = re.compile(r" {0,4}(?P<label>\d{1,6}):(?!\d) ?")  # not a clock's "10:00:01"
+# editor's, `grep -n`'s or `cat -n`'s numbers, counting up), which is set aside too.
+# `cat -n` and `nl` right-align the number in six columns and put a tab after it.
+_LINE_LABEL = re.compile(r" {0,6}(?P<label>\d{1,6})(?::(?!\d) ?|\t)")  # not a clock's "10:00:01"
 MIN_LABELLED_LINES = 3
 MIN_LABELLED_SHARE = 0.8
 _TASKS, _LINE_NUMBERS, _HOSTS = "tasks", "line numbers", "hosts"

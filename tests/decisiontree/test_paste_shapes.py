@@ -866,10 +866,16 @@ def test_an_unprefixed_line_among_start_up_logs_that_says_what_went_wrong_is_an_
     assert parse(log).error_lines == (line,)
 
 
-@pytest.mark.parametrize("sep", [": ", ":"], ids=["editor", "grep-n"])
-def test_line_numbers_before_a_traceback_are_set_aside(sep: str) -> None:
+@pytest.mark.parametrize(
+    "numbered_as",
+    ["{n}: {line}", "{n}:{line}", "{n:>6}\t{line}"],
+    ids=["editor", "grep-n", "cat-n"],
+)
+def test_line_numbers_before_a_traceback_are_set_aside(numbered_as: str) -> None:
     """Numbers that count up are lines, not tasks: the traceback is read as one."""
-    numbered = "\n".join(f"{n}{sep}{ln}" for n, ln in enumerate(KV_ASSERT.splitlines(), 120))
+    numbered = "\n".join(
+        numbered_as.format(n=n, line=line) for n, line in enumerate(KV_ASSERT.splitlines(), 120)
+    )
     parsed = parse(numbered)
 
     assert signatures_of(parsed)[0].fingerprint == signatures_of(parse(KV_ASSERT))[0].fingerprint
