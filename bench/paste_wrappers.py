@@ -191,6 +191,12 @@ WRAPPERS: tuple[tuple[str, str, Callable[[str], str]], ...] = (
     ("hard-wrapped", "a copy from a 100-column terminal", _hard_wrapped),
     ("indents lost", "a form or chat that strips leading spaces", _indents_lost),
     ("grep -H", "`grep -H` over a log file", _each_line(lambda n: "logs/server.log:")),
+    (
+        "cat -n",
+        "`cat -n server.log`: numbers in six columns, a tab",
+        _each_line(lambda n: f"{n + 1:>6}\t"),
+    ),
+    ("docker build", "BuildKit's step and clock", _each_line(lambda n: f"#8 {n / 7:.2f} ")),
     ("pdsh", "`pdsh -w`: the host before each line", _each_line(lambda n: "gpu-node-3: ")),
     ("GitHub Actions", "a CI job's log: a 7-digit clock", _each_line(_ci_clock)),
     ("issue form", "vLLM's bug report form around the paste", _issue_form),

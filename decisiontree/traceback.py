@@ -325,7 +325,8 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
         omitted = len(raws) - MAX_LINES
         raws = [*raws[:HEAD_LINES], f"[... {omitted} lines omitted ...]", *raws[-TAIL_LINES:]]
     lines = [last_overwrite(raw[:MAX_RAW_LINE_CHARS])[:MAX_LINE_CHARS].rstrip() for raw in raws]
-    lines = _without_env_report(_oldest_first(_without_file_labels(_dedented(lines))))
+    lines = _without_line_numbers(_without_file_labels(_dedented(lines)))
+    lines = _without_env_report(_oldest_first(lines))
     lines = _kubernetes_events(lines)
     if '", line ' in text or "\u201d, line " in text:
         lines = [line for folded in lines for line in _unfolded(folded)]
@@ -615,7 +616,11 @@ def _unwrap_markdown(line: str) -> str:
 # task where the numbers repeat (a few tasks print many lines), else of the line (an
 # editor's, `grep -n`'s or `cat -n`'s numbers, counting up), which is set aside too.
 # `cat -n` and `nl` right-align the number in six columns and put a tab after it.
-_LINE_LABEL = re.compile(r" {0,6}(?P<label>\d{1,6})(?::(?!\d) ?|\t)")  # not a clock's "10:00:01"
+# A blank line numbered is the number alone (the tab went with the line's trailing space).
+_LINE_LABEL = re.compile(r" {0,6}(?P<label>\d{1,6})(?::(?!\d) ?|\t|$)")  # not a clock's "10:00:01"
+# `cat -n`'s and `nl`'s shape: the number right-aligned in six columns (their shared
+# margin may be gone, `_dedented`), then a tab.
+_NUMBERED_LINE = re.compile(r" {0,5}\d{1,6}(?:\t|$)")
 MIN_LABELLED_LINES = 3
 MIN_LABELLED_SHARE = 0.8
 _TASKS, _LINE_NUMBERS, _HOSTS = "tasks", "line numbers", "hosts"
@@ -649,6 +654,9 @@ def _line_labels(physical: list[str]) -> str:
     """What labels most of the paste's lines: _TASKS, _LINE_NUMBERS, _HOSTS or ""."""
     filled = [line for line in physical if line.strip()]
     labels = [int(found["label"]) for found in _most_labelled(filled, _LINE_LABEL)]
+    tabbed = [line for line in filled if "\t" in line]
+    if tabbed and len(labels) == len(filled) and all(map(_NUMBERED_LINE.match, filled)):
+        return _LINE_NUMBERS  # `cat -n`'s shape tells alone, on a line or two too
     if len(labels) < MIN_LABELLED_LINES:
         named = _most_labelled(filled, _HOST_LABEL, lambda found: _is_host_name(found["label"]))
         return _HOSTS if len(named) >= MIN_LABELLED_LINES or _host_said_it(filled, named) else ""
@@ -679,6 +687,16 @@ def _without_file_labels(physical: list[str]) -> list[str]:
         if (found := _FILE_LABEL.match(line))
         else line
         for line in physical
+    ]
+
+
+def _without_line_numbers(physical: list[str]) -> list[str]:
+    """The lines without the numbers an editor, `grep -n` or `cat -n` put before them:
+    they say nothing, and the readers of tables and wraps need the line as printed."""
+    if _line_labels(physical) != _LINE_NUMBERS:
+        return physical
+    return [
+        line[found.end() :] if (found := _LINE_LABEL.match(line)) else line for line in physical
     ]
 
 

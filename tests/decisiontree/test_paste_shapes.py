@@ -882,6 +882,17 @@ def test_line_numbers_before_a_traceback_are_set_aside(numbered_as: str) -> None
     assert parsed.ranks == ()
 
 
+def test_a_line_or_two_numbered_by_cat_n_read_as_the_lines() -> None:
+    """`cat -n`'s tab tells alone; a blank line it numbered is the number alone."""
+    pasted = "torch.OutOfMemoryError: CUDA out of memory.\n\nKilled\n"
+    numbered = "".join(
+        f"{n:>6}\t{line}".rstrip() + "\n" for n, line in enumerate(pasted.splitlines(), 1)
+    )
+    assert [s.fingerprint for s in signatures_of(parse(numbered))] == [
+        s.fingerprint for s in signatures_of(parse(pasted))
+    ]
+
+
 def test_a_log_whose_lines_start_with_the_time_is_not_labelled() -> None:
     log = "10:00:01 worker 0 started\n10:00:02 worker 1 started\n10:00:03 RuntimeError: boom"
     assert parse(log).ranks == ()  # one stream: the hours are not a task's number
