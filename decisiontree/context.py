@@ -16,6 +16,7 @@ from typing import Any
 from decisiontree.flags import FRAMEWORKS, canonical_flag, python_value
 from decisiontree.launch import (
     PINNED_RELEASE,
+    RELEASE_IMAGE_IN_TEXT,
     FoundCommand,
     LaunchCommand,
     command_in_text,
@@ -434,7 +435,8 @@ def _path_facts(text: str) -> Facts:
     python = re.search(r"python(3\.\d{1,2})[/\\](?:site|dist)-packages", text)
     if python:
         facts["version.python"] = python.group(1)
-    pinned = PINNED_RELEASE.search(text)
+    # A pinned package, else a release-tagged image: each names what ran.
+    pinned = PINNED_RELEASE.search(text) or RELEASE_IMAGE_IN_TEXT.search(text)
     if pinned:
         facts["framework"], facts["framework.version"] = pinned.group(1), pinned.group(2)
     return facts

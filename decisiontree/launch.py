@@ -178,8 +178,11 @@ _SERVE_CLIS = {"sglang": "sglang", "vllm": "vllm"}
 PINNED_RELEASE = re.compile(rf"\b(sglang|vllm)(?:\[[\w,]+\])?=={versions.VERSION_TEXT}")
 # A framework's image with a release tag: its repository is named for the framework
 # (`lmsysorg/sglang`, `vllm/vllm-openai`); `latest` or `nightly` name no release.
-_RELEASE_IMAGE = re.compile(
-    rf"^(?:[\w.-]+/)*(sglang|vllm)(?:-openai)?:{versions.VERSION_TEXT}(?:$|[-_])"
+_RELEASE_IMAGE_NAME = rf"(?:[\w.-]+/)*(sglang|vllm)(?:-openai)?:{versions.VERSION_TEXT}"
+_RELEASE_IMAGE = re.compile(rf"^{_RELEASE_IMAGE_NAME}(?:$|[-_])")
+# The same image named in any text: `kubectl describe`'s "Image:", a compose file, `docker ps`.
+RELEASE_IMAGE_IN_TEXT = re.compile(
+    rf"(?<![\w/.:-]){_RELEASE_IMAGE_NAME}(?=$|[-_\s\"',)\]])", re.M
 )
 _ENV_ASSIGN = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$", re.S)
 _BOOL_WORDS = {"true": "true", "false": "false", "1": "true", "0": "false"}

@@ -378,6 +378,23 @@ def test_the_image_tag_of_the_launch_command_is_the_release_unless_the_log_says_
     assert logged.framework_version == "0.10.0"  # what ran, as the server printed it
 
 
+@pytest.mark.parametrize(
+    ("said", "framework", "release"),
+    [
+        ("    Image:          vllm/vllm-openai:v0.6.3", "vllm", "0.6.3"),  # kubectl describe
+        ("    image: lmsysorg/sglang:v0.4.1-cu124", "sglang", "0.4.1"),  # a compose file
+    ],
+)
+def test_an_images_release_tag_in_the_paste_names_the_release(said, framework, release) -> None:
+    context = build_context(f"{said}\n    Reason:       OOMKilled\n")
+    assert (context.framework, context.framework_version) == (framework, release)
+
+
+def test_an_image_without_a_release_tag_names_no_release() -> None:
+    context = build_context("    Image:          vllm/vllm-openai:latest\nKilled\n")
+    assert context.framework_version is None
+
+
 OFFLINE_SCRIPT = """\
 Traceback (most recent call last):
   File "/home/me/batch.py", line 4, in <module>
