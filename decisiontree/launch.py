@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from decisiontree import flags, versions
 from decisiontree.flags import FRAMEWORKS, FlagHit, FlagSpec
+from decisiontree.pod_spec import pod_command
 from decisiontree.records import Change, ChangeAction
 
 
@@ -181,9 +182,7 @@ PINNED_RELEASE = re.compile(rf"\b(sglang|vllm)(?:\[[\w,]+\])?=={versions.VERSION
 _RELEASE_IMAGE_NAME = rf"(?:[\w.-]+/)*(sglang|vllm)(?:-openai)?:{versions.VERSION_TEXT}"
 _RELEASE_IMAGE = re.compile(rf"^{_RELEASE_IMAGE_NAME}(?:$|[-_])")
 # The same image named in any text: `kubectl describe`'s "Image:", a compose file, `docker ps`.
-RELEASE_IMAGE_IN_TEXT = re.compile(
-    rf"(?<![\w/.:-]){_RELEASE_IMAGE_NAME}(?=$|[-_\s\"',)\]])", re.M
-)
+RELEASE_IMAGE_IN_TEXT = re.compile(rf"(?<![\w/.:-]){_RELEASE_IMAGE_NAME}(?=$|[-_\s\"',)\]])", re.M)
 _ENV_ASSIGN = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$", re.S)
 _BOOL_WORDS = {"true": "true", "false": "false", "1": "true", "0": "false"}
 
@@ -277,6 +276,11 @@ _CONTAINER_RUN = re.compile(rf"(?<![\w.-])(?:{'|'.join(_CONTAINER_TOOLS)})\s+run
 def command_in_text(text: str) -> str | None:
     """The last server launch command pasted inside a text (a log, an issue), as
     `command_at` reads it, that names a server with a model or flags."""
+    # A pod's container first: its words, one a line or in a YAML list, are no shell line.
+    if (pod := pod_command(text)) is not None:
+        parsed = parse_launch_command(pod)
+        if parsed.framework and (parsed.flags or parsed.model):
+            return pod
     if not (ENTRY_IN_TEXT.search(text) or _IMAGE_IN_TEXT.search(text)):
         return None  # (most pastes: one pass over the text instead of one per line)
     lines = text.splitlines()

@@ -78,6 +78,7 @@ _READER_MODULES = (
     "flags",
     "launch",
     "logline",
+    "pod_spec",
     "records",
     "scrub",
     "server_env",

@@ -377,3 +377,70 @@ def test_a_message_naming_the_setup_before_the_launch_is_split_at_the_launch() -
         f"CUDA_VISIBLE_DEVICES=0,1 {launch}",
     )
     assert split_at_launch("Check failed: x == y (3 vs. 4)") is None
+
+
+DEPLOYMENT = """\
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.6.3
+        args:
+        - --model
+        - meta-llama/Llama-3.1-70B-Instruct
+        - "--tensor-parallel-size=4"
+        - --max-model-len
+        - "32768"
+        resources:
+          limits:
+            nvidia.com/gpu: 4
+"""
+DESCRIBED = """\
+Containers:
+  vllm:
+    Image:          vllm/vllm-openai:v0.6.3
+    Args:
+      --model
+      meta-llama/Llama-3.1-70B-Instruct
+      --tensor-parallel-size
+      4
+    State:          Waiting
+      Reason:       CrashLoopBackOff
+"""
+
+
+@pytest.mark.parametrize("pasted", [DEPLOYMENT, DESCRIBED], ids=["manifest", "kubectl-describe"])
+def test_a_pods_container_args_are_the_servers_launch(pasted: str) -> None:
+    """No shell line: the image's entry point is the server, its args are the flags."""
+    found = command_in_text(pasted)
+    assert found is not None
+    launch = parse_launch_command(found)
+
+    assert (launch.framework, launch.model) == ("vllm", "meta-llama/Llama-3.1-70B-Instruct")
+    assert launch.flags["tensor-parallel-size"] == "4"
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        'command: ["/bin/sh", "-c"]\n'
+        'args: ["python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2"]\n',
+        'command: ["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B",'
+        ' "--tp", "2"]\n',
+        "command:\n- python3\n- -m\n- sglang.launch_server\nargs:\n- --model-path\n"
+        "- Qwen/Qwen3-8B\n- --tp\n- '2'\n",
+    ],
+    ids=["sh-c", "flow-list", "block-lists"],
+)
+def test_a_containers_command_is_read_as_the_shell_would_run_it(container: str) -> None:
+    launch = parse_launch_command(command_in_text(container) or "")
+    assert (launch.framework, launch.model, launch.flags.get("tp-size")) == (
+        "sglang",
+        "Qwen/Qwen3-8B",
+        "2",
+    )
+
+
+def test_args_for_an_image_that_names_no_server_are_no_launch() -> None:
+    assert command_in_text('image: myorg/worker:1.2\nargs: ["--model", "m"]\n') is None

@@ -1,0 +1,97 @@
+"""A server launch written as a Kubernetes container: its `command` and `args`.
+
+A team that serves on Kubernetes pastes the pod's manifest or `kubectl describe pod`,
+not a shell command. Both say the same thing in their own shape:
+
+- a manifest (YAML): `args: ["--model", "m", "--tensor-parallel-size", "4"]`, or a block
+  list, `args:` over `- --model` lines; often `command: ["/bin/sh", "-c"]` with the whole
+  shell line as the one argument;
+- `kubectl describe pod`: `Command:` and `Args:`, one word a line below each, indented.
+
+`pod_command(text)` gives the words as one shell command (each word quoted), or the
+script of a `sh -c`. A container without `command` runs its image's entry point with the
+args: a vLLM server image's is its OpenAI server, written `vllm serve`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import yaml
+
+_KEY = re.compile(
+    r"(?P<indent>[ \t]*)(?:-[ \t]+)?(?P<key>command|args|Command|Args):[ \t]*(?P<rest>.*)"
+)
+_ITEM = re.compile(r"(?P<indent>[ \t]*)-(?:[ \t]+(?P<item>.*))?$")
+_SHELLS = frozenset({"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env bash"})
+_MAX_ITEMS = 400  # words of one container's command: far more than any launch has
+# The entry point of a server image that takes the server's flags as its args.
+IMAGE_ENTRY_POINTS = {"vllm/vllm-openai": "vllm serve"}
+_SERVER_IMAGE = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)?(vllm/vllm-openai)(?::[\w.-]+)?(?![\w/.-])")
+
+
+def pod_command(text: str) -> str | None:
+    """The last container launch written as `command` and `args` in the text, as a shell
+    command; None when the text has none."""
+    if "ommand:" not in text and "rgs:" not in text:
+        return None  # most pastes: one pass
+    lines = text.splitlines()
+    words: dict[str, list[str]] = {}
+    for i, line in enumerate(lines):
+        found = _KEY.fullmatch(line)
+        if found is None:
+            continue
+        key = found["key"].lower()
+        if key == "command" and "args" in words and "command" in words:
+            words = {}  # another container's
+        items = _items(lines, i, found)
+        if items is not None:
+            words[key] = items
+    command, args = words.get("command", []), words.get("args", [])
+    if not command and not args:
+        return None
+    if len(command) >= 2 and command[0] in _SHELLS and command[1] == "-c" and args:
+        return args[0]  # `command: ["/bin/sh", "-c"]`, the script as its argument
+    if len(command) >= 3 and command[0] in _SHELLS and command[1] == "-c":
+        return command[2]
+    if not command:
+        image = _SERVER_IMAGE.search(text)
+        if image is None:
+            return None  # another image's entry point: nothing says what runs
+        command = IMAGE_ENTRY_POINTS[image.group(1)].split()
+    return " ".join(shlex.quote(word) for word in [*command, *args])
+
+
+def _items(lines: list[str], at: int, found: re.Match[str]) -> list[str] | None:
+    rest = found["rest"].strip()
+    if rest:  # a flow list or a scalar, as a manifest writes it on the key's line
+        try:
+            value = yaml.safe_load(rest)
+        except yaml.YAMLError:
+            return None
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+            return [str(v) for v in value[:_MAX_ITEMS]]
+        return None
+    indent = len(found["indent"])
+    items: list[str] = []
+    for line in lines[at + 1 : at + 1 + _MAX_ITEMS]:
+        margin = len(line) - len(line.lstrip())
+        item = _ITEM.fullmatch(line)
+        if item is not None and margin >= indent:  # a manifest's block list
+            items.append(_scalar(item["item"] or ""))
+        elif line.strip() and margin > indent and not _KEY.fullmatch(line):
+            items.append(line.strip())  # describe: one word a line, under its key
+        else:
+            break
+    return items or None
+
+
+def _scalar(text: str) -> str:
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text.strip()
+    return str(value) if isinstance(value, str | int | float) else text.strip()
