@@ -789,9 +789,11 @@ def _word_pairs(template: str) -> frozenset[tuple[str, str]]:
     return frozenset(pairwise(_words_in_order(template)))
 
 
-def _words_in_order(template: str) -> list[str]:
+@lru_cache(maxsize=65_536)
+def _words_in_order(template: str) -> tuple[str, ...]:
+    # Cached on its own: the two readers above ask for the same template one after the other.
     words = words_of(template.replace("<", " <").replace(">", "> "))
-    return [word for word in words if word not in _PLACEHOLDERS]
+    return tuple(word for word in words if word not in _PLACEHOLDERS)
 
 
 @lru_cache(maxsize=16_384)
