@@ -26,6 +26,8 @@ _KEY = re.compile(
 _ITEM = re.compile(r"(?P<indent>[ \t]*)-(?:[ \t]+(?P<item>.*))?$")
 _SHELLS = frozenset({"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env bash"})
 _MAX_ITEMS = 400  # words of one container's command: far more than any launch has
+_MAX_KEYS = 32  # `command` and `args` keys read, the last ones: a pod has a few containers
+_MAX_FLOW_CHARS = 8000  # a list on the key's line longer than this is no launch
 # The entry point of a server image that takes the server's flags as its args.
 IMAGE_ENTRY_POINTS = {"vllm/vllm-openai": "vllm serve"}
 _SERVER_IMAGE = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)?(vllm/vllm-openai)(?::[\w.-]+)?(?![\w/.-])")
@@ -37,11 +39,9 @@ def pod_command(text: str) -> str | None:
     if "ommand:" not in text and "rgs:" not in text:
         return None  # most pastes: one pass
     lines = text.splitlines()
+    keys = [(i, found) for i, line in enumerate(lines) if (found := _KEY.fullmatch(line))]
     words: dict[str, list[str]] = {}
-    for i, line in enumerate(lines):
-        found = _KEY.fullmatch(line)
-        if found is None:
-            continue
+    for i, found in keys[-_MAX_KEYS:]:  # the last containers: a log's lines are no pod
         key = found["key"].lower()
         if key == "command" and "args" in words and "command" in words:
             words = {}  # another container's
@@ -65,6 +65,8 @@ def pod_command(text: str) -> str | None:
 
 def _items(lines: list[str], at: int, found: re.Match[str]) -> list[str] | None:
     rest = found["rest"].strip()
+    if len(rest) > _MAX_FLOW_CHARS:
+        return None
     if rest:  # a flow list or a scalar, as a manifest writes it on the key's line
         try:
             value = yaml.safe_load(rest)
