@@ -1323,7 +1323,10 @@ class _Stream:
             module = module_of(path) if path.startswith(("/", "\\")) or ":" in path else path
             if "/" not in module and module.removesuffix(".py") in sys.stdlib_module_names:
                 path = module = STDLIB_SHORTENED + module  # its directory is the stdlib's
-            dump.frames.append(Frame(path, module, int(frame["lineno"]), frame["func"]))
+            # py-spy names a method by its class too ("Pool._terminate_pool"); a traceback
+            # and faulthandler print the function's own name.
+            function = frame["func"].rsplit(".", 1)[-1]
+            dump.frames.append(Frame(path, module, int(frame["lineno"]), function))
             return True
         if dump.spy and dump.frames and text.startswith(_SPY_LOCALS):
             return True

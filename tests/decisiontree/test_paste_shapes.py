@@ -1029,9 +1029,10 @@ Thread 0x7F3A2B4C5740 (active): "MainThread"
     wait (threading.py:320)
         Arguments:
             self: <Condition at 0x7f3a1c2d3e50>
-    result (concurrent/futures/_base.py:451)
-    _run_workers (vllm/executor/multiproc_gpu_executor.py:185)
-    determine_num_available_blocks (vllm/executor/distributed_gpu_executor.py:38)
+    Future.result (concurrent/futures/_base.py:451)
+    MultiprocessingGPUExecutor._run_workers (vllm/executor/multiproc_gpu_executor.py:185)
+    DistributedGPUExecutor.determine_num_available_blocks \
+(vllm/executor/distributed_gpu_executor.py:38)
 Thread 0x7F39E1FFF640 (idle): "Thread-1"
     _worker (concurrent/futures/thread.py:81)
 """
@@ -1048,7 +1049,8 @@ line 38 in determine_num_available_blocks
 
 def test_a_py_spy_dump_of_a_hang_gives_the_main_threads_calls() -> None:
     """What a hung server is reported with: where the main thread waits, outermost first,
-    without the locals printed under a frame or the idle threads beside it."""
+    without the locals printed under a frame or the idle threads beside it; a method by its
+    own name, as a traceback prints it (py-spy adds the class on Python 3.11 and later)."""
     (hang,) = parse(PY_SPY_DUMP).exceptions
 
     assert [frame.function for frame in hang.frames] == [
