@@ -24,7 +24,7 @@ _KEY = re.compile(
     r"(?P<indent>[ \t]*)(?:-[ \t]+)?(?P<key>command|args|Command|Args):[ \t]*(?P<rest>.*)"
 )
 _ITEM = re.compile(r"(?P<indent>[ \t]*)-(?:[ \t]+(?P<item>.*))?$")
-_SHELLS = frozenset({"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env bash"})
+_SHELLS = frozenset({"sh", "bash", "/bin/sh", "/bin/bash"})
 _MAX_ITEMS = 400  # words of one container's command: far more than any launch has
 _MAX_KEYS = 32  # `command` and `args` keys read, the last ones: a pod has a few containers
 _MAX_FLOW_CHARS = 8000  # a list on the key's line longer than this is no launch
