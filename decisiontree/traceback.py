@@ -413,8 +413,10 @@ def _kubernetes_events(lines: list[str]) -> list[str]:
     kept: list[str] = []
     names: list[str] = []
     for line in lines:
-        cells = _COLUMNS.split(line.strip())
-        lowered = [cell.lower() for cell in cells]
+        if not names and "Reason" not in line and "REASON" not in line:
+            kept.append(line)  # outside a table: only a header starts one
+            continue
+        lowered = [cell.lower() for cell in _COLUMNS.split(line.strip())]
         if _EVENT_COLUMNS.issubset(lowered) and lowered[-1] == "message":
             names = lowered
             kept.append("")
@@ -654,8 +656,12 @@ def _line_labels(physical: list[str]) -> str:
     """What labels most of the paste's lines: _TASKS, _LINE_NUMBERS, _HOSTS or ""."""
     filled = [line for line in physical if line.strip()]
     labels = [int(found["label"]) for found in _most_labelled(filled, _LINE_LABEL)]
-    tabbed = [line for line in filled if "\t" in line]
-    if tabbed and len(labels) == len(filled) and all(map(_NUMBERED_LINE.match, filled)):
+    if (
+        labels
+        and len(labels) == len(filled)
+        and any("\t" in line for line in filled)
+        and all(map(_NUMBERED_LINE.match, filled))
+    ):
         return _LINE_NUMBERS  # `cat -n`'s shape tells alone, on a line or two too
     if len(labels) < MIN_LABELLED_LINES:
         named = _most_labelled(filled, _HOST_LABEL, lambda found: _is_host_name(found["label"]))
