@@ -162,6 +162,8 @@ _ENTRY_POINTS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 # Images whose entry point is the server: `docker run ... vllm/vllm-openai --model m`.
 _SERVER_IMAGES = (("vllm", r"vllm/vllm-openai(?::\S+)?"),)
+# What such an image runs with the arguments it is given (a pod's `args:` alone).
+_IMAGE_ENTRY_POINTS = {"vllm": "vllm serve"}
 _DOCKER_IMAGES = tuple((fw, re.compile(rf"^{image}$")) for fw, image in _SERVER_IMAGES)
 # Where a server launch starts in a line of text (a log, a write-up): the module forms
 # need the interpreter before them, so prose that only names a module is no command.
@@ -277,11 +279,13 @@ def command_in_text(text: str) -> str | None:
     """The last server launch command pasted inside a text (a log, an issue), as
     `command_at` reads it, that names a server with a model or flags."""
     # A pod's container first: its words, one a line or in a YAML list, are no shell line.
-    if (pod := pod_command(text)) is not None:
+    image = _IMAGE_IN_TEXT.search(text)
+    framework = next((fw for fw, p in _DOCKER_IMAGES if image and p.match(image.group())), None)
+    if (pod := pod_command(text, _IMAGE_ENTRY_POINTS.get(framework or ""))) is not None:
         parsed = parse_launch_command(pod)
         if parsed.framework and (parsed.flags or parsed.model):
             return pod
-    if not (ENTRY_IN_TEXT.search(text) or _IMAGE_IN_TEXT.search(text)):
+    if not (ENTRY_IN_TEXT.search(text) or image):
         return None  # (most pastes: one pass over the text instead of one per line)
     lines = text.splitlines()
     starts = [i for i, line in enumerate(lines) if launch_start(line[:_SCAN_CHARS]) is not None]

@@ -8,9 +8,9 @@ not a shell command. Both say the same thing in their own shape:
   shell line as the one argument;
 - `kubectl describe pod`: `Command:` and `Args:`, one word a line below each, indented.
 
-`pod_command(text)` gives the words as one shell command (each word quoted), or the
-script of a `sh -c`. A container without `command` runs its image's entry point with the
-args: a vLLM server image's is its OpenAI server, written `vllm serve`.
+`pod_command(text, entry_point)` gives the words as one shell command (each word
+quoted), or the script of a `sh -c`. A container without `command` runs its image's entry
+point with the args: the caller names it (`decisiontree.launch` knows the server images).
 """
 
 from __future__ import annotations
@@ -28,14 +28,12 @@ _SHELLS = frozenset({"sh", "bash", "/bin/sh", "/bin/bash"})
 _MAX_ITEMS = 400  # words of one container's command: far more than any launch has
 _MAX_KEYS = 32  # `command` and `args` keys read, the last ones: a pod has a few containers
 _MAX_FLOW_CHARS = 8000  # a list on the key's line longer than this is no launch
-# The entry point of a server image that takes the server's flags as its args.
-IMAGE_ENTRY_POINTS = {"vllm/vllm-openai": "vllm serve"}
-_SERVER_IMAGE = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)?(vllm/vllm-openai)(?::[\w.-]+)?(?![\w/.-])")
 
 
-def pod_command(text: str) -> str | None:
+def pod_command(text: str, entry_point: str | None) -> str | None:
     """The last container launch written as `command` and `args` in the text, as a shell
-    command; None when the text has none."""
+    command; None when the text has none. `entry_point` is what the pod's image runs
+    (None: an image that names no server, whose args alone say nothing)."""
     if "ommand:" not in text and "rgs:" not in text:
         return None  # most pastes: one pass
     lines = text.splitlines()
@@ -56,10 +54,9 @@ def pod_command(text: str) -> str | None:
     if len(command) >= 3 and command[0] in _SHELLS and command[1] == "-c":
         return command[2]
     if not command:
-        image = _SERVER_IMAGE.search(text)
-        if image is None:
+        if entry_point is None:
             return None  # another image's entry point: nothing says what runs
-        command = IMAGE_ENTRY_POINTS[image.group(1)].split()
+        command = entry_point.split()
     return " ".join(shlex.quote(word) for word in [*command, *args])
 
 
