@@ -160,8 +160,10 @@ _ENTRY_POINTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("vllm", re.compile(r"^vllm\.entrypoints\.(?:openai\.)?api_server$")),
     ("vllm", re.compile(r"vllm/entrypoints/(?:openai/)?api_server\.py$")),
 )
+# A registry before an image's repository: `docker.io/`, a mirror's `host:5000/`.
+_REGISTRY = r"(?:[\w.-]+(?::\d+)?/)"
 # Images whose entry point is the server: `docker run ... vllm/vllm-openai --model m`.
-_SERVER_IMAGES = (("vllm", r"vllm/vllm-openai(?::\S+)?"),)
+_SERVER_IMAGES = (("vllm", rf"{_REGISTRY}?vllm/vllm-openai(?::\S+)?"),)
 # What such an image runs with the arguments it is given (a pod's `args:` alone).
 _IMAGE_ENTRY_POINTS = {"vllm": "vllm serve"}
 _DOCKER_IMAGES = tuple((fw, re.compile(rf"^{image}$")) for fw, image in _SERVER_IMAGES)
@@ -181,7 +183,7 @@ _SERVE_CLIS = {"sglang": "sglang", "vllm": "vllm"}
 PINNED_RELEASE = re.compile(rf"\b(sglang|vllm)(?:\[[\w,]+\])?=={versions.VERSION_TEXT}")
 # A framework's image with a release tag: its repository is named for the framework
 # (`lmsysorg/sglang`, `vllm/vllm-openai`); `latest` or `nightly` name no release.
-_RELEASE_IMAGE_NAME = rf"(?:[\w.-]+/)*(sglang|vllm)(?:-openai)?:{versions.VERSION_TEXT}"
+_RELEASE_IMAGE_NAME = rf"{_REGISTRY}*(sglang|vllm)(?:-openai)?:{versions.VERSION_TEXT}"
 _RELEASE_IMAGE = re.compile(rf"^{_RELEASE_IMAGE_NAME}(?:$|[-_])")
 # The same image named in any text: `kubectl describe`'s "Image:", a compose file, `docker ps`.
 RELEASE_IMAGE_IN_TEXT = re.compile(rf"(?<![\w/.:-]){_RELEASE_IMAGE_NAME}(?=$|[-_\s\"',)\]])", re.M)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from decisiontree.documents._vocab import ModelInfoLike, VocabularyLike
 from decisiontree.documents.model import GpuMention, Metrics
-from decisiontree.launch import command_at, launch_start
+from decisiontree.launch import RELEASE_IMAGE_IN_TEXT, command_at, launch_start
 from decisiontree.versions import VERSION_TEXT, package_key
 
 # -- GPUs ---------------------------------------------------------------------------------
@@ -91,10 +91,14 @@ def framework_in(text: str, launched: str | None = None) -> tuple[str | None, st
     framework = launched or (mentions.most_common(1)[0][0] if mentions else None)
     if framework is None:
         return None, None
-    for match in _FRAMEWORK_VERSION.finditer(text):
-        if framework_name(match.group(1)) == framework:
-            return framework, match.group(2)
-    return framework, None
+    # A release-tagged server image (`vllm/vllm-openai:v0.6.3`) says the release as well.
+    stated = [
+        (match.start(), match.group(2))
+        for pattern in (_FRAMEWORK_VERSION, RELEASE_IMAGE_IN_TEXT)
+        for match in pattern.finditer(text)
+        if framework_name(match.group(1)) == framework
+    ]
+    return framework, min(stated)[1] if stated else None
 
 
 def versions_in(text: str) -> dict[str, str]:

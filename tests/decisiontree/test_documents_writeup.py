@@ -222,3 +222,13 @@ def test_it_keeps_the_failing_launch_as_the_flags_and_the_last_one_as_working():
 def test_a_write_up_with_an_empty_heading_is_named_after_its_file():
     document = extract_document("# \n\nRuntimeError: x\n", "incidents/2026/h100-oom.txt")
     assert document.title == "h100-oom.txt"
+
+
+def test_a_release_tagged_image_gives_the_framework_release():
+    text = (
+        "# Qwen3 on one L40S\n\nWe run the docker.io/vllm/vllm-openai:v0.6.3 image, and the "
+        "server died at start:\n\n```\nRuntimeError: CUDA error: out of memory\n```\n\n"
+        "Lowering --gpu-memory-utilization to 0.8 fixed it.\n"
+    )
+    (finding,) = extract_document(text).findings
+    assert (finding.framework, finding.framework_version) == ("vllm", "0.6.3")

@@ -352,6 +352,8 @@ def test_the_same_launch_differs_in_nothing() -> None:
             "ssh gpu1 'docker run lmsysorg/sglang:v0.4.6.post1-cu124 sglang serve --model-path m'",
             "0.4.6.post1",
         ),  # fmt: skip
+        ("docker run docker.io/vllm/vllm-openai:v0.9.1 --model m", "0.9.1"),
+        ("docker run mirror.lan:5000/lmsysorg/sglang:v0.5.9 sglang serve --model-path m", "0.5.9"),
         # No release: a floating tag, or another framework's pin.
         ("docker run vllm/vllm-openai:latest --model m", None),
         ("pip install vllm==0.9.1 && python -m sglang.launch_server --model-path m", None),

@@ -203,6 +203,9 @@ def test_it_understands_vllm_serve_with_short_and_negated_flags(vocab):
         ("python -m vllm.entrypoints.openai.api_server --model m/a --port 8000", "vllm", "m/a"),
         ("sglang serve --model-path org/b --port 30000", "sglang", "org/b"),
         ("docker run --gpus all vllm/vllm-openai:v0.11.0 --model org/c", "vllm", "org/c"),
+        # The image pulled through a registry or a mirror is the same image.
+        ("docker run docker.io/vllm/vllm-openai:v0.11.0 --model org/e", "vllm", "org/e"),
+        ("podman run mirror.lan:5000/vllm/vllm-openai --model org/f", "vllm", "org/f"),
         ('bash -c "python3 -m sglang.launch_server --model org/d"', "sglang", "org/d"),
     ],
 )
