@@ -214,7 +214,7 @@ _PLUMBING_FUNCTIONS = frozenset(
     {"_call_impl", "_wrapped_call_impl", "decorate_context", "wrapper", "inner", "_fn",
      "wrapped", "new_func", "decorated", "wrapped_fn", "_run_module_as_main", "_run_code"}
 )  # fmt: skip
-_STDLIB_PATH = re.compile(r"/lib/python\d[\d.]*/(?!(?:site|dist)-packages/)")
+_STDLIB_PATH = re.compile(r"/(?:lib/python\d[\d.]*|Lib)/(?!(?:site|dist)-packages/)")
 
 
 def _top_package(frame: Frame) -> str:

@@ -233,7 +233,9 @@ def is_generic_line(line: str) -> bool:
 
 
 _SITE_PACKAGES = ("/site-packages/", "/dist-packages/")
-_STDLIB_DIR = re.compile(r".*/lib/python\d[\d.]*/")
+# The standard library's directory: `lib/python3.11/` on POSIX, `Lib/` under a Windows
+# installation or environment (where `Lib/site-packages/` holds the libraries, read first).
+_STDLIB_DIR = re.compile(r".*/(?:lib/python\d[\d.]*|Lib)/")
 # Top-level packages that anchor a source checkout (`~/src/sglang/python/sglang/...`).
 _KNOWN_PACKAGES = frozenset(
     {
@@ -326,7 +328,7 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
         raws = [*raws[:HEAD_LINES], f"[... {omitted} lines omitted ...]", *raws[-TAIL_LINES:]]
     lines = [last_overwrite(raw[:MAX_RAW_LINE_CHARS])[:MAX_LINE_CHARS].rstrip() for raw in raws]
     lines = _without_line_numbers(_without_file_labels(_dedented(lines)))
-    lines = _without_env_report(_oldest_first(lines))
+    lines = _without_env_report(_oldest_first(_without_shell_error_records(lines)))
     lines = _kubernetes_events(lines)
     if '", line ' in text or "\u201d, line " in text:
         lines = [line for folded in lines for line in _unfolded(folded)]
@@ -393,6 +395,34 @@ def _without_env_report(lines: list[str]) -> list[str]:
         ):
             inside = False
         kept.append("" if inside else line)
+    return kept
+
+
+# Windows PowerShell 5.1 shows a native program's first line on stderr as an error record:
+# "python : <the line>", where the command was typed ("At line:1 char:1", the command
+# under "+ ", a "+ ~~~" underline), then the record's fields ("    + CategoryInfo : ...",
+# "    + FullyQualifiedErrorId : NativeCommandError"). The line is the program's; the
+# rest is the shell's, the same whatever the program said.
+_SHELL_RECORD_END = re.compile(r"\s*\+ FullyQualifiedErrorId\s*:")
+_SHELL_RECORD_LINE = re.compile(r"\s*\+(?: |$)|At (?:line|.{1,300}):\d+ char:\d+$")
+_SHELL_RECORD_COMMAND = re.compile(r"(?:[A-Za-z]:)?[^:]{1,200}? : ")
+
+
+def _without_shell_error_records(lines: list[str]) -> list[str]:
+    """The lines with each PowerShell error record around a program's line taken out,
+    and the program's name before that line."""
+    if not any("FullyQualifiedErrorId" in line for line in lines):
+        return lines
+    kept = list(lines)
+    for end, line in enumerate(lines):
+        if not _SHELL_RECORD_END.match(line):
+            continue
+        start = end
+        while start >= 0 and _SHELL_RECORD_LINE.match(kept[start]):
+            kept[start] = ""
+            start -= 1
+        if start >= 0 and (named := _SHELL_RECORD_COMMAND.match(kept[start])):
+            kept[start] = kept[start][named.end() :]
     return kept
 
 

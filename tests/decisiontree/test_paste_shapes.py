@@ -1099,3 +1099,58 @@ def test_docker_builds_step_and_clock_are_a_prefix_and_the_failed_install_is_rea
         ("ModuleNotFoundError", "No module named 'torch'")
     ]
     assert signatures_of(parsed)[0].fingerprint == signatures_of(parse(plain))[0].fingerprint
+
+
+LOADER_FAILED = """\
+Traceback (most recent call last):
+  File "{app}serve.py", line 40, in <module>
+    main()
+  File "{app}serve.py", line 31, in main
+    shards = list(pool.map(load_shard, paths))
+  File "{lib}concurrent{sep}futures{sep}process.py", line 620, in _chain_from_iterable_of_lists
+    for element in iterable:
+  File "{lib}concurrent{sep}futures{sep}_base.py", line 456, in result
+    return self.__get_result()
+  File "{lib}concurrent{sep}futures{sep}_base.py", line 401, in __get_result
+    raise self._exception
+concurrent.futures.process.BrokenProcessPool: A process in the process pool was terminated abruptly
+"""
+ON_LINUX = LOADER_FAILED.format(app="/srv/app/", lib="/usr/lib/python3.11/", sep="/")
+ON_WINDOWS = LOADER_FAILED.format(
+    app="C:\\srv\\app\\", lib="C:\\Users\\me\\miniconda3\\envs\\llm\\Lib\\", sep="\\"
+)
+
+
+def test_the_same_error_on_windows_and_on_linux_has_one_fingerprint() -> None:
+    """The innermost calls are the standard library's; Windows keeps it in `Lib`."""
+    (linux,) = signatures_of(parse(ON_LINUX))[:1]
+    (windows,) = signatures_of(parse(ON_WINDOWS))[:1]
+    assert windows.key_frames == linux.key_frames
+    assert windows.fingerprint == linux.fingerprint
+
+
+def test_a_powershell_error_record_around_the_first_line_is_the_shells_not_the_error() -> None:
+    """Windows PowerShell 5.1 wraps a program's first line on stderr in an error record:
+    the program's name before the line, then where the command was typed and the
+    record's fields. The program's traceback is the error, and only it."""
+    first, rest = ON_WINDOWS.split("\n", 1)
+    record = (
+        f"python : {first}\n"
+        "At line:1 char:1\n"
+        "+ python serve.py --model Qwen/Qwen2-7B\n"
+        "+ ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+        "    + CategoryInfo          : NotSpecified: (Traceback (most recent call last)::String)"
+        " [], RemoteException\n"
+        "    + FullyQualifiedErrorId : NativeCommandError\n"
+        " \n"
+    )
+
+    parsed = parse(record + rest)
+
+    assert parsed.error_lines == ()
+    assert [exc.type for exc in parsed.exceptions] == [
+        "concurrent.futures.process.BrokenProcessPool"
+    ]
+    assert [s.fingerprint for s in signatures_of(parsed)] == [
+        s.fingerprint for s in signatures_of(parse(ON_WINDOWS))
+    ]

@@ -61,6 +61,8 @@ def test_it_reads_a_tail_that_starts_inside_a_traceback() -> None:
             "C:\\Users\\me\\venv\\Lib\\site-packages\\torch\\nn\\modules\\module.py",
             "torch/nn/modules/module.py",
         ),
+        # Windows keeps the standard library in the installation's Lib folder.
+        ("C:\\Python311\\Lib\\concurrent\\futures\\process.py", "concurrent/futures/process.py"),
         (
             "/opt/py/lib/python3.10/site-packages/vllm-0.6.0-py3.10-linux-x86_64.egg/vllm/utils.py",
             "vllm/utils.py",
