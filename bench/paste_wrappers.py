@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -171,6 +172,41 @@ def _hard_wrapped(text: str, width: int = 100) -> str:
     return "\n".join(ln[at : at + width] for ln in lines for at in range(0, len(ln) or 1, width))
 
 
+def _powershell(text: str) -> str:
+    # Windows PowerShell 5.1 turns the first line a native program writes to stderr into
+    # an error record: the program's name before it, then where the command was typed.
+    first, _, rest = text.partition("\n")
+    record = (
+        f"python : {first}\n"
+        "At line:1 char:1\n"
+        "+ python serve.py\n"
+        "+ ~~~~~~~~~~~~~~~\n"
+        f"    + CategoryInfo          : NotSpecified: ({first[:60]}:String) [], RemoteException\n"
+        "    + FullyQualifiedErrorId : NativeCommandError\n"
+        " \n"
+    )
+    return record + rest
+
+
+_FRAME_PATH = re.compile(r'(File ")(/[^"]+)(")')
+_INSTALLED = re.compile(r"^/(?:[\w.-]+/)*?lib/python3[\d.]*/(?:site|dist)-packages/")
+_STDLIB = re.compile(r"^/(?:[\w.-]+/)*?lib/python3[\d.]*/")
+
+
+def _windows_path(path: str) -> str:
+    path = _INSTALLED.sub("C:/Users/me/venv/Lib/site-packages/", path, count=1)
+    path = _STDLIB.sub("C:/Python311/Lib/", path, count=1)
+    if not path.startswith("C:"):
+        path = "C:" + path
+    return path.replace("/", "\\")
+
+
+def _windows_paths(text: str) -> str:
+    # The same program run on Windows: frames' files under a drive, the standard library
+    # in the installation's Lib folder, the libraries in a venv's Lib/site-packages.
+    return _FRAME_PATH.sub(lambda m: m[1] + _windows_path(m[2]) + m[3], text)
+
+
 # (name, what it reproduces, the wrapping)
 WRAPPERS: tuple[tuple[str, str, Callable[[str], str]], ...] = (
     ("docker compose", "`docker compose logs` service column", _each_line(lambda n: "vllm-1  | ")),
@@ -200,6 +236,8 @@ WRAPPERS: tuple[tuple[str, str, Callable[[str], str]], ...] = (
     ("pdsh", "`pdsh -w`: the host before each line", _each_line(lambda n: "gpu-node-3: ")),
     ("GitHub Actions", "a CI job's log: a 7-digit clock", _each_line(_ci_clock)),
     ("issue form", "vLLM's bug report form around the paste", _issue_form),
+    ("PowerShell", "Windows PowerShell's error record on stderr", _powershell),
+    ("Windows paths", "the frames' files as Windows writes them", _windows_paths),
     ("newest first", "a log viewer's newest-first copy", lambda t: "\n".join(t.splitlines()[::-1])),
 )
 

@@ -409,20 +409,25 @@ _SHELL_RECORD_COMMAND = re.compile(r"(?:[A-Za-z]:)?[^:]{1,200}? : ")
 
 
 def _without_shell_error_records(lines: list[str]) -> list[str]:
-    """The lines with each PowerShell error record around a program's line taken out,
-    and the program's name before that line."""
+    """The lines without each PowerShell error record around a program's line (and the
+    blank line after it), and without the program's name before that line: the
+    program's next line follows its first, as the program printed them."""
     if not any("FullyQualifiedErrorId" in line for line in lines):
         return lines
     kept = list(lines)
-    for end, line in enumerate(lines):
-        if not _SHELL_RECORD_END.match(line):
+    end = len(kept) - 1
+    while end >= 0:  # from the last record up, so that deleting one moves no other
+        if not _SHELL_RECORD_END.match(kept[end]):
+            end -= 1
             continue
         start = end
-        while start >= 0 and _SHELL_RECORD_LINE.match(kept[start]):
-            kept[start] = ""
+        while start > 0 and _SHELL_RECORD_LINE.match(kept[start - 1]):
             start -= 1
-        if start >= 0 and (named := _SHELL_RECORD_COMMAND.match(kept[start])):
-            kept[start] = kept[start][named.end() :]
+        stop = end + 2 if end + 1 < len(kept) and not kept[end + 1].strip() else end + 1
+        del kept[start:stop]
+        if start > 0 and (named := _SHELL_RECORD_COMMAND.match(kept[start - 1])):
+            kept[start - 1] = kept[start - 1][named.end() :]
+        end = start - 1
     return kept
 
 

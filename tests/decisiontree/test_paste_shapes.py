@@ -1154,3 +1154,23 @@ def test_a_powershell_error_record_around_the_first_line_is_the_shells_not_the_e
     assert [s.fingerprint for s in signatures_of(parsed)] == [
         s.fingerprint for s in signatures_of(parse(ON_WINDOWS))
     ]
+
+
+def test_an_error_whose_message_goes_on_below_the_record_keeps_its_message() -> None:
+    """The record comes after the program's first line; the lines the program printed
+    next belong to that line's message."""
+    printed = (
+        "ImportError: \nThis tokenizer needs the protobuf package.\nInstall it, then restart.\n"
+    )
+    first, rest = printed.split("\n", 1)
+    record = (
+        f"C:\\Program Files\\Python311\\python.exe : {first}\n"
+        "At C:\\srv\\start.ps1:4 char:1\n"
+        "+ & $python serve.py\n"
+        "+ ~~~~~~~~~~~~~~~~~~\n"
+        "    + CategoryInfo          : NotSpecified: (ImportError: :String) [], RemoteException\n"
+        "    + FullyQualifiedErrorId : NativeCommandError\n"
+        " \n"
+    )
+
+    assert signatures_of(parse(record + rest)) == signatures_of(parse(printed))
