@@ -613,16 +613,25 @@ def _kernel_signature(assertion: str) -> Signature:
     return _signature("CUDAAssertion", base, (), _terms_of([assertion]), message)
 
 
+_COMPILER_ERROR = re.compile(
+    r"(?:\.(?:cu|cuh|cpp|cxx|cc|c|h|hpp|hxx|inl)(?:\(\d+\)|:\d+(?::\d+)?)"
+    r"|\b(?:nvcc|ptxas|nvlink|cicc|gcc|g\+\+|c\+\+|cc1plus|cc1|clang(?:\+\+)?|ld(?:\.\w+)?|collect2)"
+    r"): (?P<said>(?:fatal )?error\b.*)|^nvcc fatal.*"
+)
 # Error lines outside Python tracebacks: (pattern, type, score, fixed template).
-# First match wins; without a fixed template, the template starts where the pattern matched.
+# First match wins; without a fixed template, the template starts where the pattern matched
+# (at its "said" group where it has one).
 _LINE_KINDS: tuple[tuple[re.Pattern[str], str, int, str], ...] = (
     (re.compile(r"static.assert(?:ion)?\b.*"), "StaticAssertionFailed", _ERROR_LINE, ""),
     (re.compile(r"Watchdog caught collective operation timeout.*|\S+ ran for \d+ milliseconds.*"),
      "CollectiveTimeout", _ERROR_LINE, ""),
     (re.compile(r"\bNCCL\b.*|\bnccl[A-Z]\w+.*"), "NCCLError", _ERROR_LINE, ""),
-    (re.compile(r"(?<=: )(?:fatal )?error\b.*|^nvcc fatal.*"), "CompileError", _ERROR_LINE, ""),
-    # a container runtime's "OOMKilled" is the same kernel OOM killer, inside a memory limit
-    (re.compile(r"Out of memory: Kill|oom-kill|invoked oom-killer|\bOOMKilled\b"),
+    # A compiler's error after its place in a source file or after the tool's name: not a
+    # program's own "error" after its name ("srun: error: ...", "llama_model_load: error").
+    (_COMPILER_ERROR, "CompileError", _ERROR_LINE, ""),
+    # a container runtime's "OOMKilled" is the same kernel OOM killer, inside a memory limit,
+    # and so is a cgroup's "oom_kill" event (Slurm reports its job step's)
+    (re.compile(r"Out of memory: Kill|oom[-_]kill|invoked oom-killer|\bOOMKilled\b"),
      "HostOutOfMemory", _KILLED,
      "Out of memory: Killed process"),
     (re.compile(r"^Killed$|Killed process"), "Killed", _KILLED, "Killed"),
@@ -654,7 +663,7 @@ def _classify_line(line: str) -> tuple[str, int, str]:
         return "GPUXid", _ERROR_LINE, f"NVRM: Xid{xid['code']}"
     for pattern, exc_type, score, fixed in _LINE_KINDS:
         if match := pattern.search(line):
-            return exc_type, score, fixed or match.group()
+            return exc_type, score, fixed or match.groupdict().get("said") or match.group()
     return ERROR_LOG, _ERROR_LINE - 5, line
 
 

@@ -294,3 +294,41 @@ def test_a_message_keeps_the_name_a_path_ends_in_and_the_template_masks_it() -> 
         parse("Error while creating shared memory segment /dev/shm/nccl-bWrTax (size 9637888)\n")
     )
     assert shm.message == "Error while creating shared memory segment <path> (size <num>)"
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        # A compiler's error is named so, whatever file and line it was met at.
+        (
+            '/tmp/build/csrc/attention/decode.cu(214): error: identifier "__hmul2" is undefined',
+            "CompileError: error: identifier <q> is undefined",
+        ),
+        (
+            "csrc/ops.cpp:88:10: fatal error: cuda_fp8.h: No such file or directory",
+            "CompileError: fatal error: cuda_fp8.h: No such file or directory",
+        ),
+        ("nvcc: error: unsupported gpu architecture 'compute_120'", None),
+        # A program's own "error" after its name is no compiler's: the line as printed.
+        (
+            "gguf_loader: error loading tensors: shape of blk.0.ffn_up is wrong",
+            "gguf_loader: error loading tensors: shape of blk.<num>.ffn_up is wrong",
+        ),
+        ("sbatch: error: Batch job submission failed: Invalid account", None),
+    ],
+)
+def test_only_a_compilers_error_line_is_called_a_compile_error(line: str, shown: str | None):
+    signature = signatures_of(parse(line + "\n"))[0]
+    said = shown_error(signature.exception_type, signature.template)
+    if shown is not None:
+        assert said == shown
+    compiled = not line.startswith(("gguf_loader", "sbatch"))
+    assert (signature.exception_type == "CompileError") is compiled
+
+
+def test_a_job_steps_oom_kill_is_the_kernels_oom_kill() -> None:
+    """A cgroup's "oom_kill" event (Slurm reports its job step's) is the kernel's OOM
+    killer at the cgroup's limit: the same error as the kill the kernel log shows."""
+    kernel = signatures_of(parse("Out of memory: Killed process 4242 (python3)\n"))[0]
+    step = signatures_of(parse("slurmstepd: error: Detected 2 oom_kill events in StepId=1234.0.\n"))
+    assert kernel.fingerprint in {s.fingerprint for s in step}
