@@ -55,6 +55,15 @@ _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # applied repeatedly because prefixes stack:
 # "(VllmWorker rank=2 pid=9) ERROR 02-19 00:08:10 [core.py:1] ...".
 _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # gunicorn's error log and logging configs like it: the stamp (gunicorn's with its zone
+    # after a space), the process id, the level, each in brackets:
+    # [2026-02-19 00:08:10 +0000] [7] [ERROR]
+    (
+        "[",
+        re.compile(
+            rf"\[(?P<ts>{_TS})(?: [+-]\d{{4}})?\] (?:\[\d+\] )?\[(?P<lvl>{_LEVELS})\] ?"
+        ),
+    ),
     # SGLang: [2026-02-19 00:08:10 TP3] / [2026-02-19 00:08:10 DP0 TP3 EP3]
     ("[", re.compile(rf"\[(?P<ts>{_TS})(?P<tags>(?: [A-Z]{{2,4}}\d+)*)\] ?")),
     # A clock alone, or with a date, in brackets: [09:14:03], rich's [02/10/26 09:14:03],
@@ -72,6 +81,7 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("[", re.compile(r"\[rank(?P<rank>\d+)\]: ?")),  # torchrun
+    ("[", re.compile(rf"\[(?P<lvl>{_LEVELS})\] ?")),  # a level in brackets: [ERROR]
     # A library's name, then its level: TensorRT's "[TRT] [E] ", TensorRT-LLM's
     # "[TensorRT-LLM][ERROR] ". The name stays in the message (split_prefix): it is often
     # the only word of the line that says which library is speaking.

@@ -74,6 +74,26 @@ def test_a_librarys_level_tag_is_read_and_its_name_stays_in_the_message(
     assert (text, prefix.level) == (message, level)
 
 
+@pytest.mark.parametrize(
+    ("line", "message", "level"),
+    [
+        # gunicorn's error log: the stamp with its zone, the worker's pid, the level
+        (
+            "[2026-02-19 00:08:10 +0000] [7] [ERROR] Exception in worker process",
+            "Exception in worker process",
+            "ERROR",
+        ),
+        ("[2026-02-19 00:08:10,123] [WARNING] low disk", "low disk", "WARNING"),
+        ("[ERROR] model failed to load", "model failed to load", "ERROR"),
+    ],
+)
+def test_a_level_in_brackets_is_read_with_the_stamp_and_pid_before_it(
+    line: str, message: str, level: str
+) -> None:
+    text, prefix = split_prefix(line)
+    assert (text, prefix.level) == (message, level)
+
+
 def test_a_warning_beside_the_error_of_a_tensorrt_log_is_not_the_error() -> None:
     log = (
         "[02/19/2026-00:08:10] [TRT] [W] Unable to determine GPU memory usage\n"
