@@ -79,6 +79,9 @@ class RaisedException:
     message: str
     frames: tuple[Frame, ...]
     dumped: bool = False  # a thread dump's calls: a hang's, or a dump asked for
+    # The exception class another process raised, where this one carries it across
+    # ("RayTaskError(ValueError): ..."): that process's own traceback says what went wrong.
+    wraps: str = ""
 
 
 @dataclass(frozen=True)
@@ -224,7 +227,7 @@ def _says_something_else_failed(text: str) -> bool:
 def is_generic(exc: RaisedException) -> bool:
     """True for wrappers like "Rank 3 scheduler is dead" that only point at a root cause."""
     short = exc.type.rsplit(".", 1)[-1]
-    return short in _GENERIC_TYPES or _says_something_else_failed(exc.message)
+    return bool(exc.wraps) or short in _GENERIC_TYPES or _says_something_else_failed(exc.message)
 
 
 def is_generic_line(line: str) -> bool:
@@ -894,7 +897,12 @@ _CLIPPED = re.compile(r"\s*(?:(?:\.\.\.|…)(?!\w)|[\[(<](?:\.\.\.|…|[\w ]{0,3
 _GROUP_BORDER = re.compile(r"\s*\+[-+]")  # +-+---- 1 ---- around exception-group members
 # pip closes the output of a build step it ran ("╰─> [12 lines of output]") with this line.
 _OUTPUT_END = "[end of output]"
-_EXCEPTION = re.compile(r"(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?P<colon>:(?: (?P<msg>.*))?)?$")
+# An exception raised in another process and carried across names that one's class in
+# parentheses after its own: "ray.exceptions.RayTaskError(ValueError): ...".
+_EXCEPTION = re.compile(
+    r"(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:\((?P<wraps>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\))?"
+    r"(?P<colon>:(?: (?P<msg>.*))?)?$"
+)
 _STRICT_TYPE = re.compile(
     r"[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Failed|Fault|Timeout)"
     r"|Exception|StopIteration|StopAsyncIteration|ExceptionGroup"
@@ -973,8 +981,8 @@ def _margin(text: str) -> str:
     return text[: len(text) - len(text.lstrip())]
 
 
-def _exception_line(text: str, *, strict: bool) -> tuple[str, str] | None:
-    """(type, message) if `text` reads like "module.TypeName: message"."""
+def _exception_line(text: str, *, strict: bool) -> tuple[str, str, str] | None:
+    """(type, message, the class it wraps) if `text` reads like "module.TypeName: message"."""
     if not text or text[0].isspace():
         return None
     match = _EXCEPTION.match(text)
@@ -987,7 +995,7 @@ def _exception_line(text: str, *, strict: bool) -> tuple[str, str] | None:
         return None
     if not short[:1].isupper():  # code lines that lost their indent: "else:", "self.x"
         return None
-    return match["type"], (match["msg"] or "").strip()
+    return match["type"], (match["msg"] or "").strip(), match["wraps"] or ""
 
 
 def _untyped_message(line: _Line) -> bool:
@@ -1131,6 +1139,7 @@ class _Stream:
     after_code: bool = False  # the last line read was a frame's source line
     noise: int = 0
     exc_type: str = ""
+    wraps: str = ""
     message: list[str] = field(default_factory=list)
     exc_style: tuple[bool, str | None, str | None] = (False, None, None)
     # A Python warning just read that ends in a colon (its place among the sink's warnings,
@@ -1214,7 +1223,7 @@ class _Stream:
             self._collect(line)
 
     @staticmethod
-    def _frameless_exception(line: _Line) -> tuple[str, str] | None:
+    def _frameless_exception(line: _Line) -> tuple[str, str, str] | None:
         # "ValueError: ..." logged on its own; a WARNING that quotes one is still a warning.
         if line.level in ("INFO", "DEBUG", "WARNING"):
             return None
@@ -1491,10 +1500,11 @@ class _Stream:
 
     # message: the exception line and its continuation lines
 
-    def _open_exception(self, line: _Line, exc_type: str, message: str) -> None:
+    def _open_exception(self, line: _Line, exc_type: str, message: str, wraps: str = "") -> None:
         if self.state != _FRAMES:
             self.start, self.frames, self.indent = line.index, [], ""
         self.state, self.exc_type, self.message = _MESSAGE, exc_type, [message]
+        self.wraps = wraps
         self.exc_style = line.style
 
     def _continues_message(self, line: _Line) -> bool:
@@ -1511,7 +1521,7 @@ class _Stream:
 
     def _close_exception(self) -> None:
         message = "\n".join(self.message).strip()
-        exc = RaisedException(self.exc_type, message, tuple(self.frames))
+        exc = RaisedException(self.exc_type, message, tuple(self.frames), wraps=self.wraps)
         self.sink.exceptions.append((self.start, exc))
         self.state, self.frames, self.message = _IDLE, [], []
 

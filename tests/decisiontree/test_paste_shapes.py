@@ -1174,3 +1174,35 @@ def test_an_error_whose_message_goes_on_below_the_record_keeps_its_message() -> 
     )
 
     assert signatures_of(parse(record + rest)) == signatures_of(parse(printed))
+
+
+RAY_CAUSE = """\
+  File "/opt/venv/lib/python3.10/site-packages/vllm/worker/worker.py", line 180, in warm_up
+    self.model_runner.capture_model(self.gpu_cache)
+RuntimeError: CUDA graph capture needs more memory than is free on this GPU
+"""
+RAY_WRAPPED = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/app/batch.py", line 20, in <module>\n'
+    "    outputs = ray.get(refs)\n"
+    '  File "/opt/venv/lib/python3.10/site-packages/ray/_private/worker.py", line 2667, in get\n'
+    "    raise value.as_instanceof_cause()\n"
+    "ray.exceptions.RayTaskError(RuntimeError): ray::RayWorkerWrapper.execute_method() "
+    "(pid=3321, ip=10.0.0.12, actor_id=8f1e2d3c4b5a6978, repr=<RayWorkerWrapper at 0x7f1e2d>)\n"
+    + RAY_CAUSE
+)
+
+
+def test_an_exception_carried_from_another_process_is_a_wrapper_of_its_cause() -> None:
+    """Ray raises a worker's exception in the driver as "RayTaskError(RuntimeError)", the
+    worker's traceback after it: what went wrong is the worker's error, and the wrapper
+    (with the actor's pid, address and id) is no error of its own to match."""
+    parsed = parse(RAY_WRAPPED)
+
+    wrapper, cause = parsed.exceptions
+    assert (wrapper.type, wrapper.wraps) == ("ray.exceptions.RayTaskError", "RuntimeError")
+    assert traceback.is_generic(wrapper)
+    assert parsed.primary == cause
+    assert [s.template for s in signatures_of(parsed)] == [
+        s.template for s in signatures_of(parse("Traceback (most recent call last):\n" + RAY_CAUSE))
+    ]
