@@ -360,6 +360,31 @@ def escaped_lines(line: str) -> list[str] | None:
     return lines
 
 
+# An exception logged as its repr() (a logger given "%r", asyncio's and vLLM's engine
+# loggers): "RuntimeError('CUDA error: ...\\nCUDA kernel errors ...')", alone after a
+# logger's prefix. It is the exception line Python would print, "RuntimeError: CUDA ...".
+_EXCEPTION_REPR = re.compile(
+    r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))"
+    r"\((?P<quote>['\"])(?P<said>.*)(?P=quote),?\)\s*$"
+)
+
+
+def exception_repr_lines(line: str) -> list[str] | None:
+    """The exception line and message lines of a logged exception's repr; None for a line
+    that is no such repr after a logger's prefixes."""
+    if "Error(" not in line and "Exception(" not in line:
+        return None
+    match = _EXCEPTION_REPR.search(line, 0, MAX_UNPACKED_LINE_CHARS)
+    head = line[: match.start()] if match else ""
+    # Code that raises it, words before it, or a repr inside another message (Triton's
+    # CompilationError ends with its cause's): no logger printed it.
+    if not head or strip_prefix(head).strip():
+        return None
+    # Each line under the record's prefix: one record, so the message goes on over them.
+    first, *rest = _unescaped(match["said"]).split("\n")
+    return [f"{head}{match['type']}: {first}", *(head + said for said in rest)]
+
+
 def _note_prefix(found: Prefix, groups: dict[str, str | None]) -> None:
     level = (
         groups.get("lvl")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from decisiontree.logline import (
     Prefix,
     escaped_lines,
+    exception_repr_lines,
     has_prefix,
     last_overwrite,
     logfmt_lines,
@@ -323,7 +324,7 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
     text = strip_ansi(text).replace("\r\n", "\n")
     raws = _rejoined_wraps(_BLANK_RUNS.sub("\n\n", text).split("\n"))
     # JSON and logfmt log records, escaped tracebacks: as printed
-    if "{" in text or "\\n" in text or "msg=" in text:
+    if "{" in text or "\\n" in text or "msg=" in text or "Error(" in text or "Exception(" in text:
         raws = [line for raw in raws for line in _printed(raw)]
     cut = len(raws) > MAX_LINES
     if cut:
@@ -511,7 +512,8 @@ def _dedented(lines: list[str]) -> list[str]:
 
 def _printed(raw: str) -> list[str]:
     lines = record_lines(raw) if raw.lstrip().startswith("{") else logfmt_lines(raw)
-    return [unescaped for line in lines or [raw] for unescaped in escaped_lines(line) or [line]]
+    lines = [unescaped for line in lines or [raw] for unescaped in escaped_lines(line) or [line]]
+    return [said for line in lines for said in exception_repr_lines(line) or [line]]
 
 
 # A traceback whose line breaks were lost (a chat message, an issue title, a log shipper

@@ -1206,3 +1206,34 @@ def test_an_exception_carried_from_another_process_is_a_wrapper_of_its_cause() -
     assert [s.template for s in signatures_of(parsed)] == [
         s.template for s in signatures_of(parse("Traceback (most recent call last):\n" + RAY_CAUSE))
     ]
+
+
+def test_an_exception_logged_as_its_repr_is_the_exception_python_would_print() -> None:
+    """An engine's logger that prints the exception's repr, its message's line breaks
+    escaped, says the same error as the exception printed by Python."""
+    printed = (
+        "RuntimeError: CUDA error: misaligned address\n"
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+    )
+    logged = (
+        "ERROR 03-02 10:00:01 [engine.py:160] RuntimeError('CUDA error: misaligned address"
+        "\\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\\n')\n"
+        "ERROR 03-02 10:00:01 [engine.py:162] Engine background task failed\n"
+    )
+
+    (exc,) = parse(logged).exceptions
+    assert (exc.type, exc.message) == ("RuntimeError", parse(printed).exceptions[0].message)
+    assert (
+        signatures_of(parse(logged))[0].fingerprint == signatures_of(parse(printed))[0].fingerprint
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Request failed with ValueError('prompt too long')",  # words before it: prose
+        '    raise ValueError("prompt too long")',  # a frame's source line
+    ],
+)
+def test_a_repr_inside_words_or_code_is_left_as_written(line: str) -> None:
+    assert all(exc.type != "ValueError" for exc in parse(line + "\n").exceptions)
