@@ -60,9 +60,7 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # [2026-02-19 00:08:10 +0000] [7] [ERROR]
     (
         "[",
-        re.compile(
-            rf"\[(?P<ts>{_TS})(?: [+-]\d{{4}})?\] (?:\[\d+\] )?\[(?P<lvl>{_LEVELS})\] ?"
-        ),
+        re.compile(rf"\[(?P<ts>{_TS})(?: [+-]\d{{4}})?\] (?:\[\d+\] )?\[(?P<lvl>{_LEVELS})\] ?"),
     ),
     # SGLang: [2026-02-19 00:08:10 TP3] / [2026-02-19 00:08:10 DP0 TP3 EP3]
     ("[", re.compile(rf"\[(?P<ts>{_TS})(?P<tags>(?: [A-Z]{{2,4}}\d+)*)\] ?")),
