@@ -373,7 +373,9 @@ def exception_repr_lines(line: str) -> list[str] | None:
     if "Error(" not in line and "Exception(" not in line:
         return None
     match = _EXCEPTION_REPR.search(line, 0, MAX_UNPACKED_LINE_CHARS)
-    head = line[: match.start()] if match else ""
+    if match is None:
+        return None
+    head = line[: match.start()]
     # Code that raises it, words before it, or a repr inside another message (Triton's
     # CompilationError ends with its cause's): no logger printed it.
     if not head or strip_prefix(head).strip():
