@@ -73,9 +73,13 @@ class Signature:
 
 # --- normalising messages -------------------------------------------------------------
 
+# A POSIX path, or a Windows one under a drive (`C:\Users\me\...\torch\lib\c10.dll`): a
+# backslash elsewhere is an escape ("\n" in a logged string), no separator.
 _PATH = re.compile(
-    r"(?<![\w.@+/-])(?:[A-Za-z]:)?(?:(?:~|\.{1,3})?/(?:[\w.@+-]+/)*|(?:[\w.@+-]+/){2,})[\w.@+-]+"
+    r"(?<![\w.@+/\\-])(?:(?:[A-Za-z]:)?(?:(?:~|\.{1,3})?/(?:[\w.@+-]+/)*|(?:[\w.@+-]+/){2,})"
+    r"|[A-Za-z]:\\(?:[\w.@+-]+\\)*)[\w.@+-]+"
 )
+_WINDOWS_DRIVE = ":\\"
 _GPU_NAME = re.compile(
     r"\b(?:NVIDIA\s+)?(?:GeForce\s+|Tesla\s+|Quadro\s+)?"
     r"(?:RTX\s+(?:PRO\s+)?[A-Z]?\d{4}(?:\s?Ti)?(?:\s+(?:Ada|Blackwell)(?:\s+Generation)?)?"
@@ -107,7 +111,7 @@ _MASKS: tuple[tuple[GatedPattern, str], ...] = (
         needs=("-",),
     ),
     _mask(re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>", digit=True, needs=(".",)),
-    _mask(_PATH, "<path>", needs=("/",)),
+    _mask(_PATH, "<path>", needs=(("/", _WINDOWS_DRIVE),)),
     _mask(re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>", needs=("0x",)),
     _mask(re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b"), "<hex>", digit=True),
     _mask(re.compile(r"torch\.Size\(\[[^\]]{0,200}\]\)"), "<shape>", needs=("torch.Size([",)),
@@ -423,11 +427,11 @@ def _named_paths(line: str) -> str:
     the path whole; the message, compared word by word, keeps what it names. Other paths
     (data, sockets, temporary files, whose names change from run to run) stay masked, as
     does a name with a digit."""
-    if "/" not in line:
+    if "/" not in line and _WINDOWS_DRIVE not in line:
         return line
 
     def named(found: re.Match[str]) -> str:
-        parent, _, name = found.group(0).rstrip("/").rpartition("/")
+        parent, _, name = found.group(0).replace("\\", "/").rstrip("/").rpartition("/")
         program = parent.rsplit("/", 1)[-1] in _PROGRAM_DIRS or ".so" in name
         return name if program and _NAMED_FILE.fullmatch(name) else found.group(0)
 

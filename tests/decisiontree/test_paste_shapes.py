@@ -1237,3 +1237,19 @@ def test_an_exception_logged_as_its_repr_is_the_exception_python_would_print() -
 )
 def test_a_repr_inside_words_or_code_is_left_as_written(line: str) -> None:
     assert all(exc.type != "ValueError" for exc in parse(line + "\n").exceptions)
+
+
+def test_a_windows_path_in_a_message_is_masked_and_named_like_a_posix_one() -> None:
+    said = "OSError: [WinError 126] Error loading {lib} or one of its dependencies.\n"
+    windows = said.format(
+        lib="C:\\Users\\me\\llm\\.venv\\Lib\\site-packages\\torch\\lib\\fbgemm.dll"
+    )
+    linux = said.format(lib="/home/me/llm/.venv/lib/python3.11/site-packages/torch/lib/fbgemm.dll")
+
+    (on_windows,) = signatures_of(parse(windows))
+    (on_linux,) = signatures_of(parse(linux))
+
+    assert on_windows.template == on_linux.template
+    assert "<path>" in on_windows.template
+    assert on_windows.message == on_linux.message
+    assert "fbgemm.dll" in on_windows.message  # a shared library's name is what it is about
