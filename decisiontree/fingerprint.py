@@ -38,11 +38,13 @@ from decisiontree.traceback import (
 
 # Bumped on purpose, never derived from the code: reviewers' link/split decisions are
 # keyed by fingerprint, so a change that moves fingerprints must say so. Version 2
-# masks quoted single values ('llama4', "/models/x") in templates.
-FINGERPRINT_VERSION = 2
+# masks quoted single values ('llama4', "/models/x") in templates. Version 3 reads a
+# message's first line that ends in a colon with the line it announces (`headline`):
+# "Error(s) in loading state_dict for M:" alone was one error for every parameter.
+FINGERPRINT_VERSION = 3
 # While a transition is open, every signature also carries its fingerprint under the
 # previous version, so decisions stored under it keep applying and can migrate.
-PREVIOUS_FINGERPRINT_VERSION: int | None = 1
+PREVIOUS_FINGERPRINT_VERSION: int | None = 2
 
 MAX_KEY_FRAMES = 2  # the innermost two survive truncated pastes and refactors of callers
 MAX_TEMPLATE_CHARS = 200
@@ -388,8 +390,11 @@ def _signature(
     frames: tuple[Frame, ...],
     terms: tuple[str, ...],
     message: str | None = None,
+    previous_base: str | None = None,
 ) -> Signature:
     """`base` is the version-1 template; the signature carries the current one.
+    `previous_base` is the version-1 template of what the previous version read, where
+    that differs (version 2 read only the first line of a message).
 
     `message` is the error's whole first line as `message_of` gives it (the template
     keeps only its first sentence), for comparing messages word by word; the
@@ -409,7 +414,12 @@ def _signature(
         terms=terms,
         message=template if message is None else message,
         previous_fingerprint=(
-            fingerprint_hash(PREVIOUS_FINGERPRINT_VERSION, exc_type, base, hashed_frames)
+            fingerprint_hash(
+                PREVIOUS_FINGERPRINT_VERSION,
+                exc_type,
+                mask_quoted(base if previous_base is None else previous_base),
+                hashed_frames,
+            )
             if PREVIOUS_FINGERPRINT_VERSION
             else ""
         ),
@@ -492,8 +502,9 @@ def _first_sentence_lines(message: str) -> str:
     """The first line that says something, joined with the lines its sentence was wrapped
     onto. Only the compared message takes them: the template (and so the fingerprint)
     stays the first line."""
-    first, *rest = message.strip().splitlines() or [""]
-    joined = [first.strip()]
+    lines = message.strip().splitlines() or [""]
+    first, detail = _announced(lines)
+    joined, rest = ([f"{first} {detail}"], lines[2:]) if detail else ([first], lines[1:])
     for line in rest:
         line = line.strip()
         last = joined[-1]
@@ -521,10 +532,28 @@ def told_last(message: str) -> str:
     return lines[-1] if len(lines) > 1 and _AT_SOURCE.fullmatch(lines[0]) else ""
 
 
+def headline(message: str) -> str:
+    """The message's first line; where that line ends in a colon, it
+    announces what went wrong on the next line ("Error(s) in loading state_dict for M:",
+    then which parameter and how), and the two are read as one line. A compiler's place
+    in the source ("at 32:18:") is no announcement: its excerpt of code follows."""
+    first, detail = _announced(message.strip().splitlines())
+    return f"{first} {detail}" if detail else first
+
+
+def _announced(lines: list[str]) -> tuple[str, str]:
+    """(the first line, stripped; the line right after it where the first announces it)."""
+    first = lines[0].strip() if lines else ""
+    detail = lines[1].strip() if len(lines) > 1 else ""
+    if first.endswith(":") and detail and not _AT_SOURCE.fullmatch(first):
+        return first, detail
+    return first, ""
+
+
 def stated_message(exc: RaisedException) -> str:
-    """What the error says: its message's first line; a bare "AssertionError" says it with
+    """What the error says: its message's headline; a bare "AssertionError" says it with
     the assert statement that raised it."""
-    return _first_line(exc.message) or _innermost_code(exc.frames)
+    return headline(exc.message) or _innermost_code(exc.frames)
 
 
 # A pasted line longer than this is quoted cut (the whole paste is kept beside it).
@@ -574,6 +603,8 @@ def _quotable(exc: RaisedException) -> str:
     compiler's place in the source, with what it says after it."""
     if told := told_last(exc.message):
         return f"{_first_line(exc.message).strip()} … {told}"
+    if re.search(r"[A-Za-z]{2}", head := headline(exc.message)):
+        return head
     words = next((ln for ln in exc.message.splitlines() if re.search(r"[A-Za-z]{2}", ln)), "")
     return words or stated_message(exc)
 
@@ -593,6 +624,9 @@ def _exception_signature(exc: RaisedException, parsed: ParsedTraceback) -> Signa
     # compared on is what it says.
     base, message = _base_and_message(text, told_last(exc.message) or exc.message or text)
     template = _with_assertion(base, parsed)
+    first = _first_line(exc.message)
+    # Version 2 read the first line alone (FINGERPRINT_VERSION).
+    previous = _with_assertion(base_template(first), parsed) if first and first != text else None
     # "IncompleteTraceback" is our word, not the paste's; our names for errors that print no
     # class count as the words the paste printed.
     named = [_PRINTED_AS.get(exc_type, exc_type)] if exc.type else []
@@ -601,7 +635,7 @@ def _exception_signature(exc: RaisedException, parsed: ParsedTraceback) -> Signa
         + [f.code for f in key_frames_of(exc.frames)]
         + _frame_texts(exc.frames)
     )
-    return _signature(exc_type, template, key_frames_of(exc.frames), terms, message)
+    return _signature(exc_type, template, key_frames_of(exc.frames), terms, message, previous)
 
 
 def _exception_score(exc: RaisedException, primary: RaisedException | None) -> int:

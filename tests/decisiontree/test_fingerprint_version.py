@@ -4,6 +4,7 @@ from decisiontree.fingerprint import (
     FINGERPRINT_VERSION,
     PREVIOUS_FINGERPRINT_VERSION,
     Signature,
+    quoted_error,
     signature_of,
 )
 from decisiontree.match import Query, SignatureIndex
@@ -18,10 +19,18 @@ Traceback (most recent call last):
 RuntimeError: Not enough memory for KV cache: page_size=64 tokens=1200
 """
 QUANT_METHOD = "ValueError: Unknown quantization method 'mxfp4_custom' for model 'acme/Foo-7B'"
-# What 48fb4a9 (fingerprint version 1) stored for these two pastes.
-STORED_UNDER_VERSION_1 = {
-    SCHEDULER_CRASH: "c42e9807a1926851a08eafa85e003b13",
-    QUANT_METHOD: "73d1eb19b92e4cb4241b711ae9d88f52",
+STATE_DICT = """\
+Traceback (most recent call last):
+  File "/srv/app/load.py", line 9, in main
+    model.load_state_dict(state)
+RuntimeError: Error(s) in loading state_dict for LlamaForCausalLM:
+\tMissing key(s) in state_dict: "lm_head.weight".
+"""
+# What 029593a (fingerprint version 2) stored for these pastes.
+STORED_UNDER_VERSION_2 = {
+    SCHEDULER_CRASH: "d85859eba9fa96bab4c0bb82de4c1b34",
+    QUANT_METHOD: "e16aa726020d5fa3c46f39693ec4403f",
+    STATE_DICT: "52d6924da5523e33cc724c79d400d1f7",
 }
 OTHER_BUG = "RuntimeError: NCCL communicator was aborted after the watchdog fired on ibv_poll_cq"
 
@@ -33,12 +42,12 @@ def sign(text: str) -> Signature:
 
 
 def test_the_version_is_a_number_bumped_on_purpose_with_the_previous_one_kept() -> None:
-    assert FINGERPRINT_VERSION == 2
-    assert PREVIOUS_FINGERPRINT_VERSION == 1
+    assert FINGERPRINT_VERSION == 3
+    assert PREVIOUS_FINGERPRINT_VERSION == 2
 
 
-def test_during_the_transition_a_signature_carries_what_version_1_stored() -> None:
-    for text, stored in STORED_UNDER_VERSION_1.items():
+def test_during_the_transition_a_signature_carries_what_version_2_stored() -> None:
+    for text, stored in STORED_UNDER_VERSION_2.items():
         signature = sign(text)
 
         assert signature.previous_fingerprint == stored
@@ -51,7 +60,24 @@ def test_version_2_reads_quoted_values_as_parameters_of_the_message() -> None:
 
     assert one.template == "Unknown quantization method <q> for model <q>"
     assert one.fingerprint == other.fingerprint
-    assert one.previous_fingerprint != other.previous_fingerprint  # version 1 kept them apart
+
+
+def test_version_3_reads_a_line_that_ends_in_a_colon_with_the_line_it_announces() -> None:
+    missing = sign(STATE_DICT)
+    mismatch = sign(
+        STATE_DICT.replace(
+            'Missing key(s) in state_dict: "lm_head.weight".',
+            "size mismatch for model.embed_tokens.weight: copying a param with shape "
+            "torch.Size([32000, 4096]) from checkpoint, the shape in current model is "
+            "torch.Size([32001, 4096]).",
+        )
+    )
+
+    assert missing.template == (
+        "Error(s) in loading state_dict for LlamaForCausalLM: Missing key(s) in state_dict: <q>."
+    )
+    assert missing.fingerprint != mismatch.fingerprint
+    assert missing.previous_fingerprint == mismatch.previous_fingerprint  # version 2: one error
 
 
 def index_with(*decided: tuple[str, str, int]) -> SignatureIndex:
@@ -65,20 +91,20 @@ def index_with(*decided: tuple[str, str, int]) -> SignatureIndex:
     return index
 
 
-def test_a_reviewers_link_stored_under_version_1_still_links_after_the_bump() -> None:
-    index = index_with(("link", STORED_UNDER_VERSION_1[SCHEDULER_CRASH], 1))
+def test_a_reviewers_link_stored_under_version_2_still_links_after_the_bump() -> None:
+    index = index_with(("link", STORED_UNDER_VERSION_2[SCHEDULER_CRASH], 1))
 
     found = index.lookup([Query.of(sign(SCHEDULER_CRASH))])
 
     assert (found[0].finding_id, found[0].layer) == (1, "linked")
     # The caller is told which old fingerprint matched, to store the link anew.
-    assert found[0].migrated_from == STORED_UNDER_VERSION_1[SCHEDULER_CRASH]
-    assert found[0].known_fingerprint == STORED_UNDER_VERSION_1[SCHEDULER_CRASH]
+    assert found[0].migrated_from == STORED_UNDER_VERSION_2[SCHEDULER_CRASH]
+    assert found[0].known_fingerprint == STORED_UNDER_VERSION_2[SCHEDULER_CRASH]
 
 
-def test_a_reviewers_split_stored_under_version_1_still_splits_after_the_bump() -> None:
+def test_a_reviewers_split_stored_under_version_2_still_splits_after_the_bump() -> None:
     before = index_with().lookup([Query.of(sign(SCHEDULER_CRASH))])
-    after = index_with(("split", STORED_UNDER_VERSION_1[SCHEDULER_CRASH], 2)).lookup(
+    after = index_with(("split", STORED_UNDER_VERSION_2[SCHEDULER_CRASH], 2)).lookup(
         [Query.of(sign(SCHEDULER_CRASH))]
     )
 
@@ -92,3 +118,14 @@ def test_a_link_under_the_current_version_needs_no_migration() -> None:
     found = index.lookup([Query.of(sign(SCHEDULER_CRASH))])
 
     assert (found[0].finding_id, found[0].layer, found[0].migrated_from) == (1, "linked", None)
+
+
+def test_an_error_announced_by_a_colon_is_quoted_with_the_line_it_announces() -> None:
+    parsed = parse(STATE_DICT)
+
+    quoted = quoted_error(parsed, sign(STATE_DICT).exception_type)
+
+    assert quoted.lines == (
+        "RuntimeError: Error(s) in loading state_dict for LlamaForCausalLM: "
+        'Missing key(s) in state_dict: "lm_head.weight".',
+    )

@@ -6,7 +6,7 @@ from decisiontree.match import Query, SignatureIndex
 from tests.decisiontree.test_fingerprint_version import (
     OTHER_BUG,
     SCHEDULER_CRASH,
-    STORED_UNDER_VERSION_1,
+    STORED_UNDER_VERSION_2,
     sign,
 )
 
@@ -18,7 +18,7 @@ SCHEDULER_CRASH_ELSEWHERE = (
 )
 
 
-def test_a_sample_split_away_under_version_1_lends_the_finding_none_of_its_words() -> None:
+def test_a_sample_split_away_under_version_2_lends_the_finding_none_of_its_words() -> None:
     def finding_ids(*decided: str) -> list[int]:
         index = SignatureIndex()
         for fingerprint in decided:
@@ -30,7 +30,7 @@ def test_a_sample_split_away_under_version_1_lends_the_finding_none_of_its_words
 
     assert sign(SCHEDULER_CRASH_ELSEWHERE).fingerprint != sign(SCHEDULER_CRASH).fingerprint
     assert finding_ids()[0] == 2
-    assert 2 not in finding_ids(STORED_UNDER_VERSION_1[SCHEDULER_CRASH])
+    assert 2 not in finding_ids(STORED_UNDER_VERSION_2[SCHEDULER_CRASH])
     assert 2 not in finding_ids(sign(SCHEDULER_CRASH).fingerprint)
 
 

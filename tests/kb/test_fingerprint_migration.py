@@ -31,7 +31,7 @@ Traceback (most recent call last):
     raise RuntimeError(f"Not enough memory for KV cache: page_size={page_size} tokens={n}")
 RuntimeError: Not enough memory for KV cache: page_size=64 tokens=1200
 """
-STORED_UNDER_VERSION_1 = "c42e9807a1926851a08eafa85e003b13"  # what 48fb4a9 computed for PASTE
+STORED_UNDER_VERSION_2 = "d85859eba9fa96bab4c0bb82de4c1b34"  # what 029593a computed for PASTE
 
 FINDINGS = """\
 # Findings
@@ -55,12 +55,12 @@ def finding(tmp_path: Path) -> Finding:
     return Finding.objects.get(title__startswith="KV cache pool")
 
 
-def test_a_link_stored_under_version_1_links_after_the_bump_and_is_stored_under_2(
+def test_a_link_stored_under_version_2_links_after_the_bump_and_is_stored_under_3(
     finding: Finding,
 ) -> None:
     SignatureDecision.objects.create(
-        fingerprint=STORED_UNDER_VERSION_1,
-        fingerprint_version=1,
+        fingerprint=STORED_UNDER_VERSION_2,
+        fingerprint_version=2,
         finding=finding,
         decision=SignatureDecision.Decision.LINK,
     )
@@ -69,14 +69,14 @@ def test_a_link_stored_under_version_1_links_after_the_bump_and_is_stored_under_
     second = answer_to(PASTE)
 
     current = signature_of(parse(PASTE))
-    assert current is not None and current.fingerprint != STORED_UNDER_VERSION_1
+    assert current is not None and current.fingerprint != STORED_UNDER_VERSION_2
     for answer in (first, second):
         assert answer["fixes"][0]["finding"]["id"] == finding.pk
         assert answer["matches"][0]["layer"] == "linked"
     carried = SignatureDecision.objects.get(fingerprint=current.fingerprint, finding=finding)
     assert (carried.decision, carried.fingerprint_version) == ("link", FINGERPRINT_VERSION)
-    # The old row stays while version 1 is the previous version.
-    assert SignatureDecision.objects.filter(fingerprint=STORED_UNDER_VERSION_1).count() == 1
+    # The old row stays while version 2 is the previous version.
+    assert SignatureDecision.objects.filter(fingerprint=STORED_UNDER_VERSION_2).count() == 1
 
 
 def test_a_new_decision_is_stored_with_the_current_version(finding: Finding) -> None:
