@@ -1253,3 +1253,55 @@ def test_a_windows_path_in_a_message_is_masked_and_named_like_a_posix_one() -> N
     assert "<path>" in on_windows.template
     assert on_windows.message == on_linux.message
     assert "fbgemm.dll" in on_windows.message  # a shared library's name is what it is about
+
+
+VALIDATION_FAILED = """\
+Traceback (most recent call last):
+  File "/srv/app/serve.py", line 30, in build
+    config = EngineConfig(**options)
+pydantic_core._pydantic_core.ValidationError: 1 validation error for EngineConfig
+{said}
+    For further information visit https://errors.pydantic.dev/2.11/v/value_error
+"""
+
+
+def _validation_failed(said: str):  # type: ignore[no-untyped-def]
+    return signatures_of(parse(VALIDATION_FAILED.format(said=said)))[0]
+
+
+def test_a_heading_that_counts_errors_is_fingerprinted_with_the_first_error() -> None:
+    """pydantic heads its errors with their count and the model: every config error of a
+    server built on it shares that heading, so the heading alone would call any of them
+    the same error. The field and what is wrong with it tell them apart; the value the
+    user gave does not."""
+    rank = "max_rank\n  Input should be 8, 16 or 32 [type=literal_error, input_value={}, input_type=int]"
+    model_level = (
+        "  Value error, tensor parallel size {} does not divide 64 attention heads "
+        "[type=value_error, input_value=ArgsKwargs((), {{'model': ...}}), input_type=ArgsKwargs]"
+    )
+
+    assert _validation_failed(rank.format(48)).fingerprint == (
+        _validation_failed(rank.format(12)).fingerprint
+    )
+    assert _validation_failed(rank.format(48)).fingerprint != (
+        _validation_failed(model_level.format(3)).fingerprint
+    )
+    assert _validation_failed(model_level.format(3)).template == (
+        "<num> validation error for EngineConfig Value error, tensor parallel size <num> "
+        "does not divide <num> attention heads [type=value_error]"
+    )
+
+
+def test_a_counted_heading_is_quoted_with_its_first_error() -> None:
+    parsed = parse(
+        VALIDATION_FAILED.format(
+            said="  Value error, no GPU found [type=value_error, input_value=ArgsKwargs(()), input_type=ArgsKwargs]"
+        )
+    )
+
+    quoted = quoted_error(parsed, signatures_of(parsed)[0].exception_type)
+
+    assert quoted.lines == (
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for EngineConfig "
+        "Value error, no GPU found [type=value_error]",
+    )
