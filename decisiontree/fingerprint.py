@@ -214,7 +214,7 @@ def _first_sentence(normalised: str) -> str:
 # Frames that carry every error and so tell none apart.
 _LIBRARY_TOPS = frozenset(
     {"torch", "triton", "uvloop", "zmq", "uvicorn", "starlette", "fastapi", "anyio", "tqdm",
-     "click", "typer", "ray", "typing_extensions", "runpy"}
+     "click", "typer", "ray", "typing_extensions", "runpy", "pydantic", "pydantic_core"}
 )  # fmt: skip
 _PLUMBING_FUNCTIONS = frozenset(
     {"_call_impl", "_wrapped_call_impl", "decorate_context", "wrapper", "inner", "_fn",
@@ -325,6 +325,8 @@ def canonical_type(exc_type: str, message: str) -> str:
         for pattern, alias in _TYPE_BY_MESSAGE:
             if pattern.match(head):
                 return alias
+    if short == _VALIDATION_ERROR and (raised := validator_raised(message)):
+        return raised[0]
     return short
 
 
@@ -390,11 +392,12 @@ def _signature(
     frames: tuple[Frame, ...],
     terms: tuple[str, ...],
     message: str | None = None,
-    previous_base: str | None = None,
+    previous: tuple[str, str] | None = None,
 ) -> Signature:
     """`base` is the version-1 template; the signature carries the current one.
-    `previous_base` is the version-1 template of what the previous version read, where
-    that differs (version 2 read only the first line of a message).
+    `previous` is the type and version-1 template the previous version read, where they
+    differ (version 2 read only a message's first line, and a validator's exception as
+    the validation error).
 
     `message` is the error's whole first line as `message_of` gives it (the template
     keeps only its first sentence), for comparing messages word by word; the
@@ -416,8 +419,8 @@ def _signature(
         previous_fingerprint=(
             fingerprint_hash(
                 PREVIOUS_FINGERPRINT_VERSION,
-                exc_type,
-                mask_quoted(base if previous_base is None else previous_base),
+                previous[0] if previous else exc_type,
+                mask_quoted(previous[1] if previous else base),
                 hashed_frames,
             )
             if PREVIOUS_FINGERPRINT_VERSION
@@ -574,9 +577,33 @@ def _announced(lines: list[str], *, counted: bool = False) -> tuple[str, str, in
     return first, "", 1
 
 
+# pydantic reports a ValueError or an AssertionError that a validator raised as the
+# model's validation error: "1 validation error for ModelConfig", then "  Value error,
+# <what the check said> [type=value_error, ...]". It is that exception, the one the same
+# check raised before it moved into a validator (vLLM's config classes from 0.10 on).
+_VALIDATION_ERROR = "ValidationError"
+_VALIDATOR_RAISED = re.compile(
+    r"(?P<kind>Value error|Assertion failed), (?P<said>.+?)(?:\s*\[type=[\w.]+,.*)?"
+)
+_VALIDATOR_TYPES = {"Value error": "ValueError", "Assertion failed": "AssertionError"}
+
+
+def validator_raised(message: str) -> tuple[str, str] | None:
+    """(type, message) of the exception a validator raised, where a validation error's
+    first error is one; else None."""
+    lines = message.strip().splitlines()
+    if len(lines) < 2 or not _COUNTED_ERRORS.fullmatch(lines[0].strip()):
+        return None
+    found = _VALIDATOR_RAISED.fullmatch(lines[1].strip())
+    return (_VALIDATOR_TYPES[found["kind"]], found["said"]) if found else None
+
+
 def stated_message(exc: RaisedException) -> str:
-    """What the error says: its message's headline; a bare "AssertionError" says it with
-    the assert statement that raised it."""
+    """What the error says: its message's headline (what a validator raised, where a
+    validation error reports that); a bare "AssertionError" says it with the assert
+    statement that raised it."""
+    if raised := validator_raised(exc.message):
+        return raised[1]
     return headline(exc.message) or _innermost_code(exc.frames)
 
 
@@ -646,11 +673,17 @@ def _exception_signature(exc: RaisedException, parsed: ParsedTraceback) -> Signa
         text = f"{key[0].function} in {key[0].module.rsplit('/', 1)[-1]}"
     # The template (and so the fingerprint) is of the first line; what the message is
     # compared on is what it says.
-    base, message = _base_and_message(text, told_last(exc.message) or exc.message or text)
+    raised = validator_raised(exc.message)
+    said = raised[1] if raised else exc.message
+    base, message = _base_and_message(text, told_last(exc.message) or said or text)
     template = _with_assertion(base, parsed)
     first = _first_line(exc.message)
-    # Version 2 read the first line alone (FINGERPRINT_VERSION).
-    previous = _with_assertion(base_template(first), parsed) if first and first != text else None
+    # Version 2 read the first line alone, the type as raised (FINGERPRINT_VERSION).
+    previous = (
+        (canonical_type(exc.type, ""), _with_assertion(base_template(first), parsed))
+        if first and (first != text or raised)
+        else None
+    )
     # "IncompleteTraceback" is our word, not the paste's; our names for errors that print no
     # class count as the words the paste printed.
     named = [_PRINTED_AS.get(exc_type, exc_type)] if exc.type else []

@@ -1259,6 +1259,8 @@ VALIDATION_FAILED = """\
 Traceback (most recent call last):
   File "/srv/app/serve.py", line 30, in build
     config = EngineConfig(**options)
+  File "/opt/venv/lib/python3.12/site-packages/pydantic/_internal/_dataclasses.py", line 123, in __init__
+    s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)
 pydantic_core._pydantic_core.ValidationError: 1 validation error for EngineConfig
 {said}
     For further information visit https://errors.pydantic.dev/2.11/v/value_error
@@ -1270,26 +1272,41 @@ def _validation_failed(said: str):  # type: ignore[no-untyped-def]
 
 
 def test_a_heading_that_counts_errors_is_fingerprinted_with_the_first_error() -> None:
-    """pydantic heads its errors with their count and the model: every config error of a
-    server built on it shares that heading, so the heading alone would call any of them
-    the same error. The field and what is wrong with it tell them apart; the value the
-    user gave does not."""
+    """pydantic heads its errors with their count and the model: every error of one model
+    shares that heading, so the heading alone would call any of them the same error. The
+    field and what is wrong with it tell them apart; the value the user gave does not."""
     rank = "max_rank\n  Input should be 8, 16 or 32 [type=literal_error, input_value={}, input_type=int]"
-    model_level = (
-        "  Value error, tensor parallel size {} does not divide 64 attention heads "
-        "[type=value_error, input_value=ArgsKwargs((), {{'model': ...}}), input_type=ArgsKwargs]"
-    )
+    heads = "num_heads\n  Input should be greater than 0 [type=greater_than, input_value={}, input_type=int]"
 
     assert _validation_failed(rank.format(48)).fingerprint == (
         _validation_failed(rank.format(12)).fingerprint
     )
     assert _validation_failed(rank.format(48)).fingerprint != (
-        _validation_failed(model_level.format(3)).fingerprint
+        _validation_failed(heads.format(0)).fingerprint
     )
-    assert _validation_failed(model_level.format(3)).template == (
-        "<num> validation error for EngineConfig Value error, tensor parallel size <num> "
-        "does not divide <num> attention heads [type=value_error]"
+    assert _validation_failed(rank.format(48)).template == (
+        "<num> validation error for EngineConfig max_rank Input should be <num>, <num> or <num> "
+        "[type=literal_error]"
     )
+
+
+def test_what_a_validator_raised_is_that_error_as_the_check_raised_it_before() -> None:
+    """A check that moved into a pydantic validator (vLLM's config classes from 0.10 on)
+    is reported as "Value error, <its message>": the ValueError it raised before."""
+    said = "tensor parallel size 3 does not divide 64 attention heads"
+    in_validator = _validation_failed(
+        f"  Value error, {said} [type=value_error, input_value=ArgsKwargs((), {{'model': ...}}),"
+        " input_type=ArgsKwargs]"
+    )
+    raised = signatures_of(parse(f"ValueError: {said}\n"))[0]
+
+    assert (in_validator.exception_type, in_validator.template) == (
+        raised.exception_type,
+        raised.template,
+    )
+    assert in_validator.message == raised.message
+    # pydantic's own calls carry every validation error: where it failed is the caller's.
+    assert in_validator.key_frames == ("serve.py:build",)
 
 
 def test_a_counted_heading_is_quoted_with_its_first_error() -> None:
