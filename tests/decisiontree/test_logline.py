@@ -64,19 +64,6 @@ def test_it_sets_aside_each_kind_of_log_prefix(line: str, message: str) -> None:
             "ERROR",
         ),
         ("[TensorRT-LLM][INFO] Loaded engine", "[TensorRT-LLM] Loaded engine", "INFO"),
-    ],
-)
-def test_a_librarys_level_tag_is_read_and_its_name_stays_in_the_message(
-    line: str, message: str, level: str
-) -> None:
-    """The library's name is often the only word of such a line that says who is speaking."""
-    text, prefix = split_prefix(line)
-    assert (text, prefix.level) == (message, level)
-
-
-@pytest.mark.parametrize(
-    ("line", "message", "level"),
-    [
         # gunicorn's error log: the stamp with its zone, the worker's pid, the level
         (
             "[2026-02-19 00:08:10 +0000] [7] [ERROR] Exception in worker process",
@@ -87,9 +74,11 @@ def test_a_librarys_level_tag_is_read_and_its_name_stays_in_the_message(
         ("[ERROR] model failed to load", "model failed to load", "ERROR"),
     ],
 )
-def test_a_level_in_brackets_is_read_with_the_stamp_and_pid_before_it(
+def test_a_level_tag_is_read_and_a_librarys_name_stays_in_the_message(
     line: str, message: str, level: str
 ) -> None:
+    """The library's name is often the only word of such a line that says who is speaking;
+    a level in brackets alone, or after a stamp and a pid (gunicorn), is the logger's."""
     text, prefix = split_prefix(line)
     assert (text, prefix.level) == (message, level)
 
