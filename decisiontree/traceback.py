@@ -209,7 +209,7 @@ _GENERIC_PHRASES = (
     # a pointer to the log, as tools word it ("... failed to be inspected. Please check the
     # logs for more details.", pip's "See above for output.")
     "check the logs for more details", "see the logs for more details", "see the log above",
-    "see above for output", "see above for details",
+    "see above for output", "see above for details", "stack trace above", "traceback above",
 )  # fmt: skip
 _GENERIC_STARTS = (
     "initialization failed",
@@ -1075,6 +1075,24 @@ def inline_body_message(text: str) -> str | None:
     return found["said"].replace('\\"', '"').strip() if found else None
 
 
+# An error that quotes the error it caught: "Worker failed with error 'CUDA error: an
+# illegal memory access was encountered ...', please check the stack trace above". What
+# it quotes is an error of its own, as the stack trace it points to would show it.
+_QUOTED_ERROR = re.compile(r"""\b[Ee]rror:?\s{0,3}(['"])(?P<said>(?:(?!\1).){3,2000}?)\1""", re.S)
+
+
+def quoted_error_message(text: str) -> str | None:
+    """The first line of an error quoted in `text`, where it reads as an error; else None."""
+    if "rror" not in text:
+        return None
+    for found in _QUOTED_ERROR.finditer(text[: ERROR_SCAN_CHARS * 8]):
+        said = found["said"].strip().split("\n", 1)[0].strip()
+        head = said[:ERROR_SCAN_CHARS]
+        if _exception_line(said, strict=True) or _strong_error(head) or _CUDA_ERROR.search(head):
+            return said
+    return None
+
+
 def _is_error_line(line: _Line) -> bool:
     text = line.text
     if not text.strip() or _JSON_MEMBER.fullmatch(text):
@@ -1639,9 +1657,15 @@ def parse(text: str) -> ParsedTraceback:
     # message answered by another client arrives with other keys around it.
     said = [exc.message.split("\n", 1)[0] for _, exc in sink.exceptions]
     said += [text for _, text in sink.error_lines]
-    for (index, _), text in zip([*sink.exceptions, *sink.error_lines], said, strict=True):
+    # So is an error another one quotes: the error it caught.
+    whole = [*(exc.message for _, exc in sink.exceptions), *said[len(sink.exceptions) :]]
+    for (index, _), text, message in zip(
+        [*sink.exceptions, *sink.error_lines], said, whole, strict=True
+    ):
         if (inner := inline_body_message(text)) is not None:
             sink.error_lines.append((index, inner))
+        elif (quoted := quoted_error_message(message)) is not None:
+            sink.error_lines.append((index, quoted))
     return ParsedTraceback(
         context=_context_lines(lines),
         exceptions=_unique_exceptions(sink.exceptions),

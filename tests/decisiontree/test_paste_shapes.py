@@ -1322,3 +1322,32 @@ def test_a_counted_heading_is_quoted_with_its_first_error() -> None:
         "pydantic_core._pydantic_core.ValidationError: 1 validation error for EngineConfig "
         "Value error, no GPU found [type=value_error]",
     )
+
+
+WORKER_FAILED = """\
+Traceback (most recent call last):
+  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/executor/multiproc_executor.py", line 243, in collective_rpc
+    raise RuntimeError(
+RuntimeError: Worker failed with error 'CUDA error: an illegal memory access was encountered
+Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+', please check the stack trace above for the root cause
+"""
+
+
+def test_an_error_that_quotes_the_error_it_caught_is_matched_on_that_error() -> None:
+    """A paste of the last lines only: the stack trace the wrapper points to is not
+    there, but the wrapper quotes its error, and that error is what went wrong."""
+    parsed = parse(WORKER_FAILED)
+    alone = signatures_of(
+        parse("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    )
+
+    assert traceback.is_generic(parsed.exceptions[0])
+    first = signatures_of(parsed)[0]
+    assert (first.exception_type, first.template) == (alone[0].exception_type, alone[0].template)
+
+
+def test_a_quoted_word_that_is_no_error_adds_no_error() -> None:
+    parsed = parse("ValueError: unknown error 'fp8_e5m2' for the kv cache dtype\n")
+
+    assert parsed.error_lines == ()
