@@ -370,17 +370,16 @@ _EXCEPTION_REPR = re.compile(
 def exception_repr_lines(line: str) -> list[str] | None:
     """The exception line and message lines of a logged exception's repr; None for a line
     that is no such repr after a logger's prefixes."""
-    if "Error(" not in line and "Exception(" not in line:
+    if ("Error(" not in line and "Exception(" not in line) or len(line) > MAX_UNPACKED_LINE_CHARS:
         return None
-    match = _EXCEPTION_REPR.search(line, 0, MAX_UNPACKED_LINE_CHARS)
-    if match is None:
-        return None
-    head = line[: match.start()]
+    body = strip_prefix(line)
     # Code that raises it, words before it, or a repr inside another message (Triton's
-    # CompilationError ends with its cause's): no logger printed it.
-    if not head or strip_prefix(head).strip():
+    # CompilationError ends with its cause's): no logger printed it. Matched at the
+    # message's start only: searched, the names before "(" cost a scan from every position.
+    if body == line or not line.endswith(body) or (match := _EXCEPTION_REPR.match(body)) is None:
         return None
     # Each line under the record's prefix: one record, so the message goes on over them.
+    head = line[: len(line) - len(body)]
     first, *rest = _unescaped(match["said"]).split("\n")
     return [f"{head}{match['type']}: {first}", *(head + said for said in rest)]
 

@@ -57,6 +57,16 @@ WORST_CASES = {
     "carriage returns": padded("progress 10%\r"),
     "repeated tracebacks": padded('Traceback (most recent call last):\n  File "/a.py", line 1\n'),
     "one table cell wrapped over every line": under_a_table_row("|  |  | and on and on |\n"),
+    # A logged exception's repr never closed, and reprs inside words: read at the message's
+    # start only (searched for, each line once took seconds).
+    "a logged repr left open": padded(
+        "ERROR 03-02 10:00:01 [x.py:1] ValueError('" + "a" * 60_000 + "\n"
+    ),
+    "reprs inside words": padded("ValueError('x' " * 4_000 + "\n"),
+    "errors quoted in errors": padded("RuntimeError: failed with error '" + "b" * 1_990 + " "),
+    "shell error records": padded(
+        "p : x\nAt line:1 char:1\n+ x\n    + FullyQualifiedErrorId : E\n"
+    ),
 }
 
 
