@@ -23,6 +23,7 @@ rightly "similar" rather than "known" (its first finding stays; "moved" shows it
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import re
 import sys
@@ -236,6 +237,7 @@ WRAPPERS: tuple[tuple[str, str, Callable[[str], str]], ...] = (
     ("pdsh", "`pdsh -w`: the host before each line", _each_line(lambda n: "gpu-node-3: ")),
     ("GitHub Actions", "a CI job's log: a 7-digit clock", _each_line(_ci_clock)),
     ("issue form", "vLLM's bug report form around the paste", _issue_form),
+    ("HTML-escaped", "a copy of a page's source or an HTML export", html.escape),
     ("PowerShell", "Windows PowerShell's error record on stderr", _powershell),
     ("Windows paths", "the frames' files as Windows writes them", _windows_paths),
     ("newest first", "a log viewer's newest-first copy", lambda t: "\n".join(t.splitlines()[::-1])),

@@ -22,7 +22,7 @@ from decisiontree.launch import (
     command_in_text,
     release_written,
 )
-from decisiontree.logline import escaped_lines, record_lines, strip_ansi
+from decisiontree.logline import escaped_lines, html_unescaped, record_lines, strip_ansi
 from decisiontree.server_settings import (
     VLLM_FIELDS,
     SettingsDump,
@@ -204,9 +204,9 @@ def build_context(
 
 
 def clean(text: str) -> str:
-    """Pasted text without colour codes or carriage returns, a log collector's JSON
+    """Pasted text without colour codes, HTML's escapes or carriage returns, a log collector's JSON
     records and a traceback escaped into one line read as the lines they carry."""
-    text = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n")
+    text = html_unescaped(strip_ansi(text)).replace("\r\n", "\n").replace("\r", "\n")
     if "{" not in text and "\\n" not in text:
         return text
     records = (line for raw in text.split("\n") for line in (record_lines(raw) or [raw]))

@@ -8,6 +8,7 @@ and the context reader all strip the same prefixes, so a traceback reads the sam
 pasted alone or inside a write-up.
 
 - `strip_ansi(text)`: colour and cursor codes off;
+- `html_unescaped(text)`: HTML's escapes of quotes and angle brackets undone;
 - `last_overwrite(line)`: what a terminal showed of a line redrawn with "\r";
 - `split_prefix(line)`: (message, what the prefixes said: time, level, rank, process);
 - `strip_prefix(line)` / `has_prefix(line)`: the message alone / was there a prefix?
@@ -21,6 +22,7 @@ pasted alone or inside a write-up.
 from __future__ import annotations
 
 import functools
+import html
 import json
 import re
 from dataclasses import dataclass
@@ -32,6 +34,16 @@ MAX_STACKED = 6  # "(VllmWorker rank=2 pid=9) ERROR 02-19 00:08:10 [core.py:1] .
 def strip_ansi(text: str) -> str:
     """Text without terminal colour and cursor codes."""
     return ANSI.sub("", text) if "\x1b" in text else text
+
+
+# A copy of a web page's source, a ticket's or a mail's HTML export: the quotes and angle
+# brackets a program printed arrive as entities ('File &quot;x.py&quot;', '&lt;module&gt;').
+_HTML_ESCAPES = ("&quot;", "&#39;", "&#x27;", "&lt;", "&gt;")
+
+
+def html_unescaped(text: str) -> str:
+    """Text as the program printed it, where it arrived with HTML's escapes."""
+    return html.unescape(text) if any(escape in text for escape in _HTML_ESCAPES) else text
 
 
 def last_overwrite(line: str) -> str:

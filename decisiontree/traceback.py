@@ -29,6 +29,7 @@ from decisiontree.logline import (
     escaped_lines,
     exception_repr_lines,
     has_prefix,
+    html_unescaped,
     last_overwrite,
     logfmt_lines,
     record_lines,
@@ -321,7 +322,7 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
     first HEAD_LINES and the last MAX_LINES - HEAD_LINES lines are read (errors
     sit at the end of a log, the command and versions at its start).
     """
-    text = strip_ansi(text).replace("\r\n", "\n")
+    text = html_unescaped(strip_ansi(text)).replace("\r\n", "\n")
     raws = _rejoined_wraps(_BLANK_RUNS.sub("\n\n", text).split("\n"))
     # JSON and logfmt log records, escaped tracebacks: as printed
     if "{" in text or "\\n" in text or "msg=" in text or "Error(" in text or "Exception(" in text:

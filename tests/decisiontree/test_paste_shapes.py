@@ -3,6 +3,7 @@ exception groups nested deep, start-up INFO lines, a traceback left unfinished."
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -1351,3 +1352,18 @@ def test_a_quoted_word_that_is_no_error_adds_no_error() -> None:
     parsed = parse("ValueError: unknown error 'fp8_e5m2' for the kv cache dtype\n")
 
     assert parsed.error_lines == ()
+
+
+def test_a_paste_with_htmls_escapes_reads_as_the_program_printed_it() -> None:
+    """A copy of a page's source, a ticket's or a mail's HTML export: quotes and angle
+    brackets arrive as entities, and frames were no frames."""
+    printed = (
+        "$ python3 -m sglang.launch_server --model-path org/m --served-model-name 'my model'\n"
+        + LOADER_FAILED.format(app="/srv/app/", lib="/usr/lib/python3.11/", sep="/")
+    )
+    escaped = html.escape(printed)
+
+    assert [s.fingerprint for s in signatures_of(parse(escaped))] == [
+        s.fingerprint for s in signatures_of(parse(printed))
+    ]
+    assert build_context(escaped).flags == build_context(printed).flags
