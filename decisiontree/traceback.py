@@ -362,7 +362,14 @@ def _rejoined_wraps(raws: list[str]) -> list[str]:
     ]
     inside_word = [i for i in cut if raws[i][-1:].isalnum() and raws[i + 1][:1].isalnum()]
     if len(inside_word) < MIN_WRAP_CUTS:
-        return raws
+        # One cut tells no width; a frame's line cut in two is still one once joined.
+        cut = [
+            i
+            for i in cut
+            if _FRAME.match(raws[i] + raws[i + 1]) and not _FRAME.match(raws[i])
+        ]
+        if not cut:
+            return raws
     joined: list[str] = []
     carried = False  # the last line read was cut: this one goes on with it
     cut_at = set(cut)

@@ -1367,3 +1367,24 @@ def test_a_paste_with_htmls_escapes_reads_as_the_program_printed_it() -> None:
         s.fingerprint for s in signatures_of(parse(printed))
     ]
     assert build_context(escaped).flags == build_context(printed).flags
+
+
+def test_a_frame_line_cut_once_at_the_terminals_width_is_one_frame() -> None:
+    """One line longer than the terminal: one cut tells no width, but the two pieces of a
+    frame's line are a frame only joined, and the piece below is no source line."""
+    uncut = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/serve.py", line 12, in <module>\n'
+        "    main()\n"
+        '  File "/opt/conda/envs/serving/lib/python3.11/site-packages/vllm/model_executor/layers/'
+        'quantization/utils/marlin_utils.py", line 120, in check_marlin_supports_shape\n'
+        '    raise ValueError("not divisible")\n'
+        "ValueError: Weight output_size_per_partition = 3584 is not divisible by min_thread_n = 64.\n"
+    )
+    long_line = next(line for line in uncut.splitlines() if "marlin_utils" in line)
+    width = len(long_line) - 40
+    cut = uncut.replace(long_line, long_line[:width] + "\n" + long_line[width:])
+
+    assert [s.fingerprint for s in signatures_of(parse(cut))] == [
+        s.fingerprint for s in signatures_of(parse(uncut))
+    ]
