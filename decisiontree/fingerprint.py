@@ -591,10 +591,10 @@ _VALIDATOR_TYPES = {"Value error": "ValueError", "Assertion failed": "AssertionE
 def validator_raised(message: str) -> tuple[str, str] | None:
     """(type, message) of the exception a validator raised, where a validation error's
     first error is one; else None."""
-    lines = message.strip().splitlines()
-    if len(lines) < 2 or not _COUNTED_ERRORS.fullmatch(lines[0].strip()):
+    first, _, rest = message.strip().partition("\n")  # every exception asks: two lines read
+    if not rest or not _COUNTED_ERRORS.fullmatch(first.strip()):
         return None
-    found = _VALIDATOR_RAISED.fullmatch(lines[1].strip())
+    found = _VALIDATOR_RAISED.fullmatch(rest.partition("\n")[0].strip())
     return (_VALIDATOR_TYPES[found["kind"]], found["said"]) if found else None
 
 
@@ -671,7 +671,7 @@ def _exception_signature(exc: RaisedException, parsed: ParsedTraceback) -> Signa
     if exc_type == THREAD_DUMP and not text and (key := key_frames_of(exc.frames)):
         # No message: what it says is where the program is (a hang's place).
         text = f"{key[0].function} in {key[0].module.rsplit('/', 1)[-1]}"
-    # The template (and so the fingerprint) is of the first line; what the message is
+    # The template (and so the fingerprint) is of the headline; what the message is
     # compared on is what it says.
     raised = validator_raised(exc.message)
     said = raised[1] if raised else exc.message

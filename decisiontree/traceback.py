@@ -363,11 +363,7 @@ def _rejoined_wraps(raws: list[str]) -> list[str]:
     inside_word = [i for i in cut if raws[i][-1:].isalnum() and raws[i + 1][:1].isalnum()]
     if len(inside_word) < MIN_WRAP_CUTS:
         # One cut tells no width; a frame's line cut in two is still one once joined.
-        cut = [
-            i
-            for i in cut
-            if _FRAME.match(raws[i] + raws[i + 1]) and not _FRAME.match(raws[i])
-        ]
+        cut = [i for i in cut if _FRAME.match(raws[i] + raws[i + 1]) and not _FRAME.match(raws[i])]
         if not cut:
             return raws
     joined: list[str] = []
