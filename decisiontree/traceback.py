@@ -898,6 +898,21 @@ _CHAIN = re.compile(
 _CARETS = re.compile(r"\s*[~^][~^ ]*$")
 _REPEATED = re.compile(r"\s*\[Previous line repeated \d+ more times?\]")
 _CPP_FRAME = re.compile(r"\s*(?:frame #\d+:|Exception raised from )")
+# A call of a JavaScript (V8: Node, a browser), JVM or Rust stack, under its error's line:
+# "    at OpenAI.makeStatusError (/app/node_modules/openai/core.js:263:33)", "    at
+# async f (file:1:2)", "    at file:///app/x.mjs:3:9"; "\tat org.Foo.bar(Foo.java:42)";
+# RUST_BACKTRACE's "   2: core::result::unwrap_failed" over its "      at src/x.rs:1:5".
+# A call's name may say "Error", "Exception" or "failed"; it names code, not what went wrong.
+_FOREIGN_FRAME = re.compile(
+    r"\s+(?:at (?:async |new )?(?:"
+    r"[^\s()]{1,300}(?: \[as [^\]\s]{1,100}\])?"  # V8, a named call: where, or what it is
+    r" \((?:[^()]{1,1000}:\d+(?::\d+)?|<anonymous>|native|index \d+)\)"
+    r"|[^\s()]{1,1000}:\d+:\d+"  # V8 or Rust, a place alone
+    r"|[\w$./<>-]{1,500}\([^()]{0,500}\)"  # the JVM
+    # Rust, a path of "::"-joined parts that have no colon or space, or " as " in generics
+    r")|\d{1,4}: +(?:0x[0-9a-fA-F]{1,16} - )?(?=\S*::)[<\w$.{][^\s:]*(?:(?:::| as )[^\s:]*)+"
+    r")\s*$"
+)
 # "...", "[... 120 lines omitted ...]", "(log truncated)"
 _CLIPPED = re.compile(r"\s*(?:(?:\.\.\.|…)(?!\w)|[\[(<](?:\.\.\.|…|[\w ]{0,30}truncated))")
 _GROUP_BORDER = re.compile(r"\s*\+[-+]")  # +-+---- 1 ---- around exception-group members
@@ -978,6 +993,7 @@ def _is_structural(text: str) -> bool:
         or bool(_frame_of(text))
         or bool(_CHAIN.match(text))
         or bool(_CPP_FRAME.match(text))
+        or bool(_FOREIGN_FRAME.match(text))
         or text.startswith("```")
         or bool(_GROUP_BORDER.match(text))
     )
@@ -1099,7 +1115,7 @@ def quoted_error_message(text: str) -> str | None:
 
 def _is_error_line(line: _Line) -> bool:
     text = line.text
-    if not text.strip() or _JSON_MEMBER.fullmatch(text):
+    if not text.strip() or _JSON_MEMBER.fullmatch(text) or _FOREIGN_FRAME.match(text):
         return False  # a member of a printed object ("type": "BadRequestError") is data
     if _strong_error(text) or _CUDA_ERROR.search(text[:ERROR_SCAN_CHARS]):
         return True
@@ -1214,6 +1230,9 @@ class _Stream:
         self._feed_idle(line)
 
     def finish(self) -> None:
+        # A paste may end on a dump's last frame, with no line after it to close it.
+        if self.dump is not None:
+            self._close_dump(self.dump)
         if self.state == _MESSAGE:
             self._close_exception()
         elif self.state == _FRAMES:
@@ -1266,9 +1285,16 @@ class _Stream:
         elif _is_error_line(line) and not _exception_line(line.text, strict=True):
             self.sink.error_lines.append((line.index, line.text.strip()))
             self._note_crash(self.sink.error_lines[-1])
+        elif _CARETS.match(line.text) and "^" in line.text and self._kept_just_before(line):
+            # Node and compilers show the failing source line with a marker under it: the
+            # line above was code ("triggerUncaughtException(err, true);"), not an error.
+            self.sink.error_lines.pop()
         else:
             return False
         return True
+
+    def _kept_just_before(self, line: _Line) -> bool:
+        return bool(self.sink.error_lines) and self.sink.error_lines[-1][0] == line.index - 1
 
     def _continues_warning(self, line: _Line) -> bool:
         """Python prints a warning as "file.py:12: Category: message", the message's
@@ -1411,12 +1437,16 @@ class _Stream:
             return True
         if text.strip() == _DUMP_NO_FRAME:
             return True
+        self._close_dump(dump)
+        return False
+
+    def _close_dump(self, dump: _Dump) -> None:
+        """The crash the dump read, raised from its crashed thread's frames."""
         self.dump = None
         frames = [f for f in dump.frames if not (dump.go and _GO_RUNTIME.match(f.function))]
         if dump.crashed and frames:
             innermost_last = tuple(reversed(frames[:MAX_FRAMES]))
             self.sink.exceptions.append((dump.start, self._crash_at(innermost_last, dump.go)))
-        return False
 
     @staticmethod
     def _feed_go_call(dump: _Dump, text: str) -> bool:

@@ -418,6 +418,73 @@ def test_a_rust_panic_of_sglangs_router_is_read_as_an_error_with_its_place(panic
     )
 
 
+# What a chat front end written for Node prints when the server answers 400: the line of
+# Node's own code that rethrew, its marker, the client's error, then the client's calls.
+NODE_CLIENT_ERROR = """\
+node:internal/process/promises:391
+    triggerUncaughtException(err, true /* fromPromise */);
+    ^
+
+Error: 400 {message}
+    at APIError.generate (/srv/chat/node_modules/openai/error.js:45:20)
+    at OpenAI.makeStatusError (/srv/chat/node_modules/openai/core.js:275:33)
+    at OpenAI.makeRequest (/srv/chat/node_modules/openai/core.js:318:30)
+    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)
+    at async Promise.all (index 0)
+    at async main (file:///srv/chat/index.mjs:12:3)
+"""
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["the prompt is longer than the context of the server", "the model does not exist"],
+)
+def test_a_node_clients_calls_and_rethrowing_line_are_not_errors(message: str) -> None:
+    """Names like `makeStatusError` and `triggerUncaughtException` are code; were they read
+    as error lines, two different errors from one client would share them and match."""
+    parsed = parse(NODE_CLIENT_ERROR.format(message=message))
+
+    assert parsed.error_lines == (f"Error: 400 {message}",)
+    assert [s.template.rstrip(".") for s in signatures_of(parsed)] == [f"Error: <num> {message}"]
+
+
+RUST_BACKTRACE = """\
+thread 'main' panicked at router/src/main.rs:412:10:
+called `Result::unwrap()` on an `Err` value: Os {{ code: 98, kind: AddrInUse }}
+stack backtrace:
+   0: rust_begin_unwind
+             at /rustc/90b35a6239c3d8bd/library/std/src/panicking.rs:665:5
+   2: core::result::unwrap_failed
+             at /rustc/90b35a6239c3d8bd/library/core/src/result.rs:1700:5
+   3: <alloc::boxed::Box<F,A> as core::ops::function::FnOnce<Args>>::call_once
+   4:     0x55d1c3a1f2b0 - text_generation_router::server::run::{{{{closure}}}}
+             at ./router/src/server.rs:1800:10
+note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace.
+{after}"""
+
+JVM_STACK = """\
+Exception in thread "main" java.lang.IllegalStateException: model server answered 503
+\tat ai.example.client.InferenceClient.failOn(InferenceClient.java:88)
+\tat ai.example.client.InferenceClient.invoke(InferenceClient.java:42)
+\tat ai.example.pytorch.jni.Library.loadModule(Native Method)
+\t... 3 more
+"""
+
+
+def test_a_rust_or_jvm_stacks_calls_are_not_errors_of_their_own() -> None:
+    """RUST_BACKTRACE's "2: core::result::unwrap_failed" and a JVM call named `failOn`
+    are where the error went, not more errors."""
+    rust = parse(RUST_BACKTRACE.format(after=""))
+    assert [s.exception_type for s in signatures_of(rust)] == ["RustPanic"]
+    assert rust.error_lines == ()
+    # A numbered line that says what failed in words is still read.
+    said = parse(RUST_BACKTRACE.format(after="  3: std::runtime_error: CUDA out of memory\n"))
+    assert said.error_lines == ("3: std::runtime_error: CUDA out of memory",)
+
+    jvm = parse(JVM_STACK)
+    assert jvm.error_lines == (JVM_STACK.splitlines()[0],)
+
+
 def test_a_rust_services_json_log_is_read_as_what_it_logged() -> None:
     """tracing-subscriber's JSON lines (TGI, SGLang's router) nest the message in "fields":
     the exception it names is read, not a line of quoted keys."""
@@ -765,6 +832,23 @@ def test_a_go_panic_is_an_error_raised_from_its_goroutines_calls() -> None:
         "assignment to entry in nil map",
     )
     assert signatures_of(parse(nil_map))[0].key_frames == first.key_frames
+
+
+@pytest.mark.parametrize(
+    "dump",
+    [
+        GO_PANIC_LOG.split("\n\ngoroutine 7")[0],
+        SEGFAULT_DUMP.split("\n\nExtension modules")[0],
+    ],
+    ids=["go panic", "faulthandler"],
+)
+def test_a_paste_that_stops_on_a_dumps_last_frame_still_has_its_crash(dump: str) -> None:
+    """A text box keeps no newline after the last line copied: the dump's end is the
+    paste's, and the crash is read as it is with a line after it."""
+    assert not dump.endswith("\n")
+    with_line_end = signatures_of(parse(dump + "\n"))
+    assert with_line_end[0].exception_type in ("GoPanic", "SegmentationFault")
+    assert signatures_of(parse(dump)) == with_line_end
 
 
 def test_slurms_task_labels_are_a_prefix_and_each_task_its_own_stream() -> None:
