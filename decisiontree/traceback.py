@@ -1640,6 +1640,7 @@ _ERRORISH = re.compile(
     r"|couldn.t|exceed"
 )  # lowercase, searched with `_said`; `n(?<=\bn)an` is `\bnan`, see _STRONG_ERROR
 MAX_SHORT_PASTE_LINES = 5
+_CHATTY_LEVELS = ("INFO", "DEBUG", "TRACE")
 
 
 def _short_paste_errors(lines: list[_Line]) -> list[tuple[int, str]]:
@@ -1651,7 +1652,14 @@ def _short_paste_errors(lines: list[_Line]) -> list[tuple[int, str]]:
     found = [(line.index, line.text.strip()) for line in filled if _said(_ERRORISH, line.text)]
     if found:
         return found
-    return [(line.index, line.text.strip()) for line in filled if line.style == (False, None, None)]
+    plain = [
+        (line.index, line.text.strip()) for line in filled if line.style == (False, None, None)
+    ]
+    if plain or len(filled) != 1 or filled[0].level in _CHATTY_LEVELS:
+        return plain
+    # One line copied alone with its clock or host: the line is what was asked about. (Of
+    # more lines, clocked ones without a level may be a server's INFO: SGLang's are so.)
+    return [(filled[0].index, filled[0].text.strip())]
 
 
 def _context_lines(lines: list[_Line]) -> tuple[str, ...]:

@@ -519,6 +519,22 @@ def test_an_error_log_line_alone_holds_an_error() -> None:
     assert not holds_error("python -m sglang.launch_server --model-path my-org/chat-8b --tp 8\n")
 
 
+@pytest.mark.parametrize(
+    "clock", ["2026-12-06T10:00:00.1234567Z ", "2026-12-06T10:00:00.123456789Z ", "[10:00:00] "]
+)
+def test_one_line_copied_with_its_clock_reads_as_the_line_alone(clock: str) -> None:
+    """A CI job's or `kubectl logs --timestamps` clock before the one line that was asked
+    about: the line is the error, though it says neither "error" nor a level."""
+    said = "the chosen tool call needs the parser to be named on the command line"
+
+    assert signatures_of(parse(clock + said)) == signatures_of(parse(said))
+    assert signatures_of(parse(said))
+    # Lines a server logs with a clock and no level are its chatter, not an error.
+    chatter = f"{clock}Prefill batch. #new-seq: 1\n{clock}Decode batch. #running-req: 1\n"
+    assert signatures_of(parse(chatter)) == ()
+    assert signatures_of(parse("INFO 12-06 10:00:00 Avg prompt throughput: 1.0 tokens/s")) == ()
+
+
 def test_a_kernel_assertion_after_a_frame_printed_without_source_is_still_read() -> None:
     """Bug: a frame with no source line took the CUDA assert after it for its code, and the
     signature lost the assertion that tells one device-side assert from another."""
