@@ -192,6 +192,17 @@ def gpu_total(
     return measured or gpu_bytes(context, vocabulary)
 
 
+def _pinned_elsewhere(leader: Candidate, candidates: Sequence[Candidate]) -> bool:
+    """Is the paste's own error (its frames, its message's template) known as another
+    finding that matched better, and that the setup set back? A finding that leads on
+    words alone is then only like the paste."""
+    return leader.layer not in PINNED_LAYERS and any(
+        c.layer in PINNED_LAYERS and c.score > leader.score
+        for c in candidates
+        if c.finding_id != leader.finding_id
+    )
+
+
 def ranked_answer(
     candidates: Sequence[Candidate],
     signature: Signature | None,
@@ -221,7 +232,9 @@ def ranked_answer(
     not_known = (
         () if leader.layer in PINNED_LAYERS else setup_not_known(conditions, context, vocabulary)
     )
-    if (differences or not_known) and level is MatchLevel.KNOWN:
+    if (differences or not_known or _pinned_elsewhere(leader, candidates)) and (
+        level is MatchLevel.KNOWN
+    ):
         level = MatchLevel.SIMILAR  # the same error, but not the known issue on this setup
     shown = {visit.matched.id for visit in result.visits}
     return Diagnosis(

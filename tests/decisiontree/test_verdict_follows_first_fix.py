@@ -60,3 +60,47 @@ def test_a_finding_on_another_quantization_is_a_different_setup() -> None:
     assert answered("mxfp4", "75").verdict == "known"
     # The stated capability decides the other condition: 8.6 is not below 8.0.
     assert answered("mxfp4", "86").verdict == "different_setup"
+
+
+BF16_ON_OLD_GPU = (
+    "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0."
+)
+NO_BACKEND = """\
+  File "/usr/local/lib/python3.12/dist-packages/vllm/platforms/cuda.py", line 311, in get_attn_backend_cls
+    raise ValueError(
+ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(dtype=torch.bfloat16, kv_cache_dtype=fp8). Reasons: {FLASHMLA: [compute capability not supported], TRITON_MLA: [kv_cache_dtype not supported]}.
+"""
+
+
+def test_a_finding_matched_on_words_is_not_known_where_the_pastes_own_error_is_another() -> None:
+    """The paste's message is a known sample's, seen on GPUs older than the user's: that
+    finding's fix drops below one of a finding that only shares words with the paste
+    (bfloat16, compute capability, supported). That one leads, as no more than similar."""
+    bf16 = FindingRecord(
+        id=1,
+        title="bfloat16 needs compute capability 8.0",
+        kind="crash",
+        cause="GPUs before Ampere have no bf16 units",
+        samples=(BF16_ON_OLD_GPU,),
+        conditions=(parse_line("framework = vllm"), parse_line("gpu.capability = <8.0")),
+        fixes=(FixRecord(1, "--dtype half", (), Outcome.RESOLVES),),
+    )
+    no_backend = FindingRecord(
+        id=2,
+        title="no attention backend takes this dtype and KV cache",
+        kind="crash",
+        cause="every backend refused the combination of dtype, KV cache dtype and capability",
+        samples=(NO_BACKEND,),
+        conditions=(parse_line("framework = vllm"),),
+        fixes=(FixRecord(2, "--kv-cache-dtype auto", (), Outcome.RESOLVES),),
+    )
+    graph = build_graph([bf16, no_backend])
+
+    result = diagnose(BF16_ON_OLD_GPU, build_context(gpu="RTX 3090", framework="vllm"), graph)
+
+    assert [c.finding_id for c in result.candidates][0] == 1
+    assert result.fixes[0].finding.id == 2
+    assert result.verdict == "similar"
+    # On the GPUs it was seen on, the known finding is the answer.
+    on_t4 = diagnose(BF16_ON_OLD_GPU, build_context(gpu="Tesla T4", framework="vllm"), graph)
+    assert (on_t4.verdict, on_t4.fixes[0].finding.id) == ("known", 1)
