@@ -57,7 +57,9 @@ _CONTROL = {";", "&&", "||", "|", "&"}
 _PUNCTUATION = frozenset(";&|<>")
 # "> log", "2>&1", "&> out", "< in": where output goes says nothing about the server.
 _REDIRECT = re.compile(r"(?<![\w=-])\d?(?:>>?|&>|<)(?:&\d|\s*[^\s;&|<>]+)")
-_CONTINUATION = re.compile(r"\\\r?\n")
+# A backslash that ends a line, or the command (its first line copied alone), trailing
+# spaces of the copy after it; `My\ Models` inside a line stays an escaped space.
+_CONTINUATION = re.compile(r"\\[ \t]*(?:\r?\n|$)", re.M)
 _PROMPT = re.compile(r"^\s*[$#>]\s+", re.M)  # prompt characters of a pasted session
 
 

@@ -153,11 +153,21 @@ def test_other_changes_leave_the_command_as_it_was() -> None:
         ("x=1 && y | z; w &", ["x=1", "&&", "y", "|", "z", ";", "w", "&"]),
         ("vllm serve m > log 2>&1", ["vllm", "serve", "m"]),
         ("$ vllm serve \\\n  m", ["vllm", "serve", "m"]),
+        ("vllm serve m \\  \n  --tp 2", ["vllm", "serve", "m", "--tp", "2"]),
         ("vllm serve 'unbalanced", ["vllm", "serve", "'unbalanced"]),
     ],
 )
 def test_it_splits_words_as_a_shell_does(command: str, texts: list[str]) -> None:
     assert [w.text for w in words(command)] == texts
+
+
+@pytest.mark.parametrize("end", [" \\", " \\  "])
+def test_a_first_line_copied_alone_keeps_its_continuation_after_the_change(end: str) -> None:
+    """The first line of a command written over several ends in a backslash; a flag the
+    fix adds goes before it, not after an empty word the backslash escaped."""
+    assert apply_changes(f"vllm serve m{end}", [set_flag("dtype", "half")]) == (
+        f"vllm serve m --dtype half{end}"
+    )
 
 
 def test_a_switch_set_to_true_in_any_case_is_written_bare() -> None:
