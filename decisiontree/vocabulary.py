@@ -109,6 +109,8 @@ class Vocabulary:
         self._gpus = tuple(_gpu_from(g) for g in gpus)
         self._gpu_keys = _gpu_index(gpus, self._gpus)
         self._gpu_regex = _gpu_regex(self._gpu_keys)
+        # The regex lets a name's words run together ("rtx4060ti"): found by its letters.
+        self._joined_keys = {key.replace(" ", ""): gpu for key, gpu in self._gpu_keys.items()}
         self.arch_names: Mapping[str, str] = dict(arch_names)
         self.latest_versions: Mapping[str, str] = {
             fw: version for fw in FRAMEWORKS if (version := flags.latest_version(fw))
@@ -172,7 +174,8 @@ class Vocabulary:
 
     def _gpu_mentions(self, text: str, *, strict: bool) -> Iterator[tuple[Gpu, int, int]]:
         for match in self._gpu_regex.finditer(text):
-            gpu = self._gpu_keys.get(gpu_key(match.group("gpu")))
+            key = gpu_key(match.group("gpu"))
+            gpu = self._gpu_keys.get(key) or self._joined_keys.get(key.replace(" ", ""))
             if gpu is None:
                 continue
             # A count sits right next to the name: look a few words around it, not at the

@@ -87,6 +87,158 @@ GPU_ALIASES: dict[str, list[str]] = {
     "NVIDIA GB10": ["GB10", "DGX Spark"],
 }
 
+# GPUs the reference leaves out that issue reports name: GeForce and workstation cards of
+# every line since Pascal, laptop parts, older data-centre cards, Jetson modules. The
+# compute capabilities are NVIDIA's (developer.nvidia.com/cuda-gpus), memory the product
+# pages' (None where one name covers several sizes). Without them an RTX 3060 or a P100
+# had no architecture, and no condition on it could be met or contradicted.
+MORE_GPUS: list[dict[str, Any]] = [
+    {
+        "architecture": "Pascal",
+        "sm": "sm_60",
+        "compute_capability": "6.0",
+        "names": {
+            "Tesla P100-PCIE-16GB": 16,
+            "Tesla P100-PCIE-12GB": 12,
+            "Tesla P100-SXM2-16GB": 16,
+            "Quadro GP100": 16,
+        },
+    },
+    {
+        "architecture": "Pascal",
+        "sm": "sm_61",
+        "compute_capability": "6.1",
+        "names": {
+            "Tesla P40": 24,
+            "NVIDIA GeForce GTX 1060 6GB": 6,
+            "NVIDIA GeForce GTX 1070": 8,
+            "NVIDIA GeForce GTX 1070 Ti": 8,
+            "NVIDIA GeForce GTX 1080": 8,
+            "NVIDIA GeForce GTX 1080 Ti": 11,
+            "NVIDIA TITAN Xp": 12,
+            "Quadro P4000": 8,
+            "Quadro P5000": 16,
+            "Quadro P6000": 24,
+        },
+    },
+    {
+        "architecture": "Volta",
+        "sm": "sm_70",
+        "compute_capability": "7.0",
+        "names": {"NVIDIA TITAN V": 12},
+    },
+    {
+        "architecture": "Volta",
+        "sm": "sm_72",
+        "compute_capability": "7.2",
+        "names": {"NVIDIA Jetson AGX Xavier": None},
+    },
+    {
+        "architecture": "Turing",
+        "sm": "sm_75",
+        "compute_capability": "7.5",
+        "names": {
+            "NVIDIA GeForce GTX 1650": 4,
+            "NVIDIA GeForce GTX 1660": 6,
+            "NVIDIA GeForce GTX 1660 SUPER": 6,
+            "NVIDIA GeForce GTX 1660 Ti": 6,
+            "NVIDIA GeForce RTX 2060": 6,
+            "NVIDIA GeForce RTX 2060 SUPER": 8,
+            "NVIDIA GeForce RTX 2070": 8,
+            "NVIDIA GeForce RTX 2070 SUPER": 8,
+            "NVIDIA GeForce RTX 2080": 8,
+            "NVIDIA GeForce RTX 2080 SUPER": 8,
+            "NVIDIA GeForce RTX 2080 Ti": 11,
+            "NVIDIA TITAN RTX": 24,
+            "Quadro RTX 4000": 8,
+            "Quadro RTX 5000": 16,
+        },
+    },
+    {
+        "architecture": "Ampere",
+        "sm": "sm_86",
+        "compute_capability": "8.6",
+        "names": {
+            "NVIDIA GeForce RTX 3050": 8,
+            "NVIDIA GeForce RTX 3060": 12,
+            "NVIDIA GeForce RTX 3060 Ti": 8,
+            "NVIDIA GeForce RTX 3070": 8,
+            "NVIDIA GeForce RTX 3070 Ti": 8,
+            "NVIDIA GeForce RTX 3080 Ti": 12,
+            "NVIDIA GeForce RTX 3060 Laptop GPU": 6,
+            "NVIDIA GeForce RTX 3070 Laptop GPU": 8,
+            "NVIDIA GeForce RTX 3080 Laptop GPU": None,
+            "NVIDIA RTX A2000": None,
+        },
+    },
+    {
+        "architecture": "Ampere",
+        "sm": "sm_87",
+        "compute_capability": "8.7",
+        "names": {"NVIDIA Jetson AGX Orin": None},
+    },
+    {
+        "architecture": "Ada Lovelace",
+        "sm": "sm_89",
+        "compute_capability": "8.9",
+        "names": {
+            "NVIDIA GeForce RTX 4060": 8,
+            "NVIDIA GeForce RTX 4060 Ti": None,
+            "NVIDIA GeForce RTX 4070": 12,
+            "NVIDIA GeForce RTX 4070 SUPER": 12,
+            "NVIDIA GeForce RTX 4070 Ti": 12,
+            "NVIDIA GeForce RTX 4070 Ti SUPER": 16,
+            "NVIDIA GeForce RTX 4090 D": 24,
+            "NVIDIA GeForce RTX 4060 Laptop GPU": 8,
+            "NVIDIA GeForce RTX 4070 Laptop GPU": 8,
+            "NVIDIA GeForce RTX 4080 Laptop GPU": 12,
+            "NVIDIA GeForce RTX 4090 Laptop GPU": 16,
+            "NVIDIA RTX 2000 Ada Generation": 16,
+        },
+    },
+    {
+        "architecture": "Blackwell",
+        "sm": "sm_110",
+        "compute_capability": "11.0",
+        "names": {"NVIDIA Jetson AGX Thor": 128},
+    },
+    {
+        "architecture": "Blackwell",
+        "sm": "sm_120",
+        "compute_capability": "12.0",
+        "names": {
+            "NVIDIA GeForce RTX 5050": 8,
+            "NVIDIA GeForce RTX 5060": 8,
+            "NVIDIA GeForce RTX 5060 Ti": None,
+            "NVIDIA GeForce RTX 5070": 12,
+            "NVIDIA GeForce RTX 5080 Laptop GPU": 16,
+            "NVIDIA GeForce RTX 5090 Laptop GPU": 24,
+        },
+    },
+]
+MORE_ARCH_NAMES = {"sm_60": "Pascal (P100)", "sm_61": "Pascal (GP10x)"}
+# The short names of MORE_GPUS; a GeForce card's bare number as for those above.
+MORE_ALIASES: dict[str, list[str]] = {
+    "Tesla P100-PCIE-16GB": ["P100"],
+    "Tesla P40": ["P40"],
+    "NVIDIA GeForce GTX 1060 6GB": ["GTX 1060"],
+    "NVIDIA GeForce GTX 1080 Ti": ["1080 Ti"],
+    "NVIDIA GeForce RTX 2080 Ti": ["2080 Ti"],
+    "NVIDIA GeForce RTX 3060": ["3060"],
+    "NVIDIA GeForce RTX 3060 Ti": ["3060 Ti"],
+    "NVIDIA GeForce RTX 3070": ["3070"],
+    "NVIDIA GeForce RTX 3080 Ti": ["3080 Ti"],
+    "NVIDIA GeForce RTX 4060 Ti": ["4060 Ti"],
+    "NVIDIA GeForce RTX 4070": ["4070"],
+    "NVIDIA GeForce RTX 4070 Ti": ["4070 Ti"],
+    "NVIDIA GeForce RTX 4070 Ti SUPER": ["4070 Ti SUPER"],
+    "NVIDIA GeForce RTX 5060 Ti": ["5060 Ti"],
+    "NVIDIA GeForce RTX 5070": ["5070"],
+    "NVIDIA Jetson AGX Xavier": ["Jetson Xavier", "AGX Xavier", "Xavier NX"],
+    "NVIDIA Jetson AGX Orin": ["Jetson Orin", "AGX Orin", "Orin Nano", "Orin NX", "Orin"],
+    "NVIDIA Jetson AGX Thor": ["Jetson Thor", "AGX Thor"],
+}
+
 # Our own words, kept short, for the flags diagnoses talk about most.
 DESCRIPTIONS = {
     ("sglang", "kv-cache-dtype"): "Storage type of the KV cache; fp8 variants halve its size.",
@@ -289,7 +441,21 @@ def gpu_records(ref: dict[str, Any]) -> list[dict[str, Any]]:
                     "memory_gb": memory,
                 }
             )
-    unknown = set(GPU_ALIASES) - {r["name"] for r in records}
+    for group in MORE_GPUS:
+        for name, memory in group["names"].items():
+            records.append(
+                {
+                    "name": name,
+                    "aliases": sorted(MORE_ALIASES.get(name, [])),
+                    "family": FAMILY.get(group["architecture"], group["architecture"]),
+                    "arch": group["sm"],
+                    "compute_capability": group["compute_capability"],
+                    "memory_gb": memory,
+                }
+            )
+    names = [r["name"] for r in records]
+    assert len(names) == len(set(names)), "a GPU listed twice"
+    unknown = (set(GPU_ALIASES) | set(MORE_ALIASES)) - set(names)
     assert not unknown, unknown
     return sorted(records, key=lambda r: (r["arch"], r["name"]))
 
@@ -324,7 +490,8 @@ def main(reference: Path) -> None:
 
 
 def arch_names(gpus: dict[str, Any]) -> dict[str, str]:
-    return {f"sm_{k}": v for k, v in sorted(gpus["arch_rules"]["sm_to_arch"].items())}
+    names = {f"sm_{k}": v for k, v in gpus["arch_rules"]["sm_to_arch"].items()} | MORE_ARCH_NAMES
+    return dict(sorted(names.items()))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from decisiontree.conditions import parse_line
 from decisiontree.context import Context, build_context
+from decisiontree.setup import State, assess
 from decisiontree.vocabulary import load as load_vocabulary
 
 ENV = Path(__file__).parent / "fixtures" / "env"
@@ -314,6 +316,17 @@ def test_a_gpu_the_vocabulary_does_not_know_keeps_the_name_nvidia_smi_printed() 
     )
     context = build_context(listed)
     assert (context.gpus, context.gpu_count, context.arch) == (("NVIDIA Quasar Q9",), 2, None)
+
+
+def test_a_laptop_or_older_card_decides_a_condition_on_the_compute_capability() -> None:
+    """A report from an RTX 3060 laptop or a Kaggle P100: its architecture is known, so a
+    finding seen only below compute capability 8.0 is met on one and not the other."""
+    below_ampere = parse_line("gpu.capability = <8.0")
+    listed = "GPU 0: NVIDIA GeForce RTX 3060 Laptop GPU (UUID: GPU-0a1b2c3d-0000-1111-2222-3333)"
+    laptop = build_context(listed)
+    assert laptop.arch == "sm_86"
+    assert assess(below_ampere, laptop, load_vocabulary()) is State.CONTRADICTED
+    assert assess(below_ampere, build_context(gpu="Tesla P100"), load_vocabulary()) is State.MET
 
 
 COLLECT_ENV = """\

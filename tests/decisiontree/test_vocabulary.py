@@ -50,6 +50,15 @@ def test_it_reads_every_spelling_of_rtx_pro_6000_as_sm_120(vocab, written):
         ("4090", "NVIDIA GeForce RTX 4090", "sm_89"),
         ("A100 40GB", "NVIDIA A100-SXM4-40GB", "sm_80"),
         ("A100 80 GB", "NVIDIA A100-SXM4-80GB", "sm_80"),
+        # Cards of every line since Pascal that reports name, laptop parts, Jetson modules
+        ("GeForce RTX 3060 Laptop GPU", "NVIDIA GeForce RTX 3060 Laptop GPU", "sm_86"),
+        ("RTX 4090 Laptop GPU", "NVIDIA GeForce RTX 4090 Laptop GPU", "sm_89"),
+        ("rtx4060ti", "NVIDIA GeForce RTX 4060 Ti", "sm_89"),
+        ("RTX 5060 Ti", "NVIDIA GeForce RTX 5060 Ti", "sm_120"),
+        ("NVIDIA GeForce RTX 2080 Ti", "NVIDIA GeForce RTX 2080 Ti", "sm_75"),
+        ("GTX 1080 Ti", "NVIDIA GeForce GTX 1080 Ti", "sm_61"),
+        ("Tesla P100", "Tesla P100-PCIE-16GB", "sm_60"),
+        ("Jetson AGX Orin", "NVIDIA Jetson AGX Orin", "sm_87"),
     ],
 )
 def test_it_maps_short_gpu_names_to_the_nvidia_smi_name(vocab, written, name, arch):
@@ -83,6 +92,7 @@ def test_it_counts_gpus_mentioned_in_prose(vocab, text, expected):
         "Latency went from 4090 ms to 3080 ms after 100 requests on port 5090.",
         "Allocated 80 GB, 6000 tokens per second, 40 layers, batch 8, rank 2 of 8.",
         "The A-team reviewed PR #3090 at 10:40 and merged it.",
+        "Retried 3060 times; listening on 5070, then on 4070 after the restart.",
     ],
 )
 def test_it_finds_no_gpu_in_ordinary_prose_with_numbers(vocab, prose):
