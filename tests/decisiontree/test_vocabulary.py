@@ -299,6 +299,15 @@ def test_it_reads_flags_from_a_server_args_dump(vocab):
         ("openai/gpt-oss-120b", "gpt-oss", "gpt_oss", "mxfp4"),
         ("moonshotai/Kimi-K2-Instruct", "kimi", "kimi_k2", "fp8"),  # published in FP8
         ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "llama", "llama", "awq"),
+        # A distilled model runs its student's architecture, not DeepSeek's.
+        ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "qwen", "qwen2", None),
+        ("deepseek-ai/DeepSeek-R1-Distill-Llama-70B", "llama", "llama", None),
+        # A vision-language model is its own architecture, not the text model's.
+        ("Qwen/Qwen2.5-VL-7B-Instruct", "qwen", "qwen2_5_vl", None),
+        ("Qwen/Qwen3-VL-30B-A3B-Instruct", "qwen", "qwen3_vl_moe", None),
+        ("google/gemma-3-27b-it", "gemma", "gemma3", None),
+        ("microsoft/phi-4", "phi", "phi3", None),
+        ("ibm-granite/granite-3.1-8b-instruct", "granite", "granite", None),
     ],
 )
 def test_it_knows_model_family_arch_and_quantization(vocab, name, family, arch, quantization):
