@@ -118,8 +118,14 @@ def words_of(text: str) -> list[str]:
     words.extend(f"code{int(m['num'])}" for m in _ERROR_CODE.finditer(text, digits))
     for gated, replacement in _MASK_PASSES:
         text = gated.sub(replacement, text, digits)
-    for token in _TOKEN.findall(text):
-        words.extend(expand(token))
+    for found in _TOKEN.finditer(text):
+        token = found.group()
+        if found.start() and text[found.start() - 1].isdigit():
+            # The tail of a name cut at a number ("8B-Instruct" of "Llama-3.1-8B-Instruct"):
+            # its parts are words, "b-instruct" is no one's.
+            words.extend(expand(token)[1:] or ())
+        else:
+            words.extend(expand(token))
     return words
 
 

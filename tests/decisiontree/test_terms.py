@@ -80,6 +80,16 @@ def test_ids_addresses_urls_and_sizes_leave_no_words() -> None:
     assert words == ["request", "at", "failed", "see", "tried"]
 
 
+def test_a_name_cut_at_a_number_leaves_words_not_its_tail() -> None:
+    """Two reports naming different 8B models share no made-up word "b-instruct"."""
+    words = words_of(
+        "loading meta-llama/Llama-3.1-8B-Instruct and Qwen2.5-7B-Instruct-AWQ on 8xH100"
+    )
+
+    assert {"instruct", "awq", "h100", "llama"} <= set(words)
+    assert not [w for w in words if w.startswith(("b-", "xh"))]
+
+
 def test_numbered_ranks_and_devices_are_not_words() -> None:
     assert set(words_of("[TP3] rank7 on cuda0 gpu2 worker12")) == {"on"}
 
