@@ -348,21 +348,30 @@ def _bare_number(match: re.Match[str], after: str) -> bool:
 _COUNT_WINDOW = 48
 
 
+# Chinese counts cards with a measure word after the number: "4 张 A100", "8卡 H100".
+_MEASURE_WORD = "[张块卡台]"
+
+
 def _count_before(before: str) -> int | None:
-    """ "8x ", "8 x ", "2× ", "eight " right before a GPU name."""
-    found = re.search(r"(?:^|[\s(,:])([0-9]{1,3}|[A-Za-z]+)\s*(?:[x×*]\s*)?$", before)
+    """ "8x ", "8 x ", "2× ", "eight ", "4 张 " right before a GPU name."""
+    found = re.search(
+        rf"(?:^|[\s(,:，：])([0-9]{{1,3}}|[A-Za-z]+)\s*(?:[x×*]\s*|{_MEASURE_WORD}\s*)?$", before
+    )
     if not found:
         return None
     word = found.group(1)
-    if word.isdigit() and not re.search(r"[x×*]\s*$", before) and not before.endswith(" "):
+    counted = re.search(rf"(?:[x×*]|{_MEASURE_WORD})\s*$", before)
+    if word.isdigit() and not counted and not before.endswith(" "):
         return None
     count = _number(word)
     return count if count and count <= 1024 else None
 
 
 def _count_after(after: str) -> int | None:
-    """ "H100 x 8", "H100 ×8", "H100 (x8)"."""
-    found = re.match(r"\s*\(?\s*[x×*]\s*(\d{1,3})\b", after)
+    """ "H100 x 8", "H100 ×8", "H100 (x8)", "A100 4张"."""
+    found = re.match(rf"\s*\(?\s*(?:[x×*]\s*(\d{{1,3}})\b|(\d{{1,3}})\s*{_MEASURE_WORD})", after)
+    if found and found.group(2):
+        return int(found.group(2))
     return int(found.group(1)) if found else None
 
 

@@ -80,6 +80,10 @@ def test_it_does_not_pretend_a_bare_arch_is_a_gpu(vocab):
         ("a node of 4 H200s and one B200", [("NVIDIA H200", 4), ("NVIDIA B200", 1)]),
         ("B200 x 8 (HGX)", [("NVIDIA B200", 8)]),
         ("two 4090 cards", [("NVIDIA GeForce RTX 4090", 2)]),
+        # Chinese counts cards with a measure word: "4 张", "8卡", "A100 4张"
+        ("显卡是 4 张 A100，报错如下", [("NVIDIA A100-SXM4-80GB", 4)]),
+        ("8卡H100 上启动", [("NVIDIA H100", 8)]),
+        ("用 2 块 4090 跑", [("NVIDIA GeForce RTX 4090", 2)]),
     ],
 )
 def test_it_counts_gpus_mentioned_in_prose(vocab, text, expected):
