@@ -363,7 +363,25 @@ def _prose_facts(text: str, vocab: Vocabulary) -> Facts:
     repo = _repo_id_in_prose(text, vocab)
     if repo:
         facts["model.name"] = repo
-    return facts
+    return facts | _release_in_prose(text)
+
+
+# "using vLLM 0.8.5", "sglang v0.4.6.post1", "vllm version 0.10.1": a framework named
+# with its release in a sentence (a pin, an image tag, a log say it more firmly).
+_RELEASE_IN_PROSE = re.compile(
+    rf"\b(sglang|vllm)[ \t]{{1,3}}(?:version[ \t:]{{1,3}})?{VERSION_TEXT}(?!\w|\.\w)",
+    re.IGNORECASE,
+)
+
+
+def _release_in_prose(text: str) -> Facts:
+    """The framework and release a sentence names; nothing where it names several (an
+    upgrade from one to another says nothing of which one failed)."""
+    named = {(m.group(1).lower(), m.group(2)) for m in _RELEASE_IN_PROSE.finditer(text)}
+    if len(named) != 1:
+        return {}
+    ((framework, release),) = named
+    return {"framework": framework, "framework.version": release}
 
 
 # What a framework measured and printed about the device it ran on: vLLM's and SGLang's

@@ -318,6 +318,24 @@ def test_a_gpu_the_vocabulary_does_not_know_keeps_the_name_nvidia_smi_printed() 
     assert (context.gpus, context.gpu_count, context.arch) == (("NVIDIA Quasar Q9",), 2, None)
 
 
+@pytest.mark.parametrize(
+    ("said", "release"),
+    [
+        ("使用 vllm 0.8.5 启动 Qwen2.5-72B 时报错", ("vllm", "0.8.5")),
+        ("I am on vLLM v0.10.1.1 with two GPUs.", ("vllm", "0.10.1.1")),
+        ("sglang version 0.4.6.post1 crashes on start", ("sglang", "0.4.6.post1")),
+        # An upgrade names two releases: neither is known to be the one that failed.
+        ("after upgrading vllm 0.8.5 to vllm 0.9.1 it broke", (None, None)),
+        ("the vllm 12 workers all died", (None, None)),
+    ],
+)
+def test_a_release_named_in_a_sentence_is_the_frameworks(said: str, release: tuple) -> None:
+    context = build_context(said)
+    assert (context.framework, context.framework_version) == release
+    # What a tool printed says it more firmly than the sentence.
+    assert build_context(f"{said}\nvLLM Version: 0.11.0").framework_version == "0.11.0"
+
+
 def test_a_laptop_or_older_card_decides_a_condition_on_the_compute_capability() -> None:
     """A report from an RTX 3060 laptop or a Kaggle P100: its architecture is known, so a
     finding seen only below compute capability 8.0 is met on one and not the other."""
