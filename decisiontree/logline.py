@@ -66,6 +66,8 @@ _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # start with ("" = any word character), so most lines try only a few. They are
 # applied repeatedly because prefixes stack:
 # "(VllmWorker rank=2 pid=9) ERROR 02-19 00:08:10 [core.py:1] ...".
+# The daemons whose lines Ray's log monitor relays, named before each line.
+_RAY_DAEMONS = "raylet|gcs_server|dashboard_agent|monitor|autoscaler"
 _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # gunicorn's error log and logging configs like it: the stamp (gunicorn's with its zone
     # after a space), the process id, the level, each in brackets:
@@ -88,6 +90,17 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\((?:(?P<proc>[A-Za-z_][\w.-]*(?: [A-Za-z_][\w.-]*)?) )?"
             r"(?:rank=(?P<rank>\d+) )?pid=\d+(?:, ip=[\w.:]+)?\) ?"
+        ),
+    ),
+    # Ray's log monitor names the daemon a line came from: (raylet), (gcs_server)
+    ("(", re.compile(rf"\((?P<proc>{_RAY_DAEMONS})\) ?")),
+    # Ray's own C++ log (raylet, gcs_server): [2026-12-06 10:00:00,123 E 1234 1234] x.cc:30:
+    # (the log monitor may name the daemon again before the place)
+    (
+        "[",
+        re.compile(
+            r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (?P<ray>[TDIWEC]) \d+ \d+\] ?"
+            rf"(?:\((?:{_RAY_DAEMONS})\) )?(?:(?P<src>[\w./-]+\.(?:cc|cpp|h):\d+): ?)?"
         ),
     ),
     ("[", re.compile(r"\[rank(?P<rank>\d+)\]: ?")),  # torchrun
@@ -191,6 +204,14 @@ def _prefixes_for(first: str) -> tuple[re.Pattern[str], ...]:
 
 
 _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
+_RAY_LEVELS = {
+    "T": "TRACE",
+    "D": "DEBUG",
+    "I": "INFO",
+    "W": "WARNING",
+    "E": "ERROR",
+    "C": "CRITICAL",
+}
 _LOGRUS_LEVELS = {
     "DEBU": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "ERRO": "ERROR", "FATA": "FATAL",
     "PANI": "FATAL",
@@ -401,6 +422,7 @@ def _note_prefix(found: Prefix, groups: dict[str, str | None]) -> None:
         groups.get("lvl")
         or _GLOG_LEVELS.get(groups.get("glog") or "")
         or _LOGRUS_LEVELS.get(groups.get("logrus") or "")
+        or _RAY_LEVELS.get(groups.get("ray") or "")
         or _TAG_LEVELS.get(groups.get("tag_lvl") or "", groups.get("tag_lvl"))
     )
     found.stamped = found.stamped or bool(level or groups.get("ts"))

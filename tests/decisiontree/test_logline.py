@@ -42,6 +42,12 @@ from decisiontree.traceback import parse
         ("[multiproc_executor.py:492] ValueError: x", "ValueError: x"),  # cut before its level
         ("2026-02-19 00:08:10.249 | ERROR    | app.llm:ask:260 - API error", "API error"),  # loguru
         ("Error: jinja2.exceptions.TemplateError: x", "jinja2.exceptions.TemplateError: x"),
+        # Ray's raylet relayed by its log monitor: daemon, clock, level, pids, place
+        (
+            "(raylet) [2026-12-06 10:00:00,123 E 1234 1234] (raylet) node_manager.cc:3000: "
+            "A worker died unexpectedly",
+            "A worker died unexpectedly",
+        ),
     ],
 )
 def test_it_sets_aside_each_kind_of_log_prefix(line: str, message: str) -> None:
