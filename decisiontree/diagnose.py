@@ -192,12 +192,21 @@ def gpu_total(
     return measured or gpu_bytes(context, vocabulary)
 
 
-def _pinned_elsewhere(leader: Candidate, candidates: Sequence[Candidate]) -> bool:
+def _pinned_elsewhere(
+    leader: Candidate,
+    candidates: Sequence[Candidate],
+    context: Context,
+    graph: KnowledgeGraph,
+    vocabulary: Vocabulary,
+) -> bool:
     """Is the paste's own error (its frames, its message's template) known as another
     finding that matched better, and that the setup set back? A finding that leads on
-    words alone is then only like the paste."""
+    words alone is then only like the paste. (One that leads on its evidence or its met
+    conditions, beside a finding of the same error that fits the setup too, may be known.)"""
     return leader.layer not in PINNED_LAYERS and any(
-        c.layer in PINNED_LAYERS and c.score > leader.score
+        c.layer in PINNED_LAYERS
+        and c.score > leader.score
+        and setup_differences(graph.conditions_of(c.finding_id), context, vocabulary)
         for c in candidates
         if c.finding_id != leader.finding_id
     )
@@ -232,9 +241,8 @@ def ranked_answer(
     not_known = (
         () if leader.layer in PINNED_LAYERS else setup_not_known(conditions, context, vocabulary)
     )
-    if (differences or not_known or _pinned_elsewhere(leader, candidates)) and (
-        level is MatchLevel.KNOWN
-    ):
+    pinned_elsewhere = _pinned_elsewhere(leader, candidates, context, graph, vocabulary)
+    if (differences or not_known or pinned_elsewhere) and level is MatchLevel.KNOWN:
         level = MatchLevel.SIMILAR  # the same error, but not the known issue on this setup
     shown = {visit.matched.id for visit in result.visits}
     return Diagnosis(

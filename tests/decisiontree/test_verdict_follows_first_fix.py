@@ -104,3 +104,33 @@ def test_a_finding_matched_on_words_is_not_known_where_the_pastes_own_error_is_a
     # On the GPUs it was seen on, the known finding is the answer.
     on_t4 = diagnose(BF16_ON_OLD_GPU, build_context(gpu="Tesla T4", framework="vllm"), graph)
     assert (on_t4.verdict, on_t4.fixes[0].finding.id) == ("known", 1)
+
+
+def test_a_finding_that_leads_on_its_evidence_beside_one_of_the_same_error_stays_known() -> None:
+    """Nothing in the setup sets the template's finding back: its fix is only proposed, the
+    other finding's resolved it. The other leads, and its verdict is its own match's."""
+    proposed = FindingRecord(
+        id=1,
+        title="bfloat16 needs compute capability 8.0",
+        kind="crash",
+        cause="GPUs before Ampere have no bf16 units",
+        samples=(BF16_ON_OLD_GPU,),
+        conditions=(),
+        fixes=(FixRecord(1, "--dtype half", (), Outcome.PROPOSED),),
+    )
+    resolved = FindingRecord(
+        id=2,
+        title="no attention backend takes this dtype and KV cache",
+        kind="crash",
+        cause="every backend refused the combination of dtype, KV cache dtype and capability",
+        samples=(NO_BACKEND,),
+        conditions=(parse_line("framework = vllm"),),
+        fixes=(FixRecord(2, "--kv-cache-dtype auto", (), Outcome.RESOLVES),),
+    )
+    graph = build_graph([proposed, resolved])
+
+    result = diagnose(BF16_ON_OLD_GPU, build_context(framework="vllm"), graph)
+
+    assert [c.finding_id for c in result.candidates][0] == 1
+    assert result.fixes[0].finding.id == 2
+    assert result.verdict == "known"

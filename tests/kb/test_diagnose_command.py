@@ -170,13 +170,21 @@ def test_a_paste_that_only_says_the_engine_failed_asks_for_the_log_before_it(
 def test_a_paste_without_an_error_line_says_it_matched_on_words(
     starter_kb: None, tmp_path: Path
 ) -> None:
-    paste = tmp_path / "retract.txt"
-    paste.write_text(
+    retract = (
         "[2026-03-01 02:11:09 TP0] KV cache pool is full. Retract requests. "
         "#retracted_reqs: 3, #new_tokens_gained: 5120\n"
     )
+    paste = tmp_path / "retract.txt"
+    paste.write_text(
+        "[2026-03-01 02:11:08 TP0] Decode batch. #running-req: 212, #token: 88064, "
+        "token usage: 0.99, #queue-req: 40\n" + retract
+    )
     first = run(str(paste), "--framework", "sglang").splitlines()[0]
     assert first == "Known issue: the paste has no error line; matched on its words"
+    # The one line copied alone is what was asked about: quoted, as a bare line is.
+    paste.write_text(retract)
+    first = run(str(paste), "--framework", "sglang").splitlines()[0]
+    assert first == "Known issue: " + retract[26:].strip()
 
 
 def test_a_bare_error_line_is_quoted_as_written(starter_kb: None, tmp_path: Path) -> None:
