@@ -431,33 +431,28 @@ def gpu_records(ref: dict[str, Any]) -> list[dict[str, Any]]:
             if "/" in name:  # "Jetson AGX Thor / Thor": two spellings of one board
                 continue
             memory = memory_of(name, i, sizes, len(group["nvidia_smi_names"]))
-            records.append(
-                {
-                    "name": name,
-                    "aliases": sorted(GPU_ALIASES.get(name, [])),
-                    "family": FAMILY.get(group["architecture"], group["architecture"]),
-                    "arch": group["sm"],
-                    "compute_capability": group["compute_capability"],
-                    "memory_gb": memory,
-                }
-            )
+            records.append(gpu_record(name, GPU_ALIASES.get(name, []), group, memory))
     for group in MORE_GPUS:
         for name, memory in group["names"].items():
-            records.append(
-                {
-                    "name": name,
-                    "aliases": sorted(MORE_ALIASES.get(name, [])),
-                    "family": FAMILY.get(group["architecture"], group["architecture"]),
-                    "arch": group["sm"],
-                    "compute_capability": group["compute_capability"],
-                    "memory_gb": memory,
-                }
-            )
+            records.append(gpu_record(name, MORE_ALIASES.get(name, []), group, memory))
     names = [r["name"] for r in records]
     assert len(names) == len(set(names)), "a GPU listed twice"
     unknown = (set(GPU_ALIASES) | set(MORE_ALIASES)) - set(names)
     assert not unknown, unknown
     return sorted(records, key=lambda r: (r["arch"], r["name"]))
+
+
+def gpu_record(
+    name: str, aliases: list[str], group: dict[str, Any], memory: int | None
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "aliases": sorted(aliases),
+        "family": FAMILY.get(group["architecture"], group["architecture"]),
+        "arch": group["sm"],
+        "compute_capability": group["compute_capability"],
+        "memory_gb": memory,
+    }
 
 
 def write_lines(path: Path, header: dict[str, Any], key: str, rows: list[Any]) -> None:

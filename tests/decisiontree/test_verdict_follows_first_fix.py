@@ -5,7 +5,7 @@ from __future__ import annotations
 from decisiontree.conditions import parse_line
 from decisiontree.context import build_context
 from decisiontree.diagnose import Diagnosis, diagnose
-from decisiontree.graph import build_graph
+from decisiontree.graph import KnowledgeGraph, build_graph
 from decisiontree.records import FindingRecord, FixRecord, Outcome
 from tests.decisiontree.test_walk import (
     KV_AUTO_PROPOSED,
@@ -72,18 +72,19 @@ ValueError: No valid attention backend found for cuda with AttentionSelectorConf
 """
 
 
-def test_a_finding_matched_on_words_is_not_known_where_the_pastes_own_error_is_another() -> None:
-    """The paste's message is a known sample's, seen on GPUs older than the user's: that
-    finding's fix drops below one of a finding that only shares words with the paste
-    (bfloat16, compute capability, supported). That one leads, as no more than similar."""
+def bf16_beside_no_backend(
+    bf16_conditions: tuple[str, ...], bf16_outcome: Outcome
+) -> KnowledgeGraph:
+    """A finding of the bf16 error, and one that shares words with it (bfloat16, compute
+    capability, supported), whose fix resolved it."""
     bf16 = FindingRecord(
         id=1,
         title="bfloat16 needs compute capability 8.0",
         kind="crash",
         cause="GPUs before Ampere have no bf16 units",
         samples=(BF16_ON_OLD_GPU,),
-        conditions=(parse_line("framework = vllm"), parse_line("gpu.capability = <8.0")),
-        fixes=(FixRecord(1, "--dtype half", (), Outcome.RESOLVES),),
+        conditions=tuple(parse_line(line) for line in bf16_conditions),
+        fixes=(FixRecord(1, "--dtype half", (), bf16_outcome),),
     )
     no_backend = FindingRecord(
         id=2,
@@ -94,7 +95,13 @@ def test_a_finding_matched_on_words_is_not_known_where_the_pastes_own_error_is_a
         conditions=(parse_line("framework = vllm"),),
         fixes=(FixRecord(2, "--kv-cache-dtype auto", (), Outcome.RESOLVES),),
     )
-    graph = build_graph([bf16, no_backend])
+    return build_graph([bf16, no_backend])
+
+
+def test_a_finding_matched_on_words_is_not_known_where_the_pastes_own_error_is_another() -> None:
+    """The paste's message is a known sample's, seen on GPUs older than the user's: that
+    finding's fix drops below the other's, which leads, as no more than similar."""
+    graph = bf16_beside_no_backend(("framework = vllm", "gpu.capability = <8.0"), Outcome.RESOLVES)
 
     result = diagnose(BF16_ON_OLD_GPU, build_context(gpu="RTX 3090", framework="vllm"), graph)
 
@@ -109,25 +116,7 @@ def test_a_finding_matched_on_words_is_not_known_where_the_pastes_own_error_is_a
 def test_a_finding_that_leads_on_its_evidence_beside_one_of_the_same_error_stays_known() -> None:
     """Nothing in the setup sets the template's finding back: its fix is only proposed, the
     other finding's resolved it. The other leads, and its verdict is its own match's."""
-    proposed = FindingRecord(
-        id=1,
-        title="bfloat16 needs compute capability 8.0",
-        kind="crash",
-        cause="GPUs before Ampere have no bf16 units",
-        samples=(BF16_ON_OLD_GPU,),
-        conditions=(),
-        fixes=(FixRecord(1, "--dtype half", (), Outcome.PROPOSED),),
-    )
-    resolved = FindingRecord(
-        id=2,
-        title="no attention backend takes this dtype and KV cache",
-        kind="crash",
-        cause="every backend refused the combination of dtype, KV cache dtype and capability",
-        samples=(NO_BACKEND,),
-        conditions=(parse_line("framework = vllm"),),
-        fixes=(FixRecord(2, "--kv-cache-dtype auto", (), Outcome.RESOLVES),),
-    )
-    graph = build_graph([proposed, resolved])
+    graph = bf16_beside_no_backend((), Outcome.PROPOSED)
 
     result = diagnose(BF16_ON_OLD_GPU, build_context(framework="vllm"), graph)
 
