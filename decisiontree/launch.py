@@ -16,6 +16,7 @@ parser saw.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from collections.abc import Iterable, Mapping
@@ -71,13 +72,24 @@ def words(cmd: str) -> list[Word]:
     back to whitespace.
     """
     blank = _blanked(cmd)
-    scanned = _scan(blank, cmd)
-    if scanned is not None:
-        return scanned
-    return [
+    scanned = _scan(blank, cmd) or [
         Word(m.group(0), m.start(), m.end(), m.group(0) in _CONTROL)
         for m in re.finditer(r"\S+", blank)
     ]
+    return [_with_plain_dashes(word) for word in scanned]
+
+
+# The dash a word processor, a wiki or a chat app typed for "--" (“—tp 8”, “–max-model-len”):
+# the shell would pass it on as a word, but the writer meant the flag.
+_TYPED_DASHES = "\u2013\u2014\u2212"
+_TYPED_DASH = re.compile(rf"[{_TYPED_DASHES}]{{1,2}}(?=[A-Za-z])")
+_TYPED_DASH_IN_COMMAND = re.compile(rf"(?<![^\s=]){_TYPED_DASH.pattern}")
+
+
+def _with_plain_dashes(word: Word) -> Word:
+    if word.text[:1] not in _TYPED_DASHES:
+        return word
+    return dataclasses.replace(word, text=_TYPED_DASH.sub("--", word.text, count=1))
 
 
 def _blanked(cmd: str) -> str:
@@ -538,6 +550,7 @@ def apply_changes(
     `framework` is used when the command names no server (bare flags); `version`
     chooses the spelling of a renamed flag the change adds.
     """
+    cmd = _TYPED_DASH_IN_COMMAND.sub("--", cmd)  # the command given back runs as written
     found = words(cmd)
     nested = _nested(found)
     if nested is not None:

@@ -161,6 +161,23 @@ def test_it_splits_words_as_a_shell_does(command: str, texts: list[str]) -> None
     assert [w.text for w in words(command)] == texts
 
 
+def test_a_flag_written_with_a_word_processors_dash_is_the_flag() -> None:
+    """A command copied from a wiki, a document or a chat app that turned "--" into a dash;
+    the corrected command is given back with "--", as it must be typed to run."""
+    copied = (
+        "python -m sglang.launch_server \u2014model-path m \u2013tp 8 \u2014mem-fraction-static 0.9"
+    )
+
+    assert parse_launch_command(copied).flags == {
+        "model-path": "m",
+        "tp-size": "8",
+        "mem-fraction-static": "0.9",
+    }
+    assert apply_changes(copied, [set_flag("mem-fraction-static", "0.85")]) == (
+        "python -m sglang.launch_server --model-path m --tp 8 --mem-fraction-static 0.85"
+    )
+
+
 @pytest.mark.parametrize("end", [" \\", " \\  "])
 def test_a_first_line_copied_alone_keeps_its_continuation_after_the_change(end: str) -> None:
     """The first line of a command written over several ends in a backslash; a flag the
