@@ -71,6 +71,7 @@ def words(cmd: str) -> list[Word]:
     places still point into `cmd`). An unbalanced quote (a truncated paste) falls
     back to whitespace.
     """
+    cmd = cmd.translate(_TYPED_QUOTES)  # one character for one: places still hold
     blank = _blanked(cmd)
     scanned = _scan(blank, cmd) or [
         Word(m.group(0), m.start(), m.end(), m.group(0) in _CONTROL)
@@ -83,6 +84,8 @@ def words(cmd: str) -> list[Word]:
 # the shell would pass it on as a word, but the writer meant the flag.
 _TYPED_DASHES = "\u2013\u2014\u2212"
 _TYPED_DASH = re.compile(rf"[{_TYPED_DASHES}]{{1,2}}(?=[A-Za-z])")
+# Its quotes too (“…”, ‘…’): the writer meant the shell's.
+_TYPED_QUOTES = str.maketrans("\u201c\u201d\u201e\u2018\u2019", '"""\'\'')
 _TYPED_DASH_IN_COMMAND = re.compile(rf"(?<![^\s=]){_TYPED_DASH.pattern}")
 
 
@@ -550,7 +553,8 @@ def apply_changes(
     `framework` is used when the command names no server (bare flags); `version`
     chooses the spelling of a renamed flag the change adds.
     """
-    cmd = _TYPED_DASH_IN_COMMAND.sub("--", cmd)  # the command given back runs as written
+    # The command given back runs as written: the shell's dashes and quotes.
+    cmd = _TYPED_DASH_IN_COMMAND.sub("--", cmd).translate(_TYPED_QUOTES)
     found = words(cmd)
     nested = _nested(found)
     if nested is not None:

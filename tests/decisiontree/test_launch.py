@@ -161,7 +161,7 @@ def test_it_splits_words_as_a_shell_does(command: str, texts: list[str]) -> None
     assert [w.text for w in words(command)] == texts
 
 
-def test_a_flag_written_with_a_word_processors_dash_is_the_flag() -> None:
+def test_a_flag_written_with_a_word_processors_dashes_and_quotes_is_the_flag() -> None:
     """A command copied from a wiki, a document or a chat app that turned "--" into a dash;
     the corrected command is given back with "--", as it must be typed to run."""
     copied = (
@@ -175,6 +175,12 @@ def test_a_flag_written_with_a_word_processors_dash_is_the_flag() -> None:
     }
     assert apply_changes(copied, [set_flag("mem-fraction-static", "0.85")]) == (
         "python -m sglang.launch_server --model-path m --tp 8 --mem-fraction-static 0.85"
+    )
+    # and its quotes, “…” and ‘…’
+    quoted = "vllm serve \u201c/models/My Model\u201d --chat-template \u2018{{ x }}\u2019"
+    assert parse_launch_command(quoted).model == "/models/My Model"
+    assert apply_changes(quoted, [set_flag("max-model-len", "4096")]) == (
+        "vllm serve \"/models/My Model\" --chat-template '{{ x }}' --max-model-len 4096"
     )
 
 
