@@ -123,7 +123,7 @@ def words_of(text: str) -> list[str]:
         if found.start() and text[found.start() - 1].isdigit():
             # The tail of a name cut at a number ("8B-Instruct" of "Llama-3.1-8B-Instruct"):
             # its parts are words, "b-instruct" is no one's.
-            words.extend(expand(token)[1:] or ())
+            words.extend(expand(token)[1:])
         else:
             words.extend(expand(token))
     return words

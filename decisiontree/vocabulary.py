@@ -370,9 +370,7 @@ def _count_before(before: str) -> int | None:
 def _count_after(after: str) -> int | None:
     """ "H100 x 8", "H100 ×8", "H100 (x8)", "A100 4张"."""
     found = re.match(rf"\s*\(?\s*(?:[x×*]\s*(\d{{1,3}})\b|(\d{{1,3}})\s*{_MEASURE_WORD})", after)
-    if found and found.group(2):
-        return int(found.group(2))
-    return int(found.group(1)) if found else None
+    return int(found.group(1) or found.group(2)) if found else None
 
 
 def _family_from(row: Mapping[str, Any]) -> _ModelFamily:
