@@ -341,11 +341,24 @@ def _physical_lines(text: str) -> tuple[list[str], bool]:
 
 
 # A copy from a terminal or pager that cuts long lines at its width: the paste's longest
-# lines all have that length, and the cut falls inside a word. Two such cuts tell the
-# width; one line of the largest length may be a line that long. Narrower than 60 columns
-# it is a table or a banner, not a terminal.
+# lines all have that length, and the cut falls inside a word or on the single space
+# between two (`_cut_inside`). Two such cuts tell the width; one line of the largest
+# length may be a line that long. Narrower than 60 columns it is a table or a banner,
+# not a terminal.
 MIN_WRAP_WIDTH = 60
 MIN_WRAP_CUTS = 2
+
+
+def _cut_inside(line: str, rest: str) -> bool:
+    """Does the cut between `line` and `rest` fall inside what was one line: within a word,
+    or at a single space between words (a line printed with a trailing space, or one
+    whose next line is indented by one space, is rare; the width cuts wherever it falls)."""
+    before, after = line[-2:], rest[:2]
+    if before[-1:].isalnum() and after[:1].isalnum():
+        return True
+    at_space_before = before[-1:] == " " and bool(before[:1].strip() and after[:1].strip())
+    at_space_after = after[:1] == " " and bool(after[1:].strip() and before[-1:].strip())
+    return at_space_before or at_space_after
 
 
 def _rejoined_wraps(raws: list[str]) -> list[str]:
@@ -360,7 +373,7 @@ def _rejoined_wraps(raws: list[str]) -> list[str]:
         and raws[i + 1].strip()
         and not _starts_a_line(raws[i + 1], raws[i])
     ]
-    inside_word = [i for i in cut if raws[i][-1:].isalnum() and raws[i + 1][:1].isalnum()]
+    inside_word = [i for i in cut if _cut_inside(raws[i], raws[i + 1])]
     if len(inside_word) < MIN_WRAP_CUTS:
         # One cut tells no width; a frame's line cut in two is still one once joined.
         cut = [i for i in cut if _FRAME.match(raws[i] + raws[i + 1]) and not _FRAME.match(raws[i])]

@@ -227,6 +227,20 @@ def test_a_log_copied_from_a_narrow_terminal_reads_as_printed() -> None:
     assert cut.primary.message == "adapter rank 64 is above the server's limit of 16"
 
 
+def test_a_message_cut_where_its_words_meet_is_joined_as_printed() -> None:
+    # A terminal 91 columns wide cut each line on the space between two words: the first
+    # after the space, the second before it. No cut falls inside a word; the width tells.
+    prefix = "ERROR 12-07 01:00:05 [core.py:700] "
+    first = ("ValueError: adapter rank 64 is above the server's limit ", "of 16")
+    second = ("RuntimeError: Worker failed with error 'rank 64 is above", " the limit'")
+    cut = [prefix + first[0], first[1], prefix + second[0], second[1]]
+    assert len(cut[0]) == len(cut[2]) == 91
+
+    raised = parse("\n".join(cut)).exceptions
+
+    assert [f"{exc.type}: {exc.message}" for exc in raised] == ["".join(first), "".join(second)]
+
+
 def test_lines_of_one_length_that_were_not_cut_are_not_joined() -> None:
     # One line per model, all of one length and the paste's longest, each ending in a
     # word; the next starts with a log prefix of its own, so none of them was cut.
