@@ -779,6 +779,8 @@ def _host_said_it(filled: list[str], named: list[re.Match[str]]) -> bool:
     "nvidia-container-cli: initialization error: ...", is the error's first word.)"""
     if not named or len(named) < len(filled) or len({found["label"] for found in named}) > 1:
         return False
+    if len(named) > 1 and any(map(str.isdigit, named[0]["label"])):
+        return True  # a program names itself once per message, not a numbered host's way
     said = [found.string[found.end() :] for found in named]
     return all(_exception_line(line, strict=True) or has_prefix(line) for line in said)
 

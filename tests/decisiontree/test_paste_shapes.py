@@ -922,6 +922,24 @@ def test_one_line_after_a_hosts_name_is_what_that_host_printed() -> None:
     assert (exc.type, exc.message) == ("OSError", "[Errno 28] No space left on device")
 
 
+def test_two_lines_after_one_numbered_hosts_name_are_what_that_host_printed() -> None:
+    # What follows the name is neither an exception nor a log line; the numbered name
+    # before both lines is pdsh's, not a program naming itself.
+    said = [
+        "Failed to create NCCL communicator: bootstrap could not find a usable interface",
+        "invalid usage (run with NCCL_DEBUG=WARN for details)",
+    ]
+    pasted = "\n".join(f"gpu-node-3: {line}" for line in said)
+
+    assert parse(pasted).error_lines == tuple(said)
+
+
+def test_two_lines_after_a_programs_unnumbered_name_keep_the_name() -> None:
+    said = "nvidia-container-cli: initialization error: nvml error: driver not loaded"
+
+    assert parse(f"{said}\n{said}").error_lines[0] == said
+
+
 def test_a_few_numbered_lines_are_not_task_labels() -> None:
     notes = (
         "Steps I took:\n1: pulled the image\n2: ran it\nValueError: no GPU found\nand more prose"
