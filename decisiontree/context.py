@@ -22,7 +22,13 @@ from decisiontree.launch import (
     command_in_text,
     release_written,
 )
-from decisiontree.logline import escaped_lines, html_unescaped, record_lines, strip_ansi
+from decisiontree.logline import (
+    escaped_lines,
+    framework_of_log,
+    html_unescaped,
+    record_lines,
+    strip_ansi,
+)
 from decisiontree.server_settings import (
     VLLM_FIELDS,
     SettingsDump,
@@ -170,6 +176,7 @@ def build_context(
     called = _call_facts(calls, vocab)
     layers: list[tuple[str, Facts]] = [
         ("text", _prose_facts(text, vocab)),
+        ("log", _log_format_facts(text)),
         ("log", _path_facts(text)),
         ("log", _stated_facts(text, vocab)),
         ("launch_command", called),
@@ -440,6 +447,12 @@ def _repo_id_in_prose(text: str, vocab: Vocabulary) -> str | None:
         if info and info.family:
             return candidate
     return None
+
+
+def _log_format_facts(text: str) -> Facts:
+    """The framework whose logger printed the paste's log lines."""
+    framework = framework_of_log(text)
+    return {"framework": framework} if framework else {}
 
 
 def _path_facts(text: str) -> Facts:

@@ -16,7 +16,8 @@ pasted alone or inside a write-up.
 - `record_lines(line)`: a log collector's JSON record (docker's json-file, a structured
   logger, a cloud log export) as the lines its program printed;
 - `logfmt_lines(line)`: the same of a Go program's logfmt record (`level=error msg="..."`);
-- `escaped_lines(line)`: a traceback escaped into one line (a JSON body, a repr) as lines.
+- `escaped_lines(line)`: a traceback escaped into one line (a JSON body, a repr) as lines;
+- `framework_of_log(text)`: whose log it is, vLLM's or SGLang's, by its lines' shape.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
 # A date written with "-" or, as Go's log package and many logging configs do, "/".
 _TS = r"\d{4}(?:-\d\d-\d\d|/\d\d/\d\d)[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _LEVEL_START = "DIWECF"
+# vLLM's logger: the level, the month and day without a year, the clock
+# (vllm/logger.py's format and date format).
+_VLLM_STAMP = rf"(?P<lvl>{_LEVELS}) +\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? +"
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Each pattern is anchored at the start and listed with the characters it can
 # start with ("" = any word character), so most lines try only a few. They are
@@ -120,13 +124,7 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Open MPI's mpirun --tag-output: [job,rank]<stderr>:
     ("[", re.compile(r"\[\d+,(?P<rank>\d+)\]<std(?:out|err)>: ?")),
     # vLLM: INFO 02-19 00:08:10 [core.py:123]
-    (
-        _LEVEL_START,
-        re.compile(
-            rf"(?P<lvl>{_LEVELS}) +\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? +"
-            r"(?P<src>\[?[\w./-]+:\d+\]?) ?"
-        ),
-    ),
+    (_LEVEL_START, re.compile(rf"{_VLLM_STAMP}(?P<src>\[?[\w./-]+:\d+\]?) ?")),
     # SGLang: WARNING server_args.py:1177:
     (_LEVEL_START, re.compile(rf"(?P<lvl>{_LEVELS}) (?P<src>[\w./-]+\.py:\d+): ?")),
     # c10 / glog: [W219 00:08:10.123456789 ProcessGroupNCCL.cpp:1496] / E0219 00:08:10.1 42 x.cc:9]
@@ -439,10 +437,29 @@ def _note_prefix(found: Prefix, groups: dict[str, str | None]) -> None:
             found.proc = value.strip() if key == "proc" else found.proc
 
 
+# Whose log a paste is, by the shape of its lines: vLLM's stamp with its place in a source
+# file ("ERROR 12-07 01:00:05 [core.py:700] "), SGLang's stamp with its rank tags
+# ("[2026-12-07 01:00:05 TP0] "). A bare "[date time]" or a level alone says nothing.
+_FRAMEWORK_LINES = (
+    ("vllm", re.compile(rf"(?:^|[\s)|\]]){_VLLM_STAMP}\[?[\w.-]+\.py:\d+\]", re.MULTILINE)),
+    ("sglang", re.compile(rf"(?:^|[\s|])\[{_TS}(?: (?:TP|DP|EP|PP)\d+)+\]", re.MULTILINE)),
+)
+
+
+def framework_of_log(text: str) -> str | None:
+    """The serving framework whose logger printed most of the paste's log lines, if any."""
+    counts = {name: len(shape.findall(text)) for name, shape in _FRAMEWORK_LINES}
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    if not ranked[0][1] or ranked[0][1] == ranked[1][1]:
+        return None  # no such line, or as many of each: a paste of two servers' logs
+    return ranked[0][0]
+
+
 __all__ = [
     "ANSI",
     "Prefix",
     "escaped_lines",
+    "framework_of_log",
     "has_prefix",
     "last_overwrite",
     "logfmt_lines",

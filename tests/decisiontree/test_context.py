@@ -336,6 +336,42 @@ def test_a_release_named_in_a_sentence_is_the_frameworks(said: str, release: tup
     assert build_context(f"{said}\nvLLM Version: 0.11.0").framework_version == "0.11.0"
 
 
+@pytest.mark.parametrize(
+    ("log", "framework"),
+    [
+        # vLLM's stamp and place, behind its engine's process tag
+        (
+            "(EngineCore_DP0 pid=812) ERROR 12-07 01:00:05 [core.py:700] ValueError: no room",
+            "vllm",
+        ),
+        ("INFO 12-07 01:00:01 llm_engine.py:72] Initializing an LLM engine", "vllm"),
+        # SGLang's stamp with its rank tags, behind docker compose's service column
+        ("sglang-1  | [2026-12-07 01:00:05 DP0 TP3] Scheduler hit an exception", "sglang"),
+        # a clock in brackets or a level alone is anyone's
+        ("[2026-12-07 01:00:05] Scheduler hit an exception", None),
+        ("ERROR 2026-12-07 01:00:05 engine stopped", None),
+        # two servers' logs, a line each: neither is the paste's
+        (
+            "INFO 12-07 01:00:01 [core.py:1] up\n[2026-12-07 01:00:05 TP0] Load weight begin",
+            None,
+        ),
+    ],
+)
+def test_whose_log_it_is_names_the_framework(log: str, framework: str | None) -> None:
+    context = build_context(log)
+
+    assert context.framework == framework
+    on_vllm = parse_line("framework = vllm")
+    expected = {"vllm": State.MET, "sglang": State.CONTRADICTED, None: State.UNKNOWN}
+    assert assess(on_vllm, context, load_vocabulary()) is expected[framework]
+
+
+def test_the_framework_the_user_names_outranks_the_logs_shape() -> None:
+    log = "ERROR 12-07 01:00:05 [core.py:700] ValueError: no room"
+
+    assert build_context(log, framework="sglang").framework == "sglang"
+
+
 def test_a_laptop_or_older_card_decides_a_condition_on_the_compute_capability() -> None:
     """A report from an RTX 3060 laptop or a Kaggle P100: its architecture is known, so a
     finding seen only below compute capability 8.0 is met on one and not the other."""
