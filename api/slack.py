@@ -207,7 +207,8 @@ def fix_blocks(entry: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, 
         lines.append(f"_{OTHER_SETUP.capitalize()}_ " + escape("; ".join(entry["for_other_setup"])))
     why = [step["detail"] for step in entry.get("why", []) if step["step"] != "signature"]
     if why:
-        lines.append("_Why:_ " + escape("; ".join(why[:3])))
+        # Each reason may hold a ";" of its own: a dot between them keeps them apart.
+        lines.append("_Why:_ " + escape(" · ".join(reason.rstrip(". ") for reason in why[:3])))
     lines.append("_From:_ " + link(finding["html_url"], finding["title"]))
     blocks = [section("\n".join(lines))]
     if entry.get("corrected_command"):

@@ -364,6 +364,17 @@ def test_a_fix_nobody_confirmed_says_so_in_its_heading(reader, starter_kb: None)
     assert first_fix.splitlines()[0].endswith("_(proposed, not confirmed — validate it)_")
 
 
+def test_a_fixs_reasons_read_apart(reader, starter_kb: None) -> None:
+    paste = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n"
+    response = reader.post("/api/v1/diagnose/?format=slack", {"traceback": paste}, format="json")
+    first_fix = response.json()["blocks"][1]["text"]["text"]
+
+    why = next(line for line in first_fix.splitlines() if line.startswith("_Why:_ "))
+    reasons = why.removeprefix("_Why:_ ").split(" · ")
+    assert len(reasons) > 1
+    assert not any(reason.endswith(".") for reason in reasons)
+
+
 def test_a_fix_confirmed_for_another_setup_says_which(reader, starter_kb: None) -> None:
     llama = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct"
     body = {"traceback": CAPTURE_OOM, "launch_command": llama + " --mem-fraction-static 0.9"}
