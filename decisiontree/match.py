@@ -362,10 +362,11 @@ class SignatureIndex:
         found: dict[int, Candidate] = {}
         for candidate in self._linked_candidates(paste):
             found.setdefault(candidate.finding_id, candidate)
+        framed = {self._entries[n].finding_id for n in paste.framed_entries(self._by_fingerprint)}
         for finding_id, layer, features in self._assessed(paste):
             if finding_id not in found:
                 score = round(verify(features), 4)
-                if _same_code(layer, features, paste):
+                if _same_code(layer, features, paste, finding_id in framed):
                     # The same error message raised from the same code: the confident
                     # layers, whatever the verifier makes of an ordinary message.
                     score = max(score, known_threshold())
@@ -732,13 +733,17 @@ def shortlist(candidates: Sequence[Candidate], relative: float = 0.0) -> tuple[C
     return (*listed, *(dataclasses.replace(c, runner_up=True) for c in more[:count]))
 
 
-def _same_code(layer: str, features: Features, paste: _Paste) -> bool:
-    """The same fingerprint, whose hash holds the key frames, with those frames; or the
-    same message template with every key function in common, two or more of them (one
-    shared function name, `__init__`, says little without its module)."""
+def _same_code(layer: str, features: Features, paste: _Paste, framed: bool) -> bool:
+    """The same fingerprint, whose hash holds the key frames, with those frames (`framed`:
+    a line printed with no frames, such as the advice under every error of a library,
+    shares its fingerprint whatever code failed); or the same message template with every
+    key function in common, two or more of them (one shared function name, `__init__`,
+    says little without its module)."""
     if features.frames != 1.0:
         return False
-    return layer == "fingerprint" or (layer == "template" and len(paste.functions) > 1)
+    if layer == "fingerprint":
+        return framed
+    return layer == "template" and len(paste.functions) > 1
 
 
 def _with_template(features: Features, same: bool) -> Features:
@@ -842,6 +847,7 @@ class _Paste:
     idf: dict[str, float]
     error_info: float
     fingerprints: list[tuple[str, bool]]  # (fingerprint, is the previous version's)
+    framed_fingerprints: set[str]  # those of errors printed with key frames
     template_keys: set[str]
     messages: list[frozenset[str]]
     functions: set[str]
@@ -900,6 +906,13 @@ class _Paste:
             idf=idf,
             error_info=sum(idf[t] for t in errors),
             fingerprints=fingerprints,
+            framed_fingerprints={
+                fp
+                for q in queries
+                if q.key_frames
+                for fp in (q.fingerprint, q.previous_fingerprint)
+                if fp
+            },
             template_keys={q.template_key for q in queries if q.template_key},
             messages=messages,
             functions={f.rsplit(":", 1)[-1] for q in queries for f in q.key_frames},
@@ -939,6 +952,9 @@ class _Paste:
     def entries(self, table: dict[str, set[int]]) -> set[int]:
         keys = {fp for fp, _ in self.fingerprints} | self.template_keys
         return {n for key in keys for n in table.get(key, ())}
+
+    def framed_entries(self, table: dict[str, set[int]]) -> set[int]:
+        return {n for key in self.framed_fingerprints for n in table.get(key, ())}
 
     def banned(self, split: dict[str, set[int]]) -> set[int]:
         return {f for fp, _ in self.fingerprints for f in split.get(fp, ())}

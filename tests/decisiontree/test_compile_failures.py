@@ -1,0 +1,91 @@
+"""torch.compile failures: the advice PyTorch prints under each is nobody's error.
+
+Every Dynamo or Inductor failure ends with the same lines (where to turn logging up, how
+to fall back to eager). Two unrelated compile failures share them word for word; what
+tells them apart is what failed.
+"""
+
+from __future__ import annotations
+
+from decisiontree.context import build_context
+from decisiontree.diagnose import diagnose
+from decisiontree.graph import build_graph
+from decisiontree.records import Change, ChangeAction, FindingRecord, FixRecord, Outcome
+
+ADVICE = """
+Set TORCH_LOGS="+dynamo" and TORCHDYNAMO_VERBOSE=1 for more information
+
+
+You can suppress this exception and fall back to eager by setting:
+    import torch._dynamo
+    torch._dynamo.config.suppress_errors = True
+"""
+
+
+def _fp8_on_ampere(caller: str, line: int) -> str:
+    """Triton refusing FP8 e4m3 on a GPU older than Ada, inside an Inductor kernel."""
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "{caller}", line {line}, in forward\n'
+        "    hidden = self.mlp(hidden)\n"
+        '  File "/opt/venv/lib/python3.12/site-packages/torch/_dynamo/eval_frame.py", '
+        "line 655, in _fn\n"
+        "    return fn(*args, **kwargs)\n"
+        "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+        "CompilationError: at 8:11:\n"
+        "    xoffset = tl.program_id(0) * XBLOCK\n"
+        "           ^\n"
+        'ValueError("type fp8e4nv not supported in this architecture. The supported fp8 '
+        "dtypes are ('fp8e4b15', 'fp8e5')\")\n" + ADVICE
+    )
+
+
+SHAPE_MISMATCH = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/bench/run.py", line 30, in <module>\n'
+    "    out = compiled(batch)\n"
+    '  File "/opt/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py", '
+    "line 600, in _fn\n"
+    "    return fn(*args, **kwargs)\n"
+    "torch._dynamo.exc.TorchRuntimeError: Failed running call_function <built-in function "
+    "linear>(*(FakeTensor(..., size=(4, 4096)), Parameter(FakeTensor(..., size=(11008, "
+    "4095)))), **{}):\n"
+    "a and b must have same reduction dim, but got [4, 4096] X [4095, 11008].\n"
+    "\n"
+    "from user code:\n"
+    '   File "/srv/bench/model.py", line 52, in forward\n'
+    "    return self.up(x)\n" + ADVICE
+)
+
+FP8_FINDING = FindingRecord(
+    id=1,
+    title="Triton has no FP8 e4m3 kernels before Ada",
+    kind="crash",
+    cause="Triton compiles fp8e4nv only for compute capability 8.9 and newer",
+    samples=(_fp8_on_ampere("/opt/venv/lib/python3.12/site-packages/app/model.py", 120),),
+    conditions=(),
+    fixes=(
+        FixRecord(
+            1,
+            "keep the KV cache in FP8 e5m2",
+            (Change(ChangeAction.SET_FLAG, "kv-cache-dtype", "fp8_e5m2"),),
+            Outcome.RESOLVES,
+        ),
+    ),
+)
+
+
+def test_an_unrelated_compile_failure_is_not_known_by_the_advice_both_end_with() -> None:
+    result = diagnose(SHAPE_MISMATCH, build_context(SHAPE_MISMATCH), build_graph([FP8_FINDING]))
+
+    assert result.verdict == "none"
+    assert not result.fixes
+
+
+def test_the_same_compile_failure_from_other_code_is_still_found() -> None:
+    paste = _fp8_on_ampere("/workspace/serve/layers.py", 48)
+
+    result = diagnose(paste, build_context(paste), build_graph([FP8_FINDING]))
+
+    assert result.verdict == "known"
+    assert result.fixes[0].finding.id == FP8_FINDING.id
