@@ -1,8 +1,9 @@
-"""torch.compile failures: the advice PyTorch prints under each is nobody's error.
+"""What a tool prints around every failure is nobody's error.
 
-Every Dynamo or Inductor failure ends with the same lines (where to turn logging up, how
-to fall back to eager). Two unrelated compile failures share them word for word; what
-tells them apart is what failed.
+torch.compile ends each Dynamo or Inductor failure with the same advice (where to turn
+logging up, how to fall back to eager); pip and uv frame each package that failed to
+build the same way. Two unrelated failures share those lines word for word; what tells
+them apart is what failed.
 """
 
 from __future__ import annotations
@@ -89,3 +90,52 @@ def test_the_same_compile_failure_from_other_code_is_still_found() -> None:
 
     assert result.verdict == "known"
     assert result.fixes[0].finding.id == FP8_FINDING.id
+
+
+def _failed_build(package: str, said: str) -> str:
+    """pip's frame around a package whose build failed, with what the build printed."""
+    return (
+        f"  Building wheel for {package} (setup.py) ... error\n"
+        "  error: subprocess-exited-with-error\n"
+        "\n"
+        "  × python setup.py bdist_wheel did not run successfully.\n"
+        "  │ exit code: 1\n"
+        "  ╰─> [12 lines of output]\n"
+        f"      {said}\n"
+        "      [end of output]\n"
+        "\n"
+        "  note: This error originates from a subprocess, and is likely not a problem with pip.\n"
+        f"  ERROR: Failed building wheel for {package}\n"
+        f"Failed to build {package}\n"
+    )
+
+
+NO_CUDA_HOME = (
+    "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root."
+)
+BUILD_FINDING = FindingRecord(
+    id=2,
+    title="flash-attn builds from source and finds no CUDA toolkit",
+    kind="crash",
+    cause="the image has the CUDA runtime but not the toolkit nvcc comes with",
+    samples=(_failed_build("flash-attn", NO_CUDA_HOME),),
+    conditions=(),
+    fixes=(FixRecord(1, "install a prebuilt wheel", (), Outcome.RESOLVES),),
+)
+
+
+def test_another_packages_failed_build_is_not_known_by_pips_frame() -> None:
+    paste = _failed_build("deepspeed", "error: command 'gcc' failed: No such file or directory")
+
+    result = diagnose(paste, build_context(paste), build_graph([BUILD_FINDING]))
+
+    assert result.verdict == "none"
+
+
+def test_the_same_failed_build_is_still_known() -> None:
+    paste = _failed_build("flash_attn", NO_CUDA_HOME)
+
+    result = diagnose(paste, build_context(paste), build_graph([BUILD_FINDING]))
+
+    assert result.verdict == "known"
+    assert result.fixes[0].finding.id == BUILD_FINDING.id
