@@ -2,7 +2,7 @@
 
 torch.compile ends each Dynamo or Inductor failure with the same advice (where to turn
 logging up, how to fall back to eager); pip and uv frame each package that failed to
-build the same way. Two unrelated failures share those lines word for word; what tells
+build the same way; Ray wraps whatever a vLLM worker raised in the same task error. Two unrelated failures share those lines word for word; what tells
 them apart is what failed.
 """
 
@@ -139,3 +139,52 @@ def test_the_same_failed_build_is_still_known() -> None:
 
     assert result.verdict == "known"
     assert result.fixes[0].finding.id == BUILD_FINDING.id
+
+
+def _through_ray(raised: str) -> str:
+    """What a vLLM worker raised, as Ray's executor hands it back to the engine."""
+    exc_type = raised.partition(":")[0]
+    return (
+        f"ray.exceptions.RayTaskError({exc_type}): ray::RayWorkerWrapper.execute_method() "
+        "(pid=4321, ip=10.0.0.2, actor_id=9f8e7d6c, repr=<vllm.executor.ray_utils."
+        "RayWorkerWrapper object at 0x7f3a>)\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/worker/worker_base.py", '
+        "line 620, in execute_method\n"
+        "    raise e\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/worker/worker_base.py", '
+        "line 611, in execute_method\n"
+        "    return run_method(self, method, args, kwargs)\n"
+        f"{raised}\n"
+    )
+
+
+KV_TOO_SMALL = (
+    "ValueError: The model's max seq len (131072) is larger than the maximum number of "
+    "tokens that can be stored in KV cache (52000)."
+)
+RAY_FINDING = FindingRecord(
+    id=3,
+    title="The KV cache holds fewer tokens than one request of the model's full length",
+    kind="crash",
+    cause="max_model_len defaults to the model's full context",
+    samples=(_through_ray(KV_TOO_SMALL),),
+    conditions=(),
+    fixes=(FixRecord(1, "lower --max-model-len", (), Outcome.RESOLVES),),
+)
+
+
+def test_another_workers_error_through_ray_is_not_known_by_rays_wrapper() -> None:
+    heads = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (3)."
+    paste = _through_ray(heads)
+
+    result = diagnose(paste, build_context(paste), build_graph([RAY_FINDING]))
+
+    assert result.verdict == "none"
+
+
+def test_the_same_workers_error_through_ray_is_still_known() -> None:
+    paste = _through_ray(KV_TOO_SMALL.replace("52000", "48112"))
+
+    result = diagnose(paste, build_context(paste), build_graph([RAY_FINDING]))
+
+    assert result.verdict == "known"
