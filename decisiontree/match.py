@@ -370,6 +370,8 @@ class SignatureIndex:
                     # The same error message raised from the same code: the confident
                     # layers, whatever the verifier makes of an ordinary message.
                     score = max(score, known_threshold())
+                elif score >= similar_threshold() and self._raises_another(paste, finding_id):
+                    score = min(score, round(similar_threshold() - 0.01, 4))
                 shown = score >= min(similar_threshold(), runner_up_threshold())  # explained
                 found[finding_id] = Candidate(
                     finding_id,
@@ -571,6 +573,25 @@ class SignatureIndex:
                 found = sum(paste.weights(t) for t in unusual & paste.all_terms)
                 held = max(held, found / total * min(1.0, total / enough))
         return closest[1], held
+
+    def _raises_another(self, paste: _Paste, finding_id: int) -> bool:
+        """Whether the paste's own error, raised with its frames, is one the finding's
+        tracebacks do not hold: another message whose unusual words the finding mostly
+        lacks. What else matched (a wrapper line every failure of the stack prints, the
+        frames the two failures passed through) is then about the stack, not the error."""
+        primary = paste.queries[0] if paste.queries else None
+        if primary is None or not primary.key_frames or not primary.template_key:
+            return False
+        entries = [self._entries[n] for n in self._by_finding.get(finding_id, ())]
+        if not any(e.key_frames for e in entries):
+            return False  # the finding holds no traceback to disagree with
+        if any(e.template_key == primary.template_key for e in entries):
+            return False
+        words = _template_words(primary.message or primary.template)
+        unusual = words - self.explained_by_ordinary(words)
+        held, total = self._held(paste, unusual, paste.ids_of(finding_id, self.retrieval))
+        enough = total >= MESSAGE_RARE_WORDS * self.retrieval.max_idf()
+        return enough and held < float(tuning()["raises_another"]["held_below"])
 
     def _message_held(self, paste: _Paste, terms: set[int]) -> float:
         """The largest share (by weight) of one paste message's unusual words, those the

@@ -199,7 +199,7 @@ _GENERIC_TYPES = frozenset(
 # far cheaper than one big case-insensitive alternation.
 _GENERIC_PHRASES = (
     "received sigquit", "scheduler is dead", "engine core initialization failed",
-    "see root cause above", "child process died", "child process failed",
+    "root cause", "child process died", "child process failed",
     "child process exited", "child processes died", "worker died", "worker failed",
     "worker process died", "worker process failed", "died unexpectedly", "exited with code",
     "exited with exit code", "engine core failed to start", "enginecore failed to start",

@@ -2,7 +2,8 @@
 
 torch.compile ends each Dynamo or Inductor failure with the same advice (where to turn
 logging up, how to fall back to eager); pip and uv frame each package that failed to
-build the same way; Ray wraps whatever a vLLM worker raised in the same task error. Two unrelated failures share those lines word for word; what tells
+build the same way; Ray wraps whatever a vLLM worker raised in the same task error, and
+vLLM's engine reports any worker that failed to start in the same words. Two unrelated failures share those lines word for word; what tells
 them apart is what failed.
 """
 
@@ -12,6 +13,7 @@ from decisiontree.context import build_context
 from decisiontree.diagnose import diagnose
 from decisiontree.graph import build_graph
 from decisiontree.records import Change, ChangeAction, FindingRecord, FixRecord, Outcome
+from decisiontree.traceback import parse
 
 ADVICE = """
 Set TORCH_LOGS="+dynamo" and TORCHDYNAMO_VERBOSE=1 for more information
@@ -186,5 +188,72 @@ def test_the_same_workers_error_through_ray_is_still_known() -> None:
     paste = _through_ray(KV_TOO_SMALL.replace("52000", "48112"))
 
     result = diagnose(paste, build_context(paste), build_graph([RAY_FINDING]))
+
+    assert result.verdict == "known"
+
+
+def _worker_failed(frame: str, raised: str) -> str:
+    """vLLM (V1) reporting a worker that failed to start: the worker's traceback under its
+    log prefix, then the engine's own words, the same whatever the worker raised."""
+    tag = "(VllmWorker rank=0 pid=4411) ERROR 12-07 01:22:40 [multiproc_executor.py:527] "
+    worker = [
+        "WorkerProc failed to start.",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/executor/'
+        'multiproc_executor.py", line 501, in worker_main',
+        "    worker = WorkerProc(*args, **kwargs)",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py", '
+        "line 200, in load_model",
+        "    self.model_runner.load_model()",
+        frame,
+        "    raise",
+        raised,
+    ]
+    return "\n".join(tag + line for line in worker) + (
+        "\nERROR 12-07 01:22:41 [core.py:586] EngineCore failed to start.\n"
+        "ERROR 12-07 01:22:41 [core.py:586] Exception: WorkerProc initialization failed due "
+        "to an exception in a background process. See stack trace for root cause.\n"
+    )
+
+
+KV_FRAME = (
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/core/kv_cache_utils.py", '
+    "line 700, in check_enough_kv_cache_memory"
+)
+WORKER_FINDING = FindingRecord(
+    id=4,
+    title="No room in the KV cache for one request of the model's full length",
+    kind="crash",
+    cause="max_model_len defaults to the model's full context",
+    samples=(_worker_failed(KV_FRAME, KV_TOO_SMALL),),
+    conditions=(),
+    fixes=(FixRecord(1, "lower --max-model-len", (), Outcome.RESOLVES),),
+)
+
+
+def test_the_engines_words_point_at_the_workers_error() -> None:
+    heads = "ValueError: Total number of attention heads (40) must be divisible by tp (3)."
+    frame = '  File "/usr/local/lib/python3.12/dist-packages/vllm/config.py", line 1200, in verify'
+
+    primary = parse(_worker_failed(frame, heads)).primary
+
+    assert primary is not None and primary.type == "ValueError"
+
+
+def test_another_workers_error_is_not_known_by_the_engines_words_around_it() -> None:
+    heads = "ValueError: Total number of attention heads (40) must be divisible by tp (3)."
+    frame = '  File "/usr/local/lib/python3.12/dist-packages/vllm/config.py", line 1200, in verify'
+    paste = _worker_failed(frame, heads)
+
+    result = diagnose(paste, build_context(paste), build_graph([WORKER_FINDING]))
+
+    assert result.verdict == "none"
+    assert [near.finding.id for near in result.nearest] == [WORKER_FINDING.id]
+
+
+def test_the_same_workers_error_is_still_known_in_the_engines_words() -> None:
+    paste = _worker_failed(KV_FRAME, KV_TOO_SMALL.replace("52000", "48112"))
+
+    result = diagnose(paste, build_context(paste), build_graph([WORKER_FINDING]))
 
     assert result.verdict == "known"
