@@ -371,7 +371,9 @@ class SignatureIndex:
                     # layers, whatever the verifier makes of an ordinary message.
                     score = max(score, known_threshold())
                 elif score >= similar_threshold() and self._raises_another(paste, finding_id):
-                    score = min(score, round(similar_threshold() - 0.01, 4))
+                    # Whatever line or frames both print exactly, the error is another:
+                    # what is left in common is words.
+                    score, layer = min(score, round(similar_threshold() - 0.01, 4)), "terms"
                 shown = score >= min(similar_threshold(), runner_up_threshold())  # explained
                 found[finding_id] = Candidate(
                     finding_id,
