@@ -223,6 +223,45 @@ def docker_build(name: str) -> str:
     )
 
 
+def spawned(name: str) -> str:
+    return (
+        "Process SpawnProcess-1:\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.12/multiprocessing/process.py", line 314, in _bootstrap\n'
+        "    self.run()\n"
+        '  File "/usr/lib/python3.12/multiprocessing/process.py", line 108, in run\n'
+        "    self._target(*self._args, **self._kwargs)\n" + _raised(name) + "\n"
+    )
+
+
+def accelerate(name: str) -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/serve.py", line 12, in <module>\n'
+        "    main()\n" + _raised(name) + "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/bin/accelerate", line 8, in <module>\n'
+        "    sys.exit(main())\n"
+        f'  File "{SITE}/accelerate/commands/launch.py", line 1100, in simple_launcher\n'
+        "    raise subprocess.CalledProcessError(returncode=process.returncode, cmd=cmd)\n"
+        "subprocess.CalledProcessError: Command '['/usr/bin/python3', 'serve.py']' returned "
+        "non-zero exit status 1.\n"
+    )
+
+
+def systemd(name: str) -> str:
+    inner = "\n".join(
+        f"Dec 07 01:00:05 gpu-node-1 vllm[4242]: {line}" for line in _raised(name).splitlines()
+    )
+    return (
+        "Dec 07 01:00:05 gpu-node-1 vllm[4242]: Traceback (most recent call last):\n"
+        + inner
+        + "\nDec 07 01:00:06 gpu-node-1 systemd[1]: vllm.service: Main process exited, "
+        "code=exited, status=1/FAILURE\n"
+        "Dec 07 01:00:06 gpu-node-1 systemd[1]: vllm.service: Failed with result 'exit-code'.\n"
+    )
+
+
 WRAPPERS: dict[str, Callable[[str], str]] = {
     "vLLM engine core": vllm_engine,
     "vLLM worker start": vllm_worker,
@@ -233,6 +272,9 @@ WRAPPERS: dict[str, Callable[[str], str]] = {
     "asyncio task": asyncio_task,
     "uvicorn ASGI": uvicorn,
     "docker build": docker_build,
+    "multiprocessing": spawned,
+    "accelerate launch": accelerate,
+    "systemd journal": systemd,
 }
 
 
