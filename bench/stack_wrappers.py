@@ -3,8 +3,9 @@
 Serving stacks print the same lines around every failure: vLLM's engine and worker
 start-up, Ray's task error, torchrun's failure table, SGLang's scheduler, TGI's launcher,
 asyncio's "Task exception was never retrieved", uvicorn's ASGI error, BuildKit's failed
-step, a multiprocessing child, accelerate's launcher, systemd's journal. Two unrelated errors inside one wrapper share those lines word for word, and the
-outer frames too; only the error itself tells them apart.
+step, a multiprocessing child, accelerate's launcher, systemd's journal. Two unrelated
+errors inside one wrapper share those lines word for word, and the outer frames too; only
+the error itself tells them apart.
 
 For each wrapper this builds a knowledge base of one finding (one inner error, wrapped)
 and diagnoses every inner error wrapped the same way, each raised from its own function.
