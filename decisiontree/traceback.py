@@ -373,8 +373,8 @@ def _rejoined_wraps(raws: list[str]) -> list[str]:
         and raws[i + 1].strip()
         and not _starts_a_line(raws[i + 1], raws[i])
     ]
-    inside_word = [i for i in cut if _cut_inside(raws[i], raws[i + 1])]
-    if len(inside_word) < MIN_WRAP_CUTS:
+    inside = [i for i in cut if _cut_inside(raws[i], raws[i + 1])]
+    if len(inside) < MIN_WRAP_CUTS:
         # One cut tells no width; a frame's line cut in two is still one once joined.
         cut = [i for i in cut if _FRAME.match(raws[i] + raws[i + 1]) and not _FRAME.match(raws[i])]
         if not cut:
