@@ -10,7 +10,7 @@ them apart is what failed.
 from __future__ import annotations
 
 from decisiontree.context import build_context
-from decisiontree.diagnose import diagnose
+from decisiontree.diagnose import Diagnosis, diagnose
 from decisiontree.graph import build_graph
 from decisiontree.records import Change, ChangeAction, FindingRecord, FixRecord, Outcome
 from decisiontree.traceback import parse
@@ -23,6 +23,18 @@ You can suppress this exception and fall back to eager by setting:
     import torch._dynamo
     torch._dynamo.config.suppress_errors = True
 """
+
+
+# Another error than any finding below holds, and where vLLM raises it.
+HEADS_VS_TP = "ValueError: Total number of attention heads (40) must be divisible by tp (3)."
+HEADS_FRAME = (
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/config.py", line 1200, in verify'
+)
+
+
+def _against(finding: FindingRecord, paste: str) -> Diagnosis:
+    """The answer to `paste` from a knowledge base of `finding` alone."""
+    return diagnose(paste, build_context(paste), build_graph([finding]))
 
 
 def _fp8_on_ampere(caller: str, line: int) -> str:
@@ -79,7 +91,7 @@ FP8_FINDING = FindingRecord(
 
 
 def test_an_unrelated_compile_failure_is_not_known_by_the_advice_both_end_with() -> None:
-    result = diagnose(SHAPE_MISMATCH, build_context(SHAPE_MISMATCH), build_graph([FP8_FINDING]))
+    result = _against(FP8_FINDING, SHAPE_MISMATCH)
 
     assert result.verdict == "none"
     assert not result.fixes
@@ -88,7 +100,7 @@ def test_an_unrelated_compile_failure_is_not_known_by_the_advice_both_end_with()
 def test_the_same_compile_failure_from_other_code_is_still_found() -> None:
     paste = _fp8_on_ampere("/workspace/serve/layers.py", 48)
 
-    result = diagnose(paste, build_context(paste), build_graph([FP8_FINDING]))
+    result = _against(FP8_FINDING, paste)
 
     assert result.verdict == "known"
     assert result.fixes[0].finding.id == FP8_FINDING.id
@@ -129,7 +141,7 @@ BUILD_FINDING = FindingRecord(
 def test_another_packages_failed_build_is_not_known_by_pips_frame() -> None:
     paste = _failed_build("deepspeed", "error: command 'gcc' failed: No such file or directory")
 
-    result = diagnose(paste, build_context(paste), build_graph([BUILD_FINDING]))
+    result = _against(BUILD_FINDING, paste)
 
     assert result.verdict == "none"
 
@@ -137,7 +149,7 @@ def test_another_packages_failed_build_is_not_known_by_pips_frame() -> None:
 def test_the_same_failed_build_is_still_known() -> None:
     paste = _failed_build("flash_attn", NO_CUDA_HOME)
 
-    result = diagnose(paste, build_context(paste), build_graph([BUILD_FINDING]))
+    result = _against(BUILD_FINDING, paste)
 
     assert result.verdict == "known"
     assert result.fixes[0].finding.id == BUILD_FINDING.id
@@ -176,10 +188,9 @@ RAY_FINDING = FindingRecord(
 
 
 def test_another_workers_error_through_ray_is_not_known_by_rays_wrapper() -> None:
-    heads = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (3)."
-    paste = _through_ray(heads)
+    paste = _through_ray(HEADS_VS_TP)
 
-    result = diagnose(paste, build_context(paste), build_graph([RAY_FINDING]))
+    result = _against(RAY_FINDING, paste)
 
     assert result.verdict == "none"
 
@@ -187,7 +198,7 @@ def test_another_workers_error_through_ray_is_not_known_by_rays_wrapper() -> Non
 def test_the_same_workers_error_through_ray_is_still_known() -> None:
     paste = _through_ray(KV_TOO_SMALL.replace("52000", "48112"))
 
-    result = diagnose(paste, build_context(paste), build_graph([RAY_FINDING]))
+    result = _against(RAY_FINDING, paste)
 
     assert result.verdict == "known"
 
@@ -232,20 +243,16 @@ WORKER_FINDING = FindingRecord(
 
 
 def test_the_engines_words_point_at_the_workers_error() -> None:
-    heads = "ValueError: Total number of attention heads (40) must be divisible by tp (3)."
-    frame = '  File "/usr/local/lib/python3.12/dist-packages/vllm/config.py", line 1200, in verify'
 
-    primary = parse(_worker_failed(frame, heads)).primary
+    primary = parse(_worker_failed(HEADS_FRAME, HEADS_VS_TP)).primary
 
     assert primary is not None and primary.type == "ValueError"
 
 
 def test_another_workers_error_is_not_known_by_the_engines_words_around_it() -> None:
-    heads = "ValueError: Total number of attention heads (40) must be divisible by tp (3)."
-    frame = '  File "/usr/local/lib/python3.12/dist-packages/vllm/config.py", line 1200, in verify'
-    paste = _worker_failed(frame, heads)
+    paste = _worker_failed(HEADS_FRAME, HEADS_VS_TP)
 
-    result = diagnose(paste, build_context(paste), build_graph([WORKER_FINDING]))
+    result = _against(WORKER_FINDING, paste)
 
     assert result.verdict == "none"
     [near] = result.nearest
@@ -256,6 +263,6 @@ def test_another_workers_error_is_not_known_by_the_engines_words_around_it() -> 
 def test_the_same_workers_error_is_still_known_in_the_engines_words() -> None:
     paste = _worker_failed(KV_FRAME, KV_TOO_SMALL.replace("52000", "48112"))
 
-    result = diagnose(paste, build_context(paste), build_graph([WORKER_FINDING]))
+    result = _against(WORKER_FINDING, paste)
 
     assert result.verdict == "known"
