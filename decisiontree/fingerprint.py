@@ -468,7 +468,20 @@ def _base_and_message(template_source: str, text: str) -> tuple[str, str | None]
     first = _first_sentence_lines(text)
     named = _named_paths(first)
     line = normalised if first == template_source and named == first else normalise_message(named)
-    return _first_sentence(normalised), mask_quoted(line)[:MAX_MESSAGE_CHARS]
+    return _first_sentence(normalised), _message_words(line)[:MAX_MESSAGE_CHARS]
+
+
+_PLACEHOLDER = re.compile(r"<[a-z]+>")
+_LETTER = re.compile(r"[A-Za-z]")
+
+
+def _message_words(line: str) -> str:
+    """A message compared word by word: quoted values masked as in the template, unless
+    the message is nothing but values (`KeyError: 'model.layers.<num>.mlp.w2_weight'`),
+    where the value is all it says. The template keeps the mask: the fingerprint of a
+    missing key stays one error across keys."""
+    masked = mask_quoted(line)
+    return masked if _LETTER.search(_PLACEHOLDER.sub("", masked)) else line
 
 
 def fingerprint_hash(version: int, exc_type: str, template: str, frames: Iterable[str]) -> str:

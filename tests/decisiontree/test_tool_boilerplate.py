@@ -266,3 +266,37 @@ def test_the_same_workers_error_is_still_known_in_the_engines_words() -> None:
     result = _against(WORKER_FINDING, paste)
 
     assert result.verdict == "known"
+
+
+LOAD_WEIGHTS_FRAME = (
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/qwen2_moe.py", '
+    "line 480, in load_weights"
+)
+
+
+def test_a_missing_weight_is_not_known_by_the_engines_words_around_another_error() -> None:
+    # The message is nothing but the key: the key's words are what it says.
+    paste = _worker_failed(LOAD_WEIGHTS_FRAME, "KeyError: 'model.layers.0.mlp.experts.w2_weight'")
+
+    result = _against(WORKER_FINDING, paste)
+
+    assert result.verdict == "none"
+
+
+def test_a_missing_weight_of_another_layer_is_still_known() -> None:
+    finding = FindingRecord(
+        id=5,
+        title="The checkpoint's expert weights are named as a newer release names them",
+        kind="crash",
+        cause="expert weights renamed between releases",
+        samples=(
+            _worker_failed(LOAD_WEIGHTS_FRAME, "KeyError: 'model.layers.0.mlp.experts.w2_weight'"),
+        ),
+        conditions=(),
+        fixes=(FixRecord(1, "upgrade vLLM", (), Outcome.RESOLVES),),
+    )
+    paste = _worker_failed(LOAD_WEIGHTS_FRAME, "KeyError: 'model.layers.17.mlp.experts.w13_weight'")
+
+    result = _against(finding, paste)
+
+    assert result.verdict == "known"
