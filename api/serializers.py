@@ -1182,6 +1182,10 @@ class DiagnosisSerializer(serializers.Serializer):
     different_setup = SetupDifferenceSerializer(
         many=True, help_text="The finding's GPU, model, framework or release that differ here"
     )
+    no_memory_ran_out = serializers.BooleanField(
+        help_text="With match similar: the finding ran out of memory, matched on words, and "
+        "the paste shows another error with no memory running out"
+    )
     signature = ErrorSignatureSerializer(allow_null=True)
     error_lines = serializers.ListField(
         child=serializers.CharField(),

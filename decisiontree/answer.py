@@ -95,6 +95,8 @@ CAUSE_ELSEWHERE = {
         " `what():` lines printed just before say which. Paste the log from there.",
     ),
 }
+# Why a words-only match to an out-of-memory finding is only similar (no_memory_ran_out).
+NO_MEMORY_RAN_OUT = "the known issue ran out of memory; this paste shows another error"
 # How every channel marks a fix nobody has confirmed (RankedFix.proposed).
 PROPOSED = "proposed, not confirmed — validate it"
 # How every channel introduces RankedFix.for_other_setup.
@@ -204,6 +206,9 @@ class Diagnosis:
     different_setup: tuple[SetupDifference, ...] = ()  # why a match is not "known" here
     # Or: the error alone matched, and the finding's setup is all unknown here.
     setup_not_known: tuple[SetupDifference, ...] = ()
+    # Or: the finding ran out of memory, and the paste shows another error and no memory
+    # running out (its words matched: what the stack prints around any failure).
+    no_memory_ran_out: bool = False
     nearest: tuple[NearMiss, ...] = ()  # for "none": the closest findings, never as fixes
     search_words: tuple[str, ...] = ()  # for "none": words of the paste the knowledge base has
     launch_flags: tuple[tuple[str, str], ...] = ()  # the context's flags, spelled as the answer
@@ -258,6 +263,8 @@ class Diagnosis:
         if self.setup_not_known:
             unknown = ", ".join(d.named() for d in self.setup_not_known)
             notes.append(f"its setup, not known here: {unknown}")
+        if self.no_memory_ran_out:
+            notes.append(NO_MEMORY_RAN_OUT)
         if self.through_warnings:
             notes.append(f"through {THROUGH_WARNING}")
         return "Similar to a known issue" + (f" ({'; '.join(notes)})" if notes else "")
@@ -297,6 +304,7 @@ def _written_in(change: str, summary: str) -> bool:
 
 __all__ = [
     "CAUSE_ELSEWHERE",
+    "NO_MEMORY_RAN_OUT",
     "PROPOSED",
     "Diagnosis",
     "NotAsLaunched",

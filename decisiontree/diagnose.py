@@ -48,6 +48,7 @@ from decisiontree.flag_check import flag_problems, named_flags
 from decisiontree.flag_values import FlagValue, paste_values
 from decisiontree.flags import canonical_flag, flags_in_text
 from decisiontree.gpu_memory import (
+    RAN_OUT,
     MemoryReading,
     OutOfMemory,
     listed_processes,
@@ -129,8 +130,19 @@ def diagnose(
         values = paste_values(text) + tuple(
             value for reading in memory_readings for value in reading.values
         )
+        # The paste's own error is shown, and nothing in it ran out of memory: no message
+        # says so, and none gives the figures of an allocation that failed.
+        ran_out = bool(memory) or RAN_OUT.search(text) is not None
+        other_failure = bool(signature) and not parsed.only_wrappers and not ran_out
         answer = ranked_answer(
-            candidates, signature, context, graph, vocabulary, plain=plain, values=values
+            candidates,
+            signature,
+            context,
+            graph,
+            vocabulary,
+            plain=plain,
+            values=values,
+            other_failure=other_failure,
         )
     else:
         nearest = explained(found[:NEAREST], queries, graph)
@@ -221,10 +233,12 @@ def ranked_answer(
     *,
     plain: bool,
     values: Sequence[FlagValue] = (),
+    other_failure: bool = False,
 ) -> Diagnosis:
     """The answer of a paste that matched: the walk's fixes, its questions, and the
     verdict told truthfully about the setup. `values` are what the paste's figures give
-    flags that a fix names without one."""
+    flags that a fix names without one; `other_failure`, that the paste shows its own
+    error and no memory running out."""
     result = walk(candidates, context, graph, vocabulary, plain=plain, values=values)
     questions = ask_questions(
         candidates, context, graph, vocabulary, plain=plain, fixes=result.fixes
@@ -242,7 +256,14 @@ def ranked_answer(
         () if leader.layer in PINNED_LAYERS else setup_not_known(conditions, context, vocabulary)
     )
     pinned_elsewhere = _pinned_elsewhere(leader, candidates, context, graph, vocabulary)
-    if (differences or not_known or pinned_elsewhere) and level is MatchLevel.KNOWN:
+    # A finding about memory running out, matched on words, for a paste that shows another
+    # error and no memory running out: the words are the stack's, the failure is another.
+    not_out_of_memory = (
+        other_failure and lead.matched.kind == "oom" and leader.layer not in PINNED_LAYERS
+    )
+    if (differences or not_known or pinned_elsewhere or not_out_of_memory) and (
+        level is MatchLevel.KNOWN
+    ):
         level = MatchLevel.SIMILAR  # the same error, but not the known issue on this setup
     shown = {visit.matched.id for visit in result.visits}
     return Diagnosis(
@@ -255,6 +276,7 @@ def ranked_answer(
         tuple(c for c in candidates if c.finding_id in shown),
         different_setup=differences,
         setup_not_known=not_known if level is MatchLevel.SIMILAR else (),
+        no_memory_ran_out=not_out_of_memory and level is MatchLevel.SIMILAR,
         launch_flags=launch_flags(context),
         not_as_launched=not_as_launched(context),
     )

@@ -45,6 +45,16 @@ _SIZE = r"(\d+(?:\.\d+)?)\s*(bytes|[KMGT]i?B)"
 _UNITS = {"bytes": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 _UNITS |= {"KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
 
+# Memory running out, as the stacks FixGraph serves say it: CUDA's and PyTorch's "out of
+# memory", an allocator or cuBLAS that could not allocate, a server with not enough memory
+# left for its KV cache, the kernel's OOM killer. A finding of kind "oom" is about one.
+RAN_OUT = re.compile(
+    r"out[ _-]of[ _-]memory|OutOfMemory|\bOOM|_ALLOC_FAILED|MemoryAllocation|bad_alloc"
+    r"|RESOURCE_EXHAUSTED|\b(?:not enough|insufficient|no available) (?:\w+ )?memory"
+    r"|(?:cannot|can't|could not|failed to|unable to) allocate|memory (?:is )?exhausted"
+    r"|\b(?:pool|memory) is full|Killed process",
+    re.IGNORECASE,
+)
 REQUEST = re.compile(rf"Tried to allocate {_SIZE}")
 # The older shape: "(GPU 0; 4.00 GiB total capacity; ...; 16.43 MiB cached)".
 OLD_FIGURES = re.compile(r"\(GPU (\d+); ([^)]*total capacity[^)]*)\)")

@@ -76,6 +76,7 @@ _READER_MODULES = (
     "conditions",
     "flag_values",
     "flags",
+    "gpu_memory",
     "launch",
     "logline",
     "pod_spec",

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from decisiontree.documents.model import ExtractedFix, GpuMention
+from decisiontree.gpu_memory import RAN_OUT
 from decisiontree.records import ChangeAction, Condition, Outcome
 
 _KINDS = {
@@ -23,9 +24,6 @@ _STATUSES = {
     "mitigated": "workaround", "partial": "workaround", "open": "open", "unresolved": "open",
     "unknown": "open", "investigating": "open", "wip": "open",
 }  # fmt: skip
-_OOM = re.compile(
-    r"out of memory|OutOfMemoryError|\bOOM\b|CUBLAS_STATUS_ALLOC_FAILED", re.IGNORECASE
-)
 _HANG = re.compile(
     r"\b(?:hang|hangs|hung|hanging|deadlock\w*|stuck|freez\w*|never returns|watchdog|timed out)\b",
     re.IGNORECASE,
@@ -54,7 +52,7 @@ def infer_kind(
         return "works"
     if has_before_after and not sample_text:
         return "slow"
-    if _OOM.search(sample_text) or _OOM.search(headline):
+    if RAN_OUT.search(sample_text) or RAN_OUT.search(headline):
         return "oom"
     if _HANG.search(headline):
         return "hang"

@@ -20,6 +20,7 @@ from kb.models import Finding
 from kb.services import stored_diagnoses
 from kb.services.diagnosis import start_finding_from_paste
 from tests.api.conftest import DSA_ASSERT, assert_error
+from tests.decisiontree.test_oom_kind import CAPTURE_ILLEGAL_ACCESS
 
 pytestmark = pytest.mark.django_db
 
@@ -269,6 +270,19 @@ def test_a_generic_error_alone_is_similar_and_says_what_setup_is_not_known(
     assert body["summary"].startswith(
         "Similar to a known issue (its setup, not known here: GPU sm_120, model glm_moe_dsa, "
         "framework sglang): First decode request kills the server"
+    )
+
+
+def test_a_capture_that_hit_another_error_is_similar_to_the_starter_oom_entry(
+    reader: APIClient, starter_kb: None
+) -> None:
+    body = diagnose(reader, {"traceback": CAPTURE_ILLEGAL_ACCESS}).json()
+
+    assert body["match"] == "similar"
+    assert body["no_memory_ran_out"] is True
+    assert body["summary"].startswith(
+        "Similar to a known issue (the known issue ran out of memory; this paste shows "
+        "another error): SGLang fails while capturing CUDA graphs"
     )
 
 

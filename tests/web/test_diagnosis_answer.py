@@ -12,6 +12,7 @@ from django.test import Client
 from django.utils.html import escape
 
 from kb.models import ErrorSample, Finding, StoredDiagnosis
+from tests.decisiontree.test_oom_kind import CAPTURE_ILLEGAL_ACCESS
 from tests.kb.test_diagnose_command import CAPTURE_LAUNCH, CAPTURE_OOM, DECODE_CRASH
 from tests.questions_kb import (
     ADA_FIX,
@@ -321,6 +322,18 @@ def test_a_generic_error_alone_names_the_setup_the_known_issue_needs(
     words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", verdict))
     assert "Similar to a known issue" in words and "Known issue" not in words
     assert "the known issue needs GPU sm_120, model glm_moe_dsa, framework sglang" in words
+
+
+def test_a_capture_that_hit_another_error_says_the_known_issue_ran_out_of_memory(
+    client: Client, starter_kb: None
+) -> None:
+    page = page_of(client, CAPTURE_ILLEGAL_ACCESS)
+
+    verdict = page.split('<header class="verdict', 1)[1].split("</header>", 1)[0]
+    words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", verdict))
+    assert "Similar to a known issue" in words and "Known issue" not in words
+    assert "The known issue ran out of GPU memory; nothing in this paste did" in words
+    assert "an illegal memory access was encountered" in words  # the paste's own error, quoted
 
 
 def test_signing_in_to_start_a_finding_comes_back_to_the_diagnosis(client: Client) -> None:
