@@ -84,6 +84,7 @@ HALF_AS_RARE = 0.25
 # reviewer's word; the setup need not. A match on words alone ("terms") is "known" only
 # when the setup says so too (see `setup_not_known`).
 PINNED_LAYERS = frozenset({"linked", "fingerprint", "template"})
+SAME_MESSAGE = frozenset({"fingerprint", "template"})  # the layers that found the message itself
 
 # SGLang reports the sparse-attention kernels it picked; the picked ones are what ran.
 BACKEND_CHOICE = re.compile(
@@ -390,7 +391,10 @@ def no_match(
         )
         for c in near
     )
-    words = search_words(signature, text, near or found, graph, close=bool(near))
+    # A finding named for its error class alone, sharing only ordinary words, is no closer
+    # than none: those words ("you", "init") would make a useless search.
+    close = any(c.layer in SAME_MESSAGE or telling(c.matched_terms) for c in near)
+    words = search_words(signature, text, near or found, graph, close=close)
     return Diagnosis(
         MatchLevel.NONE,
         signature,
@@ -463,7 +467,7 @@ def why_not(
     parts: list[str] = []
     types = graph.exception_types_of(candidate.finding_id)
     named = [t for t in types if t not in UNNAMED_TYPES]
-    if signature and candidate.layer in ("template", "fingerprint"):
+    if signature and candidate.layer in SAME_MESSAGE:
         # The message as printed (from other code, or from no code either side names): that
         # message alone was not enough.
         named_here = signature.exception_type not in UNNAMED_TYPES

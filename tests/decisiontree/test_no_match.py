@@ -84,3 +84,45 @@ def test_a_pod_stopped_while_loading_is_told_what_stops_one() -> None:
     heading, advice = result.cause_elsewhere
     assert heading == "Something stopped the process (SIGTERM)."
     assert "startupProbe" in advice and "kubectl describe pod" in advice
+
+
+NO_DRIVER = """\
+Traceback (most recent call last):
+  File "/srv/app/serve.py", line 12, in <module>
+    torch.cuda.set_device(0)
+  File "/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py", line 319, in _lazy_init
+    torch._C._cuda_init()
+RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU \
+and installed a driver from http://www.nvidia.com/Download/index.aspx
+"""
+# vLLM's worker started CUDA in a forked child: the same class, the same CUDA start-up frames.
+FORKED = """\
+ERROR 12-07 04:10:02 [multiproc_executor.py:511] Traceback (most recent call last):
+ERROR 12-07 04:10:02 [multiproc_executor.py:511]   File "/usr/local/lib/python3.12/\
+dist-packages/vllm/v1/worker/gpu_worker.py", line 155, in init_device
+ERROR 12-07 04:10:02 [multiproc_executor.py:511]     torch.cuda.set_device(self.device)
+ERROR 12-07 04:10:02 [multiproc_executor.py:511]   File "/usr/local/lib/python3.12/\
+dist-packages/torch/cuda/__init__.py", line 305, in _lazy_init
+ERROR 12-07 04:10:02 [multiproc_executor.py:511]     raise RuntimeError(
+ERROR 12-07 04:10:02 [multiproc_executor.py:511] RuntimeError: Cannot re-initialize CUDA in \
+forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method
+"""
+
+
+def test_a_finding_near_by_its_error_class_alone_gives_no_search_of_ordinary_words() -> None:
+    finding = FindingRecord(
+        id=7,
+        title="No GPU inside the container",
+        kind="crash",
+        cause="the container was started without GPUs",
+        samples=(NO_DRIVER,),
+        conditions=(),
+        fixes=(FixRecord(1, "start the container with --gpus all", (), Outcome.RESOLVES),),
+    )
+
+    result = diagnose(FORKED, build_context(FORKED), build_graph([finding]))
+
+    [near] = result.nearest
+    assert near.why_not.endswith("shares only ordinary words: too little to be the same issue")
+    # "Search the known issues for: set_device set init you" would find nothing like it.
+    assert result.search_words == ()
