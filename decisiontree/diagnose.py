@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 
 from decisiontree.answer import (
@@ -131,10 +131,15 @@ def diagnose(
         values = paste_values(text) + tuple(
             value for reading in memory_readings for value in reading.values
         )
-        # The paste's own error is shown, and nothing in it ran out of memory: no message
-        # says so, and none gives the figures of an allocation that failed.
-        ran_out = bool(memory) or RAN_OUT.search(text) is not None
-        other_failure = bool(signature) and not parsed.only_wrappers and not ran_out
+
+        def other_failure() -> bool:
+            """The paste's own error is shown, and nothing in it ran out of memory: no
+            message says so, and none gives the figures of an allocation that failed.
+            (Asked only of a words-only match to an out-of-memory finding: reading a long
+            paste for it costs more than the lookup.)"""
+            shown = signature is not None and not parsed.only_wrappers
+            return shown and not memory and RAN_OUT.search(text) is None
+
         answer = ranked_answer(
             candidates,
             signature,
@@ -234,12 +239,12 @@ def ranked_answer(
     *,
     plain: bool,
     values: Sequence[FlagValue] = (),
-    other_failure: bool = False,
+    other_failure: Callable[[], bool] = lambda: False,
 ) -> Diagnosis:
     """The answer of a paste that matched: the walk's fixes, its questions, and the
     verdict told truthfully about the setup. `values` are what the paste's figures give
-    flags that a fix names without one; `other_failure`, that the paste shows its own
-    error and no memory running out."""
+    flags that a fix names without one; `other_failure()`, whether the paste shows its
+    own error and no memory running out."""
     result = walk(candidates, context, graph, vocabulary, plain=plain, values=values)
     questions = ask_questions(
         candidates, context, graph, vocabulary, plain=plain, fixes=result.fixes
@@ -260,7 +265,7 @@ def ranked_answer(
     # A finding about memory running out, matched on words, for a paste that shows another
     # error and no memory running out: the words are the stack's, the failure is another.
     not_out_of_memory = (
-        other_failure and lead.matched.kind == "oom" and leader.layer not in PINNED_LAYERS
+        lead.matched.kind == "oom" and leader.layer not in PINNED_LAYERS and other_failure()
     )
     if (differences or not_known or pinned_elsewhere or not_out_of_memory) and (
         level is MatchLevel.KNOWN
