@@ -1182,6 +1182,11 @@ class DiagnosisSerializer(serializers.Serializer):
     different_setup = SetupDifferenceSerializer(
         many=True, help_text="The finding's GPU, model, framework or release that differ here"
     )
+    ordinary_message_elsewhere = serializers.BooleanField(
+        help_text="With match similar: the paste's error message is one every error of its "
+        "kind prints (PyTorch's out-of-memory line), and the finding does not hold it as "
+        "raised from the same code: what matched is the words around it"
+    )
     no_memory_ran_out = serializers.BooleanField(
         help_text="With match similar: the finding ran out of memory, matched on words, and "
         "the paste shows another error with no memory running out"

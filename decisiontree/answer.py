@@ -97,6 +97,8 @@ CAUSE_ELSEWHERE = {
 }
 # Why a words-only match to an out-of-memory finding is only similar (no_memory_ran_out).
 NO_MEMORY_RAN_OUT = "the known issue ran out of memory; this paste shows another error"
+# Why a match on a message every such error prints, from other code, is only similar.
+ORDINARY_MESSAGE_ELSEWHERE = "the same ordinary message, raised from other code"
 # How every channel marks a fix nobody has confirmed (RankedFix.proposed).
 PROPOSED = "proposed, not confirmed — validate it"
 # How every channel introduces RankedFix.for_other_setup.
@@ -209,6 +211,9 @@ class Diagnosis:
     # Or: the finding ran out of memory, and the paste shows another error and no memory
     # running out (its words matched: what the stack prints around any failure).
     no_memory_ran_out: bool = False
+    # Or: the finding's sample prints the same message from other code, and the message is
+    # one every error of its kind prints (PyTorch's out-of-memory line).
+    ordinary_message_elsewhere: bool = False
     nearest: tuple[NearMiss, ...] = ()  # for "none": the closest findings, never as fixes
     search_words: tuple[str, ...] = ()  # for "none": words of the paste the knowledge base has
     launch_flags: tuple[tuple[str, str], ...] = ()  # the context's flags, spelled as the answer
@@ -265,6 +270,8 @@ class Diagnosis:
             notes.append(f"its setup, not known here: {unknown}")
         if self.no_memory_ran_out:
             notes.append(NO_MEMORY_RAN_OUT)
+        if self.ordinary_message_elsewhere:
+            notes.append(ORDINARY_MESSAGE_ELSEWHERE)
         if self.through_warnings:
             notes.append(f"through {THROUGH_WARNING}")
         return "Similar to a known issue" + (f" ({'; '.join(notes)})" if notes else "")
@@ -305,6 +312,7 @@ def _written_in(change: str, summary: str) -> bool:
 __all__ = [
     "CAUSE_ELSEWHERE",
     "NO_MEMORY_RAN_OUT",
+    "ORDINARY_MESSAGE_ELSEWHERE",
     "PROPOSED",
     "Diagnosis",
     "NotAsLaunched",

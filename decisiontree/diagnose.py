@@ -256,20 +256,24 @@ def ranked_answer(
         level = MatchLevel.SIMILAR  # a runner-up leads where the first match has no usable fix
     conditions = graph.conditions_of(lead.matched.id)
     differences = setup_differences(conditions, context, vocabulary)
+    # The same message as a sample's, from other code, where every word of it is one that
+    # ordinary output prints (PyTorch's out-of-memory line): it says which error, not which
+    # failure, so it weighs as words do.
+    ordinary_elsewhere = (
+        leader.layer in ("template", "terms")
+        and signature is not None
+        and graph.index.ordinary_message(signature)
+    )
+    pinned = leader.layer in PINNED_LAYERS and not ordinary_elsewhere
     # Matched on words alone: only the setup could tell this is the known issue, and
     # nothing in the paste says it is.
-    not_known = (
-        () if leader.layer in PINNED_LAYERS else setup_not_known(conditions, context, vocabulary)
-    )
+    not_known = () if pinned else setup_not_known(conditions, context, vocabulary)
     pinned_elsewhere = _pinned_elsewhere(leader, candidates, context, graph, vocabulary)
     # A finding about memory running out, matched on words, for a paste that shows another
     # error and no memory running out: the words are the stack's, the failure is another.
-    not_out_of_memory = (
-        lead.matched.kind == "oom" and leader.layer not in PINNED_LAYERS and other_failure()
-    )
-    if (differences or not_known or pinned_elsewhere or not_out_of_memory) and (
-        level is MatchLevel.KNOWN
-    ):
+    not_out_of_memory = lead.matched.kind == "oom" and not pinned and other_failure()
+    reasons = (differences, not_known, pinned_elsewhere, not_out_of_memory, ordinary_elsewhere)
+    if any(reasons) and level is MatchLevel.KNOWN:
         level = MatchLevel.SIMILAR  # the same error, but not the known issue on this setup
     shown = {visit.matched.id for visit in result.visits}
     return Diagnosis(
@@ -283,6 +287,7 @@ def ranked_answer(
         different_setup=differences,
         setup_not_known=not_known if level is MatchLevel.SIMILAR else (),
         no_memory_ran_out=not_out_of_memory and level is MatchLevel.SIMILAR,
+        ordinary_message_elsewhere=ordinary_elsewhere and level is MatchLevel.SIMILAR,
         launch_flags=launch_flags(context),
         not_as_launched=not_as_launched(context),
     )

@@ -646,6 +646,13 @@ class SignatureIndex:
                 held += weight
         return (held / total if total else 0.0), total
 
+    def ordinary_message(self, signature: Signature) -> bool:
+        """Whether every word of the error's message is one an ordinary message holds
+        (PyTorch's out-of-memory line, CUDA's "an illegal memory access"): the same message
+        then says which error it is, not which failure."""
+        words = _template_words(signature.message or signature.template)
+        return bool(words) and not words - self.explained_by_ordinary(words)
+
     def explained_by_ordinary(self, words: frozenset[str]) -> frozenset[str]:
         """The words of a message that the closest ordinary (background) message shares."""
         messages, holding = ordinary_message_index()

@@ -20,7 +20,7 @@ from kb.models import Finding
 from kb.services import stored_diagnoses
 from kb.services.diagnosis import start_finding_from_paste
 from tests.api.conftest import DSA_ASSERT, assert_error
-from tests.decisiontree.test_oom_kind import CAPTURE_ILLEGAL_ACCESS
+from tests.decisiontree.test_oom_kind import CAPTURE_ILLEGAL_ACCESS, LOADING_OOM
 
 pytestmark = pytest.mark.django_db
 
@@ -284,6 +284,23 @@ def test_a_capture_that_hit_another_error_is_similar_to_the_starter_oom_entry(
         "Similar to a known issue (the known issue ran out of memory; this paste shows "
         "another error): SGLang fails while capturing CUDA graphs"
     )
+
+
+def test_the_out_of_memory_line_of_weights_too_large_is_not_known_as_a_capture_failure(
+    reader: APIClient, starter_kb: None
+) -> None:
+    launch = "python -m sglang.launch_server --model-path meta-llama/Llama-3.3-70B-Instruct"
+    body = diagnose(
+        reader, {"traceback": LOADING_OOM, "launch_command": launch, "gpu": "H100"}
+    ).json()
+
+    assert body["match"] == "similar"
+    assert body["ordinary_message_elsewhere"] is True
+    assert body["summary"].startswith(
+        "Similar to a known issue (the same ordinary message, raised from other code): "
+    )
+    # What the figures say stays: the weights alone do not fit one H100.
+    assert any("the weights alone do not fit" in r["text"] for r in body["memory_readings"])
 
 
 # A device-side assert that no finding holds, after the warning in which SGLang said which

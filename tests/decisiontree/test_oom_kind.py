@@ -1,9 +1,13 @@
-"""A finding that ran out of memory is not known for a paste where nothing did.
+"""Out-of-memory answers that only words make "known".
 
 SGLang lists the same remedies (lower --mem-fraction-static, capture smaller batches) under
 every failed CUDA-graph capture, whatever failed inside it; a finding about capture running
 out of memory shares those words with a capture that hit an illegal memory access. The
 words match; the failure is another, and the answer says so.
+
+PyTorch prints one out-of-memory line wherever memory runs out: loading weights too large
+for the GPU and capturing CUDA graphs without room end in the same message. Raised from
+other code, that message says which error, not which failure.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ import pytest
 from decisiontree.answer import NO_MEMORY_RAN_OUT
 from decisiontree.context import build_context
 from decisiontree.diagnose import Diagnosis, diagnose
+from decisiontree.fingerprint import signatures_of
 from decisiontree.gpu_memory import RAN_OUT
 from decisiontree.graph import build_graph
 from decisiontree.records import Change, ChangeAction, FindingRecord, FixRecord, Outcome
+from decisiontree.traceback import parse
 
 
 def _capture_failed(said: str) -> str:
@@ -127,3 +133,42 @@ def test_memory_running_out_is_read_in_each_stacks_words(line: str) -> None:
 )
 def test_memory_named_without_running_out_is_not_read_as_it(line: str) -> None:
     assert not RAN_OUT.search(line)
+
+
+def _scheduler_raised(frames: str, raised: str) -> str:
+    return (
+        "[2026-12-07 09:12:40 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2300, '
+        "in run_scheduler_process\n"
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)\n"
+        f"{frames}{raised}\n"
+    )
+
+
+LOADING_FRAMES = (
+    '  File "/sgl-workspace/sglang/python/sglang/srt/model_loader/loader.py", line 380, '
+    "in load_model\n"
+    "    model = _initialize_model(\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/models/llama.py", line 210, in __init__\n'
+    "    self.mlp = LlamaMLP(\n"
+)
+TORCH_OOM = f"torch.OutOfMemoryError: {OOM}"
+# Where SGLang runs out of memory loading weights too large for the GPU: PyTorch's line,
+# raised from the model's constructor, not from graph capture.
+LOADING_OOM = _scheduler_raised(LOADING_FRAMES, TORCH_OOM.replace("2.00 GiB", "448.00 MiB"))
+
+
+@pytest.mark.parametrize(
+    ("raised", "ordinary"),
+    [
+        (TORCH_OOM, True),
+        ("RuntimeError: CUDA error: an illegal memory access was encountered", True),
+        (f"Exception: Capture cuda graph failed: {OOM}", False),
+        ("ValueError: No available memory for the cache blocks.", False),
+    ],
+)
+def test_a_message_every_error_of_its_kind_prints_is_ordinary(raised: str, ordinary: bool) -> None:
+    graph = build_graph([_finding("oom")])
+    [signature, *_] = signatures_of(parse(_scheduler_raised(LOADING_FRAMES, raised)))
+
+    assert graph.index.ordinary_message(signature) is ordinary
