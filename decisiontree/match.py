@@ -370,6 +370,16 @@ class SignatureIndex:
                     # The same error message raised from the same code: the confident
                     # layers, whatever the verifier makes of an ordinary message.
                     score = max(score, known_threshold())
+                elif (
+                    score >= similar_threshold()
+                    and layer == "terms"
+                    and not features.message_phrase
+                    and self._shares_little(paste, finding_id)
+                ):
+                    # Words alone, and of what ordinary output lacks only a name or two in
+                    # common ("vllm" in pip's "Could not find a version"): the covers are
+                    # whole, of almost nothing. A phrase in common is more than that.
+                    score = min(score, round(similar_threshold() - 0.01, 4))
                 elif score >= similar_threshold() and self._raises_another(paste, finding_id):
                     # Whatever line or frames both print exactly, the error is another:
                     # what is left in common is words.
@@ -594,6 +604,15 @@ class SignatureIndex:
         held, total = self._held(paste, unusual, paste.ids_of(finding_id, self.retrieval))
         enough = total >= MESSAGE_RARE_WORDS * self.retrieval.max_idf()
         return enough and held < float(tuning()["raises_another"]["held_below"])
+
+    def _shares_little(self, paste: _Paste, finding_id: int) -> bool:
+        """Whether what the paste shares with the finding beyond ordinary output is worth
+        less than two rare words: its covers are then of almost nothing."""
+        weight = paste.id_weights.__getitem__
+        shared = sum(
+            weight(t) for t in paste.unusual_ids & paste.ids_of(finding_id, self.retrieval)
+        )
+        return shared < MESSAGE_RARE_WORDS * self.retrieval.max_idf()
 
     def _message_held(self, paste: _Paste, terms: set[int]) -> float:
         """The largest share (by weight) of one paste message's unusual words, those the

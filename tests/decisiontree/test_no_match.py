@@ -126,3 +126,45 @@ def test_a_finding_near_by_its_error_class_alone_gives_no_search_of_ordinary_wor
     assert near.why_not.endswith("shares only ordinary words: too little to be the same issue")
     # "Search the known issues for: set_device set init you" would find nothing like it.
     assert result.search_words == ()
+
+
+PROFILING = """\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py", line 260, \
+in determine_available_memory
+    assert self.init_snapshot.free_memory > free_gpu_memory, (
+AssertionError: Error in memory profiling. Initial free memory 70.1 GiB, current free memory \
+74.3 GiB. This happens when other processes sharing the same container release GPU memory \
+while vLLM is profiling during initialization.
+"""
+PROFILING_FINDING = FindingRecord(
+    id=8,
+    title="vLLM start-up: Error in memory profiling when another process changes its memory",
+    kind="crash",
+    cause="vLLM assumes nothing else on the GPU allocates or frees memory while it profiles",
+    samples=(PROFILING,),
+    conditions=(),
+    fixes=(FixRecord(1, "give vLLM the GPU alone while it starts", (), Outcome.RESOLVES),),
+)
+
+
+def test_one_specific_word_in_common_is_no_match() -> None:
+    # pip's own line, ordinary output; what is left is the package's name.
+    paste = "ERROR: Could not find a version that satisfies the requirement vllm==0.99.0\n"
+
+    result = diagnose(paste, build_context(paste), build_graph([PROFILING_FINDING]))
+
+    assert result.verdict == "none"
+    assert result.fixes == ()
+
+
+def test_the_same_error_in_other_words_still_matches_on_what_it_shares() -> None:
+    paste = (
+        "vllm serve dies at start: AssertionError: Error in memory profiling (initial free "
+        "memory lower than current free memory)\n"
+    )
+
+    result = diagnose(paste, build_context(paste), build_graph([PROFILING_FINDING]))
+
+    assert result.verdict == "known"
+    assert result.fixes[0].finding.id == PROFILING_FINDING.id
