@@ -149,6 +149,7 @@ def diagnose(
             plain=plain,
             values=values,
             other_failure=other_failure,
+            signatures=signatures,
         )
     else:
         nearest = explained(found[:NEAREST], queries, graph)
@@ -230,6 +231,15 @@ def _pinned_elsewhere(
     )
 
 
+def _ordinary_messages_held(
+    finding_id: int, signatures: Sequence[Signature], graph: KnowledgeGraph
+) -> bool:
+    """Whether every error of the paste whose message the finding holds prints a message
+    of ordinary words only."""
+    held = [s for s in signatures if finding_id in graph.index.findings_holding(s)]
+    return bool(held) and all(graph.index.ordinary_message(s) for s in held)
+
+
 def ranked_answer(
     candidates: Sequence[Candidate],
     signature: Signature | None,
@@ -240,11 +250,12 @@ def ranked_answer(
     plain: bool,
     values: Sequence[FlagValue] = (),
     other_failure: Callable[[], bool] = lambda: False,
+    signatures: Sequence[Signature] = (),
 ) -> Diagnosis:
     """The answer of a paste that matched: the walk's fixes, its questions, and the
     verdict told truthfully about the setup. `values` are what the paste's figures give
     flags that a fix names without one; `other_failure()`, whether the paste shows its
-    own error and no memory running out."""
+    own error and no memory running out; `signatures`, all of the paste's errors."""
     result = walk(candidates, context, graph, vocabulary, plain=plain, values=values)
     questions = ask_questions(
         candidates, context, graph, vocabulary, plain=plain, fixes=result.fixes
@@ -259,10 +270,8 @@ def ranked_answer(
     # The same message as a sample's, from other code, where every word of it is one that
     # ordinary output prints (PyTorch's out-of-memory line): it says which error, not which
     # failure, so it weighs as words do.
-    ordinary_elsewhere = (
-        leader.layer in ("template", "terms")
-        and signature is not None
-        and graph.index.ordinary_message(signature)
+    ordinary_elsewhere = leader.layer == "template" and _ordinary_messages_held(
+        lead.matched.id, signatures, graph
     )
     pinned = leader.layer in PINNED_LAYERS and not ordinary_elsewhere
     # Matched on words alone: only the setup could tell this is the known issue, and

@@ -12,6 +12,8 @@ other code, that message says which error, not which failure.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from decisiontree.answer import NO_MEMORY_RAN_OUT
@@ -172,3 +174,39 @@ def test_a_message_every_error_of_its_kind_prints_is_ordinary(raised: str, ordin
     [signature, *_] = signatures_of(parse(_scheduler_raised(LOADING_FRAMES, raised)))
 
     assert graph.index.ordinary_message(signature) is ordinary
+
+
+KV_CACHE = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/core/kv_cache_utils.py", line 700, '
+    "in check_enough_kv_cache_memory\n"
+    "    raise ValueError(\n"
+    "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens "
+    "that can be stored in KV cache (52000). Try increasing `gpu_memory_utilization` or "
+    "decreasing `max_model_len` when initializing the engine.\n"
+)
+
+
+def test_a_loggers_ordinary_line_around_the_known_error_leaves_it_known() -> None:
+    # python-json-logger's record: its own message first, the traceback as one string.
+    record = json.dumps(
+        {
+            "levelname": "ERROR",
+            "message": "Server process failed",
+            "exc_info": KV_CACHE.replace("52000", "48112"),
+        }
+    )
+    finding = FindingRecord(
+        id=2,
+        title="No room in the KV cache for one request of the model's full length",
+        kind="oom",
+        cause="max_model_len defaults to the model's full context",
+        samples=(KV_CACHE,),
+        conditions=(),
+        fixes=(FixRecord(1, "lower --max-model-len", (), Outcome.RESOLVES),),
+    )
+
+    result = _against(finding, record)
+
+    assert result.verdict == "known"
+    assert not result.ordinary_message_elsewhere
