@@ -40,6 +40,12 @@ def page_of(client: Client, text: str, **data: str) -> str:
     return response.content.decode()
 
 
+def verdict_words(page: str) -> str:
+    """The verdict header's text, tags out and spaces collapsed."""
+    verdict = page.split('<header class="verdict', 1)[1].split("</header>", 1)[0]
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", verdict))
+
+
 def fix_headings(page: str) -> list[str]:
     return re.findall(r'<li class="fix" id="fix-\d+">.*?<h3>(.*?)</h3>', page, re.S)
 
@@ -318,8 +324,7 @@ def test_a_generic_error_alone_names_the_setup_the_known_issue_needs(
 ) -> None:
     page = page_of(client, GENERIC_NAN)
 
-    verdict = page.split('<header class="verdict', 1)[1].split("</header>", 1)[0]
-    words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", verdict))
+    words = verdict_words(page)
     assert "Similar to a known issue" in words and "Known issue" not in words
     assert "the known issue needs GPU sm_120, model glm_moe_dsa, framework sglang" in words
 
@@ -329,8 +334,7 @@ def test_a_capture_that_hit_another_error_says_the_known_issue_ran_out_of_memory
 ) -> None:
     page = page_of(client, CAPTURE_ILLEGAL_ACCESS)
 
-    verdict = page.split('<header class="verdict', 1)[1].split("</header>", 1)[0]
-    words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", verdict))
+    words = verdict_words(page)
     assert "Similar to a known issue" in words and "Known issue" not in words
     assert "The known issue ran out of GPU memory; nothing in this paste did" in words
     assert "an illegal memory access was encountered" in words  # the paste's own error, quoted
