@@ -415,19 +415,16 @@ class Bm25fIndex:
         values = np.concatenate([self._post_values[s] for s in slices]).astype(np.float64)
         values *= np.repeat(np.array(chosen, dtype=np.float64), sizes)
         # Each document's score sums its terms' parts in the order the terms were opened
-        # (every document reached scores above 0: idf and tf are positive).
-        every = np.bincount(docs, weights=values, minlength=len(self._doc_ids))
-        found = np.flatnonzero(every)
-        scores = every[found]
+        # (every document reached scores above 0: idf and tf are positive). Over the
+        # documents reached, not every document: a bincount and a scan of 100k documents
+        # cost more than sorting the few thousand postings opened.
+        found, first, inverse = np.unique(docs, return_index=True, return_inverse=True)
+        scores = np.bincount(inverse.reshape(-1), weights=values, minlength=len(found))
         wanted = limit + len(background_texts())
         if len(found) > wanted:  # the best, and every document tied with the last of them
             kept = scores >= np.partition(scores, len(scores) - wanted)[len(scores) - wanted]
-            found, scores = found[kept], scores[kept]
+            found, scores, first = found[kept], scores[kept], first[kept]
         # Ties go to the document reached first, as a running tally would have it.
-        chosen_doc = np.zeros(len(self._doc_ids), dtype=bool)
-        chosen_doc[found] = True
-        reached = np.flatnonzero(chosen_doc[docs])
-        first = reached[np.unique(docs[reached], return_index=True)[1]]
         order = np.lexsort((first, -scores))[:wanted]
         hits: list[Hit] = []
         findings = 0
