@@ -9,7 +9,7 @@ SGLang's `server_args=ServerArgs(...)`, vLLM's engine config lines).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -84,18 +84,10 @@ class Context:
             return self.flags.get(canonical_flag(rest, self.framework))
         if prefix in ("version", "env"):
             return (self.versions if prefix == "version" else self.env).get(rest)
-        simple = {
-            "gpu.arch": self.arch,
-            "gpu.capability": self.capability or capability_of(self.arch),
-            "gpu.name": self.gpus[0] if self.gpus else None,
-            "gpu.count": str(self.gpu_count) if self.gpu_count else None,
-            "framework": self.framework,
-            "framework.version": self.framework_version,
-            "model.name": self.model,
-            "model.arch": self.model_arch,
-            "model.quantization": self.quantization,
-        }
-        return simple.get(key)
+        if key == "gpu.capability":
+            return self.capability or capability_of(self.arch)
+        read = _CONTEXT_FIELDS.get(key)
+        return read(self) if read else None
 
     def with_answer(self, key: str, value: str) -> Context:
         """A copy that knows the user's answer to a question about `key`."""
@@ -110,6 +102,20 @@ class Context:
             merged = {**getattr(self, target), rest: value}
             return replace(self, **{target: merged, "sources": sources})  # type: ignore[arg-type]
         return replace(self, **_answer_fields(key, value), sources=sources)
+
+
+# What `Context.get` reads for a condition key that names one fact of the setup (looked
+# up by key: a condition is assessed a few dozen times a diagnosis).
+_CONTEXT_FIELDS: dict[str, Callable[[Context], str | None]] = {
+    "gpu.arch": lambda c: c.arch,
+    "gpu.name": lambda c: c.gpus[0] if c.gpus else None,
+    "gpu.count": lambda c: str(c.gpu_count) if c.gpu_count else None,
+    "framework": lambda c: c.framework,
+    "framework.version": lambda c: c.framework_version,
+    "model.name": lambda c: c.model,
+    "model.arch": lambda c: c.model_arch,
+    "model.quantization": lambda c: c.quantization,
+}
 
 
 def _answer_fields(key: str, value: str) -> dict[str, Any]:

@@ -148,6 +148,7 @@ def walk(
     useless: list[NotHelpful] = []
     for visit in visits:
         cause = graph.cause_of(visit.finding.id)
+        elsewhere = other_setup(visit.finding, context, vocabulary)  # the same for each fix
         for fix in carried_fixes(visit, graph):
             if plain:
                 evidence = graph.evidence_of(fix)
@@ -157,7 +158,7 @@ def walk(
             if verdict:
                 useless.append(_not_helpful(fix, visit.finding, verdict, context))
             else:
-                helpful.append(ranked(visit, fix, evidence, context, vocabulary, values))
+                helpful.append(ranked(visit, fix, evidence, context, vocabulary, values, elsewhere))
     guesses = {visit.finding.id for visit in visits if visit.runner_up}
     fixes = order(helpful, after={fix.fix.id for fix in helpful if fix.finding.id in guesses})
     return Walk(fixes, dedupe_not_helpful(useless), tuple(visits))
@@ -367,7 +368,9 @@ def ranked(
     context: Context,
     vocabulary: Vocabulary,
     values: Sequence[FlagValue] = (),
+    for_other_setup: tuple[str, ...] | None = None,
 ) -> RankedFix:
+    """`for_other_setup`: `other_setup` of the visit's finding, where already known."""
     factor, detail = evidence_factor(fix, evidence, context.arch)
     applied = already_applied(fix, context, vocabulary)
     if applied:
@@ -397,7 +400,11 @@ def ranked(
         spellings=older_spellings(flag_names(fits), framework, version),
         path=(*visit.path, PathStep("fix", summary, fix.id)),
         proposed=is_proposed(fix) and not has_evidence(fix, evidence),
-        for_other_setup=other_setup(visit.finding, context, vocabulary),
+        for_other_setup=(
+            other_setup(visit.finding, context, vocabulary)
+            if for_other_setup is None
+            else for_other_setup
+        ),
         runner_up=visit.runner_up,
     )
 
