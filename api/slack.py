@@ -193,7 +193,7 @@ def fix_blocks(entry: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, 
     fix, finding = entry["fix"], entry["finding"]
     lines = [f"*{entry['rank']}. {escape(fix['summary'])}*"]
     if entry.get("already_applied"):
-        lines[0] += " _(already in your launch command)_"
+        lines[0] += " _(already set)_"
     if entry.get("fits_nothing"):
         lines[0] += " _(nothing in it fits your setup)_"
     if entry.get("proposed"):

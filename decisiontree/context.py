@@ -35,6 +35,7 @@ from decisiontree.server_settings import (
     engine_calls,
     rebuilt_command,
     settings_dumps,
+    stated_settings,
 )
 from decisiontree.versions import VERSION_TEXT, package_key, version_text
 from decisiontree.vocabulary import Vocabulary, capability_of, load
@@ -197,6 +198,10 @@ def build_context(
         ("user", _explicit_facts(vocab, gpu, model, framework, framework_version)),
     ]
     merged, sources = _merge(layers)
+    if merged.get("framework"):
+        # Flags an error message's object repr states: what ran, where nothing else says.
+        stated = stated_settings(text, merged["framework"])
+        merged, sources = _merge([("message", _prefixed("flag.", stated)), *layers])
     launched = {
         **{k.removeprefix("flag."): v for k, v in called.items() if k.startswith("flag.")},
         **(dict(found.flags) if found else {}),
@@ -224,6 +229,10 @@ def clean(text: str) -> str:
         return text
     records = (line for raw in text.split("\n") for line in (record_lines(raw) or [raw]))
     return "\n".join(part for line in records for part in (escaped_lines(line) or [line]))
+
+
+def _prefixed(prefix: str, values: Mapping[str, str]) -> Facts:
+    return {prefix + name: value for name, value in values.items()}
 
 
 def _merge(layers: list[tuple[str, Facts]]) -> tuple[Facts, dict[str, str]]:

@@ -108,6 +108,34 @@ def _last(found: Iterator[re.Match[str]]) -> list[re.Match[str]]:
     return list(found)[-MAX_DUMPS:]
 
 
+# An object printing itself with keyword fields, as dataclasses and named tuples do in
+# an error message: `AttentionSelectorConfig(head_size=576, kv_cache_dtype=auto, ...)`.
+# Only at a word's start: a run of capitals is one candidate, not one per letter.
+_OBJECT_REPR = re.compile(r"(?<![\w.])[A-Z][A-Za-z0-9]{0,80}\((?=\s*[a-z_][a-z0-9_]*=)")
+
+
+def stated_settings(text: str, framework: str) -> dict[str, str]:
+    """Flag values (canonical name -> value) that the object reprs of `text` state.
+
+    A repr's field holds what the process ran with, where it has a flag's exact name
+    and a value that flag can take. A value must be printed as a literal, or be one of
+    the flag's choices: a call in a script's source passes names (`block_size=bs`),
+    which say nothing."""
+    found: dict[str, str] = {}
+    for start in _last(_OBJECT_REPR.finditer(text)):
+        for name, raw in _pairs(text, start.end(), ")"):
+            hit = _exact_flag(name, framework)
+            value = flags.python_value(raw)
+            if hit is None or value is None or hit.spec.name == "model":
+                continue
+            if not (hit.spec.choices or _is_literal(raw)):
+                continue
+            checked = flags.checked_value(hit.spec, value)
+            if checked is not None:
+                found[hit.spec.name] = checked
+    return found
+
+
 # ---------------------------------------------------------------- a command from them
 
 
@@ -262,4 +290,5 @@ __all__ = [
     "is_engine_call",
     "rebuilt_command",
     "settings_dumps",
+    "stated_settings",
 ]

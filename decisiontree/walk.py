@@ -374,7 +374,7 @@ def ranked(
     factor, detail = evidence_factor(fix, evidence, context.arch)
     applied = already_applied(fix, context, vocabulary)
     if applied:
-        detail += "; already in your launch command"
+        detail += "; " + applied_where(fix, context)
     fits, withheld = fitted_changes(fix.changes, context, visit.finding)
     framework, version = spelling_release(context, visit.finding)
     stepped = with_steps(fits, fix.summary, context.flags, framework)
@@ -520,6 +520,15 @@ def already_applied(fix: FixRecord, context: Context, vocabulary: Vocabulary) ->
     if not fix.changes:
         return False
     return all(_change_in_place(change, context, vocabulary) for change in fix.changes)
+
+
+def applied_where(fix: FixRecord, context: Context) -> str:
+    """Where an applied fix's values come from: the launch typed, or what the paste shows
+    the server ran with (a log's printout, an error's own repr of its settings)."""
+    ran = ("log", "message")
+    if any(context.sources.get(f"flag.{change.name}") in ran for change in fix.changes):
+        return "the paste shows it already ran with this"
+    return "already in your launch command"
 
 
 def _change_in_place(change: Change, context: Context, vocabulary: Vocabulary) -> bool:
