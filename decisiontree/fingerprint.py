@@ -243,6 +243,13 @@ def _is_plumbing(frame: Frame, *, allow_libraries: bool) -> bool:
     return not allow_libraries and _top_package(frame) in _LIBRARY_TOPS
 
 
+def library_frame(key_frame: str) -> bool:
+    """Whether a key frame as a signature holds it ("triton/compiler/compiler.py:_init_handles")
+    is inside a library the application calls (torch, Triton), not the application's own
+    code: key frames fall back to those only where no frame of the application was printed."""
+    return key_frame.split("/", 1)[0].removesuffix(".py") in _LIBRARY_TOPS
+
+
 def key_frames_of(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
     """Innermost frames of the application (SGLang, vLLM, user code), innermost first."""
     innermost_first = frames[::-1]

@@ -35,7 +35,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from decisiontree.fingerprint import Signature, message_of, signatures_of
+from decisiontree.fingerprint import Signature, library_frame, message_of, signatures_of
 from decisiontree.retrieval import Bm25fIndex, background_texts, query_weights
 from decisiontree.terms import words_of
 from decisiontree.traceback import InputRejected, parse
@@ -371,6 +371,15 @@ class SignatureIndex:
                     # layers, whatever the verifier makes of an ordinary message.
                     score = max(score, known_threshold())
                 elif (
+                    layer == "template"
+                    and score < similar_threshold()
+                    and self._library_message(paste, finding_id)
+                ):
+                    # The finding is about the message a library raises, whoever called it:
+                    # its sample shows no caller's frame to tell another failure by. The same
+                    # message is then like it at least, however ordinary its words.
+                    score = similar_threshold()
+                elif (
                     score >= similar_threshold()
                     and layer == "terms"
                     and not features.message_phrase
@@ -604,6 +613,17 @@ class SignatureIndex:
         held, total = self._held(paste, unusual, paste.ids_of(finding_id, self.retrieval))
         enough = total >= MESSAGE_RARE_WORDS * self.retrieval.max_idf()
         return enough and held < float(tuning()["raises_another"]["held_below"])
+
+    def _library_message(self, paste: _Paste, finding_id: int) -> bool:
+        """Whether a sample of the finding with the paste's message template was raised
+        inside a library with no frame of the code that called it (Triton's launcher
+        alone, for a kernel too large for the GPU)."""
+        return any(
+            entry.template_key in paste.template_keys
+            and entry.key_frames
+            and all(library_frame(frame) for frame in entry.key_frames)
+            for entry in (self._entries[n] for n in self._by_finding.get(finding_id, ()))
+        )
 
     def _shares_little(self, paste: _Paste, finding_id: int) -> bool:
         """Whether what the paste shares with the finding beyond ordinary output is worth

@@ -9,6 +9,7 @@ answered as "known".
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,33 @@ def test_the_same_message_from_other_code_is_named_as_the_same_message() -> None
     assert result.verdict == "none"
     [near] = result.nearest
     assert near.why_not.startswith("same error message (OutOfResources), raised from other code")
+
+
+def launcher_alone(text: str) -> str:
+    """A capture cut to the frames of the library that raised (Triton's launcher): what a
+    finding about the message itself holds as its sample, with no caller's code."""
+    lines = text.splitlines()
+    kept, keep = [lines[0]], False
+    for line in lines[1:-1]:  # a frame's line, then its code: kept with the frame
+        if line.startswith("  File "):
+            keep = "/triton/" in line
+        if keep:
+            kept.append(line)
+    return "\n".join([*kept, lines[-1]]) + "\n"
+
+
+def test_a_finding_about_the_message_a_library_raises_is_like_any_call_of_it() -> None:
+    # The finding's sample shows Triton refusing the launch with no caller's frame: it is
+    # about the message, whatever kernel was too large. Another kernel's paste, which
+    # ordinary output would explain away as above, is like it (not known: its frames differ).
+    about_the_message = dataclasses.replace(
+        finding_of(1, "triton_shared_memory_out_of_resources"),
+        samples=(launcher_alone(captured("triton_shared_memory_out_of_resources")),),
+    )
+    graph = build_graph([about_the_message])
+
+    result = diagnose(captured("triton_shared_memory_out_of_resources_again"), on_h200(), graph)
+
+    assert result.verdict == "similar"
+    assert result.ordinary_message_elsewhere
+    assert [fix.finding.id for fix in result.fixes] == [1]
