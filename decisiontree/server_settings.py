@@ -15,6 +15,7 @@ import ast
 import json
 import re
 import shlex
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -105,7 +106,8 @@ def _is_literal(raw: str) -> bool:
 
 
 def _last(found: Iterator[re.Match[str]]) -> list[re.Match[str]]:
-    return list(found)[-MAX_DUMPS:]
+    # Not all of them held: a 2 MB log of one printout a line has a hundred thousand.
+    return list(deque(found, maxlen=MAX_DUMPS))
 
 
 # An object printing itself with keyword fields, as dataclasses and named tuples do in
