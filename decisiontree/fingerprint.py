@@ -485,22 +485,15 @@ _LETTER = re.compile(r"[A-Za-z]")
 def _message_words(line: str) -> str:
     """A message compared word by word: quoted values masked as in the template, unless
     the message is nothing but values (`KeyError: 'model.layers.<num>.mlp.w2_weight'`),
-    where the value is all it says. A name it quotes (`No module named 'vllm._C'`) is
-    kept: it is what the message is about; a message quoting more is printing data (an
-    HTTP error's JSON body), its quotes masked. The template keeps the mask: the
-    fingerprint of a missing key stays one error across keys."""
-    quoted = _QUOTED_VALUE.findall(line, 0, MAX_MESSAGE_CHARS)
-    if len(quoted) > MAX_QUOTED_NAMES:
-        masked = mask_quoted(line)
-    else:
-        masked = _QUOTED_VALUE.sub(_unless_a_name, line)
+    where the value is all it says. A value that names something (`No module named
+    'vllm._C'`) is kept: it is what the message is about. The template keeps the mask:
+    the fingerprint of a missing key stays one error across keys."""
+    masked = _QUOTED_VALUE.sub(_unless_a_name, line)
     return masked if _LETTER.search(_PLACEHOLDER.sub("", masked)) else line
 
 
 # A quoted name: a module, a key, a model type (letters first; no path, no number).
 _QUOTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-# "'NoneType' object has no attribute 'shape'" is about two names; more is a structure.
-MAX_QUOTED_NAMES = 2
 
 
 def _unless_a_name(found: re.Match[str]) -> str:
