@@ -485,19 +485,10 @@ _LETTER = re.compile(r"[A-Za-z]")
 def _message_words(line: str) -> str:
     """A message compared word by word: quoted values masked as in the template, unless
     the message is nothing but values (`KeyError: 'model.layers.<num>.mlp.w2_weight'`),
-    where the value is all it says. A value that names something (`No module named
-    'vllm._C'`) is kept: it is what the message is about. The template keeps the mask:
-    the fingerprint of a missing key stays one error across keys."""
-    masked = _QUOTED_VALUE.sub(_unless_a_name, line)
+    where the value is all it says. The template keeps the mask: the fingerprint of a
+    missing key stays one error across keys."""
+    masked = mask_quoted(line)
     return masked if _LETTER.search(_PLACEHOLDER.sub("", masked)) else line
-
-
-# A quoted name: a module, a key, a model type (letters first; no path, no number).
-_QUOTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-
-
-def _unless_a_name(found: re.Match[str]) -> str:
-    return found.group(0) if _QUOTED_NAME.fullmatch(found.group(0)[1:-1]) else "<q>"
 
 
 def fingerprint_hash(version: int, exc_type: str, template: str, frames: Iterable[str]) -> str:
