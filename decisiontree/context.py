@@ -200,8 +200,9 @@ def build_context(
     merged, sources = _merge(layers)
     if merged.get("framework"):
         # Flags an error message's object repr states: what ran, where nothing else says.
-        stated = stated_settings(text, merged["framework"])
-        merged, sources = _merge([("message", _prefixed("flag.", stated)), *layers])
+        for name, value in stated_settings(text, merged["framework"]).items():
+            if f"flag.{name}" not in merged:
+                merged[f"flag.{name}"], sources[f"flag.{name}"] = value, "message"
     launched = {
         **{k.removeprefix("flag."): v for k, v in called.items() if k.startswith("flag.")},
         **(dict(found.flags) if found else {}),
@@ -229,10 +230,6 @@ def clean(text: str) -> str:
         return text
     records = (line for raw in text.split("\n") for line in (record_lines(raw) or [raw]))
     return "\n".join(part for line in records for part in (escaped_lines(line) or [line]))
-
-
-def _prefixed(prefix: str, values: Mapping[str, str]) -> Facts:
-    return {prefix + name: value for name, value in values.items()}
 
 
 def _merge(layers: list[tuple[str, Facts]]) -> tuple[Facts, dict[str, str]]:
