@@ -45,6 +45,7 @@ EXPLAINED_TERMS = 8  # shared terms returned with a candidate, most telling firs
 SHARED_RARE_CAP = 4.0  # "four rare words in common" is as strong as this feature gets
 MESSAGE_RARE_CAP = 3.0  # likewise for the words two messages share
 MESSAGE_RARE_WORDS = 2.0  # a message must carry this many rare words' worth to contain another
+EXPLAINED_MEMO = 16_384  # messages whose ordinary words an index remembers (a few MiB)
 
 
 def known_threshold() -> float:
@@ -253,6 +254,9 @@ class SignatureIndex:
         self._error_ids: dict[int, array[int]] = {}
         self._own_lines: dict[int, tuple[str, str]] = {}  # title and symptom, as written
         self._error_info: dict[int, float] = {}  # finding id -> weight of its error terms
+        # A message's words -> those its closest ordinary message holds, under the current
+        # weights: findings of one error share messages, so pastes ask for the same ones.
+        self._explained: dict[frozenset[str], frozenset[str]] = {}
         self.retrieval = Bm25fIndex()
 
     def __len__(self) -> int:
@@ -323,6 +327,7 @@ class SignatureIndex:
         if self.retrieval.stale:
             self.retrieval.finish()
             self._error_info.clear()
+            self._explained.clear()
         if self._error_words:
             # After the postings: a word past a field's cap gets its id only now, so the
             # ids of the words retrieval searches keep the order they were first seen in.
@@ -363,7 +368,7 @@ class SignatureIndex:
         for candidate in self._linked_candidates(paste):
             found.setdefault(candidate.finding_id, candidate)
         framed = {self._entries[n].finding_id for n in paste.framed_entries(self._by_fingerprint)}
-        for finding_id, layer, features in self._assessed(paste):
+        for finding_id, layer, features in self._assessed(paste, every=_verifier_reads_bench()):
             if finding_id not in found:
                 score = round(verify(features), 4)
                 if _same_code(layer, features, paste, finding_id in framed):
@@ -425,9 +430,10 @@ class SignatureIndex:
         if not queries:
             return []
         self.finish()
-        return self._assessed(_Paste.of(queries, self))
+        return self._assessed(_Paste.of(queries, self), every=True)
 
-    def _assessed(self, paste: _Paste) -> list[tuple[int, str, Features]]:
+    def _assessed(self, paste: _Paste, *, every: bool) -> list[tuple[int, str, Features]]:
+        """`every`: the measures only benches read (`BENCH_MEASURES`) too, else NaN."""
         self.finish()
         weights = query_weights(paste.error_terms, paste.context_terms, self._context_weight)
         hits = self.retrieval.search(weights, self._retrieve, self._budget)
@@ -460,7 +466,7 @@ class SignatureIndex:
             if finding_id in banned:
                 continue
             features = self._features(
-                paste, finding_id, scores, (ceiling, best, ordinary), same_print
+                paste, finding_id, scores, (ceiling, best, ordinary), same_print, every
             )
             features = _with_template(features, finding_id in same_template)
             if finding_id in same_print:
@@ -495,6 +501,7 @@ class SignatureIndex:
         scores: dict[int, float],
         scale: tuple[float, float, float],
         same_print: set[int],
+        every: bool,
     ) -> Features:
         ceiling, best, ordinary = scale
         score = scores.get(finding_id, 0.0)
@@ -504,7 +511,9 @@ class SignatureIndex:
         weight = paste.id_weights.__getitem__
         shared = paste.error_ids & terms
         shared_info = sum(weight(t) for t in shared)
-        message, containment, message_info, excess = self._message_overlap(paste, finding_id)
+        message, containment, message_info, excess = self._message_overlap(
+            paste, finding_id, closest=every
+        )
         unusual_containment, finding_message_held = self._unusual_messages(paste, finding_id)
         finding_info = self._finding_info(finding_id) or 1.0
         in_paste = errors & paste.all_ids
@@ -547,18 +556,22 @@ class SignatureIndex:
             same_template=0.0,
         )
 
-    def _message_overlap(self, paste: _Paste, finding_id: int) -> tuple[float, float, float, float]:
-        """Best (Dice, containment, shared weight) of the paste's and the finding's messages,
-        and the most information (in rare words, capped) that the finding's messages share
-        with one paste message beyond what the closest ordinary message shares with it."""
-        best = (0.0, 0.0, 0.0)
+    def _message_overlap(
+        self, paste: _Paste, finding_id: int, *, closest: bool
+    ) -> tuple[float, float, float, float]:
+        """Best (Dice, containment, shared weight) of the paste's and the finding's messages
+        (NaN unless `closest`), and the most information (in rare words, capped) that the
+        finding's messages share with one paste message beyond what the closest ordinary
+        message shares with it."""
+        best = (0.0, 0.0, 0.0) if closest else (math.nan, math.nan, math.nan)
         excess = 0.0
         known_messages = [self._entries[n].message for n in self._by_finding.get(finding_id, ())]
         known_messages += _own_messages(*self._own_lines.get(finding_id, ("", "")))
         known_words = [_template_words(message) for message in known_messages]
         for words, ordinary in zip(paste.messages, paste.ordinary, strict=True):
             for known in known_words:
-                best = max(best, self.compare(words, known, paste.weights))
+                if closest:
+                    best = max(best, self.compare(words, known, paste.weights))
                 # What the finding explains of this message that ordinary output does not.
                 excess = max(excess, sum(paste.weights(t) for t in (words & known) - ordinary))
         excess = min(MESSAGE_RARE_CAP, excess / self.retrieval.max_idf()) / MESSAGE_RARE_CAP
@@ -588,7 +601,7 @@ class SignatureIndex:
                 closest = max(closest, self.compare(mine, words - ordinary, paste.weights))
             if number >= samples:
                 continue  # a title or symptom is a person's summary, not a message as printed
-            unusual = paste.unusual_words(words, self)
+            unusual = words - self.explained_by_ordinary(words)
             total = sum(paste.weights(t) for t in unusual)
             if total:
                 found = sum(paste.weights(t) for t in unusual & paste.all_terms)
@@ -694,6 +707,16 @@ class SignatureIndex:
 
     def explained_by_ordinary(self, words: frozenset[str]) -> frozenset[str]:
         """The words of a message that the closest ordinary (background) message shares."""
+        if self.retrieval.stale:  # weights about to change: nothing to remember yet
+            return self._explained_by_ordinary(words)
+        found = self._explained.get(words)
+        if found is None:
+            if len(self._explained) >= EXPLAINED_MEMO:
+                self._explained.clear()
+            found = self._explained[words] = self._explained_by_ordinary(words)
+        return found
+
+    def _explained_by_ordinary(self, words: frozenset[str]) -> frozenset[str]:
         messages, holding = ordinary_message_index()
         weights: dict[int, float] = defaultdict(float)
         # Summed in one fixed order: a set's order changes from run to run, and a message's
@@ -800,6 +823,16 @@ def shortlist(candidates: Sequence[Candidate], relative: float = 0.0) -> tuple[C
     more = [c for c in candidates if c not in listed and c.score >= floor]
     count = int(tuning()["verifier"]["runner_ups"])
     return (*listed, *(dataclasses.replace(c, runner_up=True) for c in more[:count]))
+
+
+# The measures no lookup reads unless the fitted verifier does: the benches weigh them as
+# candidates for a fit (bench/fit_matcher.py). Comparing every pair of messages for them
+# was a tenth of a lookup at 100k findings.
+BENCH_MEASURES = frozenset({"message", "containment", "message_rare"})
+
+
+def _verifier_reads_bench() -> bool:
+    return not BENCH_MEASURES.isdisjoint(tuning()["verifier"]["features"])
 
 
 def _same_code(layer: str, features: Features, paste: _Paste, framed: bool) -> bool:
@@ -937,8 +970,6 @@ class _Paste:
     unusual_ids: set[int] = field(default_factory=set)
     id_weights: dict[int, float] = field(default_factory=dict)
     finding_ids: dict[int, set[int]] = field(default_factory=dict)
-    # A finding message's words that no ordinary message explains, for this lookup.
-    finding_unusual: dict[frozenset[str], frozenset[str]] = field(default_factory=dict)
     queries: Sequence[Query] = ()
 
     @classmethod
@@ -1002,13 +1033,6 @@ class _Paste:
         found = self.finding_ids.get(finding_id)
         if found is None:
             found = self.finding_ids[finding_id] = set(retrieval.doc_term_ids(finding_id))
-        return found
-
-    def unusual_words(self, words: frozenset[str], index: SignatureIndex) -> frozenset[str]:
-        """A finding message's words less those its closest ordinary message holds."""
-        found = self.finding_unusual.get(words)
-        if found is None:
-            found = self.finding_unusual[words] = words - index.explained_by_ordinary(words)
         return found
 
     def read_ordinary(self, ordinary_ids: Sequence[int], retrieval: Bm25fIndex) -> None:
