@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
@@ -796,10 +797,14 @@ def _error_line_signatures(parsed: ParsedTraceback) -> list[tuple[int, Signature
         elif not kernel_assertion_of(line):
             exc_type, score, template = _classify_line(line)
             found.append(_line_signature(parsed, exc_type, line, score, template))
-    return _one_per_type(found)
+    return _first_of_each_kind(found)
 
 
-MAX_PLAIN_ERROR_LINES = 5  # plain error lines read per paste; the first few name the failure
+# Distinct error lines read per kind (NCCL, compiler, plain ...): the first few name the
+# failure. Five, as plain lines always had; three or five gave the same answers on both
+# corpora of bench/diagnose_accuracy.py, where one line per known kind had kept an NCCL
+# failure's second WARN line, the one that names /dev/shm, out of every query.
+MAX_LINES_OF_A_KIND = 5
 # A paste's Python warnings (`UserWarning: ...`) are matched beside its errors, after them:
 # one may name the cause the error does not (PyTorch's "CUDA initialization: The NVIDIA
 # driver on your system is too old" before "No CUDA GPUs are available"); they find a
@@ -814,18 +819,17 @@ _WARNING_TYPE = "Warning"
 _RAISED_AT = re.compile(r"\s*\(Triggered internally at [^()]*\)\.?\s*$")
 
 
-def _one_per_type(found: list[tuple[int, Signature]]) -> list[tuple[int, Signature]]:
-    # An OOM kill or an NCCL failure prints several lines about one event; plain error
-    # lines of no known kind each say something of their own.
-    seen: set[str] = set()
-    plain = 0
+def _first_of_each_kind(found: list[tuple[int, Signature]]) -> list[tuple[int, Signature]]:
+    """The first few distinct lines of each kind. One event prints several lines (an NCCL
+    failure a WARN line from each layer it went through, a compiler one per error) and
+    each may say what the others do not: the first line of an NCCL failure in a container
+    says a segment could not be extended, the second that /dev/shm is where it failed."""
+    seen: dict[str, set[str]] = defaultdict(set)
     kept: list[tuple[int, Signature]] = []
     for score, sig in found:
-        if sig.exception_type == ERROR_LOG and plain < MAX_PLAIN_ERROR_LINES:
-            plain += 1
-            kept.append((score, sig))
-        elif sig.exception_type not in seen:
-            seen.add(sig.exception_type)
+        templates = seen[sig.exception_type]
+        if sig.template_key in templates or len(templates) < MAX_LINES_OF_A_KIND:
+            templates.add(sig.template_key)
             kept.append((score, sig))
     return kept
 
