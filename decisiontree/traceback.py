@@ -1651,9 +1651,10 @@ def _rank_order(rank: str) -> tuple[str, int]:
 _ERRORISH = re.compile(
     r"error|fail|assert|exception|abort|fatal|killed|invalid|unsupported|not supported|cannot"
     r"|can't|unable|denied|time(?:d)? ?out|crash|n(?<=\bn)an\b|i(?<=\bi)nf\b|o(?<=\bo)om\b"
-    r"|out of memory|illegal|segfault|mismatch|not found|no such|refused|hang|undefined|could not"
-    r"|couldn.t|exceed"
-)  # lowercase, searched with `_said`; `n(?<=\bn)an` is `\bnan`, see _STRONG_ERROR
+    r"|out of memory|illegal|segfault|mismatch|not found|no such|refused|h(?<=\bh)ang(?:s|ing)?\b"
+    r"|undefined|could not|couldn.t|exceed"
+)  # lowercase, searched with `_said`; `n(?<=\bn)an` is `\bnan`, see _STRONG_ERROR; a bare
+# "hang" was found in "change" and "exchange", and made "what should I change?" the error
 MAX_SHORT_PASTE_LINES = 5
 _CHATTY_LEVELS = ("INFO", "DEBUG", "TRACE")
 

@@ -654,3 +654,20 @@ def test_torchruns_failure_table_is_quoted_by_its_words_not_its_rule() -> None:
     assert quoted_error(parsed, signature.exception_type).lines == (
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: serve.py FAILED",
     )
+
+
+def test_a_question_under_an_issue_title_is_not_taken_for_its_error() -> None:
+    # "change" holds "hang": read as a word inside another, the question was the error.
+    text = (
+        "Llama-3.1-8B on one L4: max seq len (32768) is larger than the maximum number of "
+        "tokens that can be stored in KV cache (15232)\n"
+        "This is vllm 0.6.1 with default settings. What should I change?\n"
+    )
+    result = parse(text)
+
+    assert result.error_lines[0].startswith("Llama-3.1-8B on one L4: max seq len")
+
+
+@pytest.mark.parametrize("line", ["server hangs after loading weights", "decode hang on TP=8"])
+def test_a_hang_is_still_an_error_line(line: str) -> None:
+    assert parse(f"{line}\nfrom the docs, changed nothing else\n").error_lines == (line,)
