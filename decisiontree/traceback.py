@@ -1650,11 +1650,12 @@ def _rank_order(rank: str) -> tuple[str, int]:
 
 _ERRORISH = re.compile(
     r"error|fail|assert|exception|abort|fatal|killed|invalid|unsupported|not supported|cannot"
-    r"|can't|unable|denied|time(?:d)? ?out|crash|n(?<=\bn)an\b|i(?<=\bi)nf\b|o(?<=\bo)om\b"
-    r"|out of memory|illegal|segfault|mismatch|not found|no such|refused|h(?<=\bh)ang(?:s|ing)?\b"
-    r"|undefined|could not|couldn.t|exceed"
-)  # lowercase, searched with `_said`; `n(?<=\bn)an` is `\bnan`, see _STRONG_ERROR; a bare
-# "hang" was found in "change" and "exchange", and made "what should I change?" the error
+    r"|can't|u(?<=\bu)nable|denied|time(?:d)? ?out|crash|n(?<=\bn)an\b|i(?<=\bi)nf\b"
+    r"|o(?<=\bo)om\b|out of memory|illegal|segfault|mismatch|not found|no such|refused"
+    r"|h(?<=\bh)ang(?:s|ing)?\b|undefined|could not|couldn.t|exceed"
+)  # lowercase, searched with `_said`; `n(?<=\bn)an` is `\bnan`, see _STRONG_ERROR. Words that
+# sit inside others start at a word: "hang" in "change" made "What should I change?" a
+# paste's error; "unable" is in "tunable" (PyTorch's TunableOp). "killed" may follow "OOM".
 MAX_SHORT_PASTE_LINES = 5
 _CHATTY_LEVELS = ("INFO", "DEBUG", "TRACE")
 

@@ -668,6 +668,16 @@ def test_a_question_under_an_issue_title_is_not_taken_for_its_error() -> None:
     assert result.error_lines[0].startswith("Llama-3.1-8B on one L4: max seq len")
 
 
-@pytest.mark.parametrize("line", ["server hangs after loading weights", "decode hang on TP=8"])
-def test_a_hang_is_still_an_error_line(line: str) -> None:
+def test_a_tuning_notice_is_not_an_error_line() -> None:
+    # "unable" inside "TunableOp": a start-up notice, not the failure asked about.
+    text = "PyTorch TunableOp enabled for GEMMs\nworker 3 failed to answer for 20 minutes\n"
+
+    assert parse(text).error_lines == ("worker 3 failed to answer for 20 minutes",)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["server hangs after loading weights", "decode hang on TP=8", "pod was OOMKilled twice"],
+)
+def test_a_hang_or_a_kill_is_still_an_error_line(line: str) -> None:
     assert parse(f"{line}\nfrom the docs, changed nothing else\n").error_lines == (line,)
