@@ -912,7 +912,16 @@ _CHAIN = re.compile(
 )
 _CARETS = re.compile(r"\s*[~^][~^ ]*$")
 _REPEATED = re.compile(r"\s*\[Previous line repeated \d+ more times?\]")
-_CPP_FRAME = re.compile(r"\s*(?:frame #\d+:|Exception raised from )")
+# A native stack's call, under a C++ error: PyTorch's "frame #3: ..."; TensorRT-LLM's and
+# glibc's "2       0x7f3a5c31a1c2 tensorrt_llm::runtime::WorldConfig::mpi(...) + 946";
+# gdb's "#4  0x00007f... in ncclGroupEnd () from ..."; backtrace_symbols' "/lib/libc.so.6(
+# +0x42520) [0x7f...]"; boost's "3# main at /src/app.cpp:12". A call's name may say
+# "Error" (throwRuntimeError): it names code, not what went wrong.
+_CPP_FRAME = re.compile(
+    r"\s*(?:frame #\d+:|Exception raised from |\d{1,4}\s+0x[0-9a-fA-F]{4,16}\s+\S"
+    r"|#\d{1,4}\s+0x[0-9a-fA-F]{4,16} in |\d{1,3}# \S"
+    r"|[^\s()]{1,500}\([^()\s]{0,300}\+0x[0-9a-fA-F]{1,16}\)\s{0,4}\[0x[0-9a-fA-F]{1,16}\])"
+)
 # A call of a JavaScript (V8: Node, a browser), JVM or Rust stack, under its error's line:
 # "    at OpenAI.makeStatusError (/app/node_modules/openai/core.js:263:33)", "    at
 # async f (file:1:2)", "    at file:///app/x.mjs:3:9"; "\tat org.Foo.bar(Foo.java:42)";
