@@ -2,7 +2,8 @@
 
 A `Signature` has three levels of strictness, cheapest match first:
 - `fingerprint`: exception type + message template + the innermost in-app frames;
-- `template_key`: exception type + message template only;
+- `template_key`: exception type + message template only (its case and closing
+  period aside);
 - `terms`: lower-cased tokens for weighted similarity (rare ones like
   `nsa_kv_cache_store_fp8` should count far more than `error`).
 
@@ -421,7 +422,7 @@ def _signature(
         template=template,
         key_frames=key_frames,
         fingerprint=fingerprint_hash(FINGERPRINT_VERSION, exc_type, template, hashed_frames),
-        template_key=_digest("t", exc_type, template.lower()),
+        template_key=_digest("t", exc_type, template_words_key(template)),
         terms=terms,
         message=template if message is None else message,
         previous_fingerprint=(
@@ -435,6 +436,13 @@ def _signature(
             else ""
         ),
     )
+
+
+def template_words_key(template: str) -> str:
+    """What of a template the template layer compares: its case and a closing period
+    aside. Python 3.10 added "Did you mean: 'x'?" after a name error's message, so the
+    same error's first sentence ends in "." on one Python and in nothing on another."""
+    return template.lower().rstrip(". ")
 
 
 _NAMED_FILE = re.compile(r"[A-Za-z_][A-Za-z_.+-]{1,39}")

@@ -103,3 +103,22 @@ def test_a_finding_known_only_by_its_message_is_not_known_from_a_pastes_frames()
 
     assert (found[0].finding_id, found[0].layer) == (1, "template")
     assert found[0].level is not MatchLevel.KNOWN
+
+
+def _name_error(python: str, suggestion: str) -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "/opt/venv/lib/{python}/site-packages/servekit/serve.py", line 30, in start\n'
+        "    ops = load_ops()\n"
+        f'  File "/opt/venv/lib/{python}/site-packages/servekit/kernels.py", line 12, in load_ops\n'
+        "    dtype = torch.float8_e4m3fnuz\n"
+        f"AttributeError: module 'torch' has no attribute 'float8_e4m3fnuz'{suggestion}\n"
+    )
+
+
+def test_the_same_error_with_the_hint_a_newer_python_adds_is_known() -> None:
+    # Python 3.10 added "Did you mean" to the message: the first sentence now ends in ".".
+    older = _name_error("python3.9", "")
+    newer = _name_error("python3.11", ". Did you mean: 'float8_e4m3fn'?")
+
+    assert _lookup_beside(older, newer) == (1, "template", MatchLevel.KNOWN)
