@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from decisiontree.logline import (
@@ -105,7 +105,7 @@ class ParsedTraceback:
     def primary(self) -> RaisedException | None:
         """The most informative exception: the last one, unless it only wraps a root cause."""
         typed = [exc for exc in self.exceptions if exc.type]
-        specific = [exc for exc in typed if not is_generic(exc)]
+        specific = [exc for exc in typed if not is_generic(exc) and not _said_more(exc, typed)]
         if specific:
             return specific[-1]
         if typed:
@@ -224,6 +224,23 @@ _GENERIC_STARTS = (
 def _says_something_else_failed(text: str) -> bool:
     low = text[:300].lower()
     return low.startswith(_GENERIC_STARTS) or any(phrase in low for phrase in _GENERIC_PHRASES)
+
+
+MIN_RESTATED_CHARS = 10  # a shorter message starts others by chance ("Error", "x")
+
+
+def _said_more(exc: RaisedException, others: Sequence[RaisedException]) -> bool:
+    """Whether another exception of the paste starts with this one's whole message and
+    goes on: "Error raised in subprocess" re-raised in the parent, over the child's
+    "Error raised in subprocess: ...: undefined symbol ..."."""
+    said = exc.message.strip()
+    if len(said) < MIN_RESTATED_CHARS:
+        return False
+    for other in others:
+        more = other.message.strip()
+        if len(more) > len(said) and more.startswith(said) and not more[len(said)].isalnum():
+            return True
+    return False
 
 
 def is_generic(exc: RaisedException) -> bool:

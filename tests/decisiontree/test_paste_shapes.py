@@ -1504,3 +1504,49 @@ def test_a_frame_line_cut_once_at_the_terminals_width_is_one_frame() -> None:
     assert [s.fingerprint for s in signatures_of(parse(cut))] == [
         s.fingerprint for s in signatures_of(parse(uncut))
     ]
+
+
+CHILD_ERROR_RERAISED = '''\
+concurrent.futures.process._RemoteTraceback:
+"""
+Traceback (most recent call last):
+  File "/usr/lib/python3.10/concurrent/futures/process.py", line 246, in _process_worker
+    r = call_item.fn(*call_item.args, **call_item.kwargs)
+  File "/srv/venv/lib/python3.10/site-packages/servekit/registry.py", line 41, in probe
+    raise RuntimeError(
+RuntimeError: Error raised in subprocess:
+/srv/venv/lib/python3.10/site-packages/servekit/_ops.so: undefined symbol: _ZN3c104cuda9SetDeviceEi
+"""
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/srv/venv/bin/servekit", line 8, in <module>
+    sys.exit(main())
+RuntimeError: Error raised in subprocess
+'''
+
+
+def test_an_error_the_parent_raises_again_in_fewer_words_is_read_as_the_childs():
+    # The parent's message is the first words of the child's: the child's says what failed.
+    first = signatures_of(parse(CHILD_ERROR_RERAISED))[0]
+
+    assert "undefined symbol" in first.template
+    assert shown_error(first.exception_type, first.template).startswith(
+        "RuntimeError: Error raised in subprocess: <path>: undefined symbol"
+    )
+
+
+def test_a_short_message_that_only_starts_another_by_chance_is_not_a_restatement():
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/app/a.py", line 3, in run\n'
+        "    load()\n"
+        "ValueError: 'w' weights missing from the checkpoint\n\n"
+        "During handling of the above exception, another exception occurred:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/app/a.py", line 9, in main\n'
+        "    run()\n"
+        "KeyError: 'w'\n"
+    )
+    assert parse(text).primary.type == "KeyError"  # the last, as always
