@@ -221,9 +221,16 @@ _GENERIC_STARTS = (
 )
 
 
+# "Failed to X: <why>" gives its reason after the colon ("Failed to initialize NVML:
+# Driver/library version mismatch"): an error of its own, not a pointer to another.
+_FAILED_BECAUSE = re.compile(r"failed [^:\n]{1,200}: +[a-z][a-z/-]*[a-z]")
+
+
 def _says_something_else_failed(text: str) -> bool:
     low = text[:300].lower()
-    return low.startswith(_GENERIC_STARTS) or any(phrase in low for phrase in _GENERIC_PHRASES)
+    if any(phrase in low for phrase in _GENERIC_PHRASES):
+        return True
+    return low.startswith(_GENERIC_STARTS) and not _FAILED_BECAUSE.match(low)
 
 
 MIN_RESTATED_CHARS = 10  # a shorter message starts others by chance ("Error", "x")

@@ -575,6 +575,9 @@ def test_a_paste_that_only_says_another_process_failed_names_that_line() -> None
         "Failed core proc(s): {}"
     )
     assert parse("ERROR 02-10 09:14:03 [core.py:708] EngineCore failed to start.\n").only_wrappers
+    # A failure that names no reason, or only a place, points at the log before it.
+    assert parse("ERROR 02-10 09:14:03 [api.py:20] Failed to start the engine\n").only_wrappers
+    assert parse("Failed to load model: /models/qwen-7b\n").only_wrappers
     # vLLM inspects the model in a subprocess; what went wrong there is logged before this.
     inspected = (
         "ValueError: Model architectures ['Qwen2ForCausalLM'] failed to be inspected. "
@@ -589,6 +592,9 @@ def test_a_paste_that_only_says_another_process_failed_names_that_line() -> None
         ENGINE_CORE_CAUSE + ENGINE_CORE_FAILED,  # the cause is in the paste after all
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
         "the upstream refused the connection\n",  # plain words, not a wrapper
+        # a failure that gives its reason after the colon is the cause itself
+        "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.90\n",
+        "ERROR 02-10 09:14:03 [loader.py:88] Failed to load the tokenizer: tokenizer.json is truncated\n",
     ],
 )
 def test_a_paste_with_an_error_of_its_own_is_not_only_a_wrapper(paste: str) -> None:
