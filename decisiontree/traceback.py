@@ -1140,7 +1140,19 @@ def inline_body_message(text: str) -> str | None:
     if "message" not in text and "detail" not in text and "msg" not in text:
         return None
     found = _INLINE_MESSAGE.search(text[: ERROR_SCAN_CHARS * 4])
-    return found["said"].replace('\\"', '"').strip() if found else None
+    if found is None:
+        return None
+    # The string as the server wrote it (JSON's and Python's escapes read back), and of its
+    # lines the error's: the first, or a traceback's last ("detail": "Traceback ...\\n...").
+    said = _ESCAPE.sub(lambda escape: _ESCAPED[escape[1]], found["said"])
+    lines = [line.strip() for line in said.splitlines() if line.strip()]
+    if not lines:
+        return None
+    return lines[-1] if _HEADER in lines[0] else lines[0]
+
+
+_ESCAPE = re.compile(r"""\\(["'\\nrt])""")
+_ESCAPED = {'"': '"', "'": "'", "\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
 
 
 # An error that quotes the error it caught: "Worker failed with error 'CUDA error: an

@@ -358,6 +358,28 @@ def test_it_reads_the_message_inside_an_error_body_printed_on_one_line() -> None
     assert result.error_lines == ("Adapter 'sql' was never loaded.",)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        # FastAPI's answer to an exception: its str() with JSON's escaped line ends
+        '{"detail":"CUDA error: an illegal memory access was encountered\\nCompile with '
+        '`TORCH_USE_CUDA_DSA` to enable device-side assertions.\\n"}',
+        # the whole traceback sent as the detail: the error is its last line
+        '{"detail": "Traceback (most recent call last):\\n  File \\"/app/x.py\\", line 3, in f'
+        '\\nRuntimeError: CUDA error: an illegal memory access was encountered\\n"}',
+    ],
+)
+def test_an_error_body_is_read_as_the_string_the_server_wrote(body: str) -> None:
+    # Read with its escapes, the message had "\n" and the advice after it in its template:
+    # another template than the same error printed by the process itself.
+    http = "HTTP/1.1 500 Internal Server Error\ncontent-type: application/json\n\n" + body
+    printed = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+
+    ours = {s.template for s in signatures_of(parse(http))}
+    assert signatures_of(parse(printed))[0].template in ours
+    assert not any("\\n" in template for template in ours)
+
+
 def test_it_reads_the_message_of_a_traceback_whose_exception_type_was_lost() -> None:
     text = (
         "Traceback (most recent call last):\n"
