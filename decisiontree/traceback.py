@@ -937,7 +937,7 @@ _CHAIN = re.compile(
 _CARETS = re.compile(r"\s*[~^][~^ ]*$")
 _REPEATED = re.compile(r"\s*\[Previous line repeated \d+ more times?\]")
 # A native stack's call, under a C++ error: PyTorch's "frame #3: ..."; TensorRT-LLM's and
-# glibc's "2       0x7f3a5c31a1c2 tensorrt_llm::runtime::WorldConfig::mpi(...) + 946";
+# glibc's "2       0x7f3a5c31a1c2 tensorrt_llm::common::throwRuntimeError(...) + 77";
 # gdb's "#4  0x00007f... in ncclGroupEnd () from ..."; backtrace_symbols' "/lib/libc.so.6(
 # +0x42520) [0x7f...]"; boost's "3# main at /src/app.cpp:12". A call's name may say
 # "Error" (throwRuntimeError): it names code, not what went wrong.
@@ -1143,9 +1143,10 @@ def inline_body_message(text: str) -> str | None:
     if found is None:
         return None
     # The string as the server wrote it (JSON's and Python's escapes read back), and of its
-    # lines the error's: the first, or a traceback's last ("detail": "Traceback ...\\n...").
+    # lines the error's: the first that has words (not a rule of dashes), or a traceback's
+    # last ("detail": "Traceback ...\\n...").
     said = _ESCAPE.sub(lambda escape: _ESCAPED[escape[1]], found["said"])
-    lines = [line.strip() for line in said.splitlines() if line.strip()]
+    lines = [line.strip() for line in said.splitlines() if _WORDS.search(line)]
     if not lines:
         return None
     return lines[-1] if _HEADER in lines[0] else lines[0]
