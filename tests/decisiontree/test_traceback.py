@@ -380,6 +380,14 @@ def test_an_error_body_is_read_as_the_string_the_server_wrote(body: str) -> None
     assert not any("\\n" in template for template in ours)
 
 
+def test_of_an_error_body_the_first_line_with_words_is_its_message() -> None:
+    line = (
+        'error: got exception: {"error":{"code":500,"message":"\\n------------\\nWhile '
+        'rendering the chat template at line 12, column 3\\n------------\\n"}}'
+    )
+    assert parse(line).error_lines[-1] == "While rendering the chat template at line 12, column 3"
+
+
 def test_it_reads_the_message_of_a_traceback_whose_exception_type_was_lost() -> None:
     text = (
         "Traceback (most recent call last):\n"
