@@ -64,7 +64,8 @@ class Signature:
     fingerprint: str
     template_key: str
     terms: tuple[str, ...]
-    # The error's first line, normalised like the template but not cut at a sentence.
+    # The error's first line, normalised like the template but not cut at a sentence, its
+    # quoted values kept: the matcher decides whether they count.
     message: str = ""
     # The fingerprint under PREVIOUS_FINGERPRINT_VERSION ("" outside a transition).
     previous_fingerprint: str = ""
@@ -200,6 +201,11 @@ def mask_quoted(template: str) -> str:
 def base_template(text: str) -> str:
     """The template as version 1 read it: everything but the quoted-value mask."""
     return _first_sentence(normalise_message(text))
+
+
+def first_sentence(normalised: str) -> str:
+    """A normalised message's first sentence, as its template keeps it."""
+    return _first_sentence(normalised)
 
 
 def _first_sentence(normalised: str) -> str:
@@ -469,10 +475,9 @@ def _named_paths(line: str) -> str:
 
 def message_of(text: str) -> str:
     """The first line of an error (with the lines its sentence was wrapped onto),
-    normalised for comparing messages word by word."""
-    return mask_quoted(normalise_message(_named_paths(_first_sentence_lines(text))))[
-        :MAX_MESSAGE_CHARS
-    ]
+    normalised for comparing messages word by word; its quoted values kept (the matcher
+    decides whether they count, `match.SignatureIndex.message_form`)."""
+    return normalise_message(_named_paths(_first_sentence_lines(text)))[:MAX_MESSAGE_CHARS]
 
 
 def _base_and_message(template_source: str, text: str) -> tuple[str, str | None]:
@@ -484,20 +489,7 @@ def _base_and_message(template_source: str, text: str) -> tuple[str, str | None]
     first = _first_sentence_lines(text)
     named = _named_paths(first)
     line = normalised if first == template_source and named == first else normalise_message(named)
-    return _first_sentence(normalised), _message_words(line)[:MAX_MESSAGE_CHARS]
-
-
-_PLACEHOLDER = re.compile(r"<[a-z]+>")
-_LETTER = re.compile(r"[A-Za-z]")
-
-
-def _message_words(line: str) -> str:
-    """A message compared word by word: quoted values masked as in the template, unless
-    the message is nothing but values (`KeyError: 'model.layers.<num>.mlp.w2_weight'`),
-    where the value is all it says. The template keeps the mask: the fingerprint of a
-    missing key stays one error across keys."""
-    masked = mask_quoted(line)
-    return masked if _LETTER.search(_PLACEHOLDER.sub("", masked)) else line
+    return _first_sentence(normalised), line[:MAX_MESSAGE_CHARS]
 
 
 def fingerprint_hash(version: int, exc_type: str, template: str, frames: Iterable[str]) -> str:

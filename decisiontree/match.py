@@ -35,7 +35,14 @@ from itertools import pairwise
 
 import numpy as np
 
-from decisiontree.fingerprint import Signature, library_frame, message_of, signatures_of
+from decisiontree.fingerprint import (
+    Signature,
+    first_sentence,
+    library_frame,
+    mask_quoted,
+    message_of,
+    signatures_of,
+)
 from decisiontree.retrieval import Bm25fIndex, background_texts, query_weights
 from decisiontree.terms import words_of
 from decisiontree.traceback import InputRejected, parse
@@ -257,6 +264,7 @@ class SignatureIndex:
         # A message's words -> those its closest ordinary message holds, under the current
         # weights: findings of one error share messages, so pastes ask for the same ones.
         self._explained: dict[frozenset[str], frozenset[str]] = {}
+        self._forms: dict[str, str] = {}  # a message -> its `message_form`, likewise
         self.retrieval = Bm25fIndex()
 
     def __len__(self) -> int:
@@ -328,6 +336,7 @@ class SignatureIndex:
             self.retrieval.finish()
             self._error_info.clear()
             self._explained.clear()
+            self._forms.clear()
         if self._error_words:
             # After the postings: a word past a field's cap gets its id only now, so the
             # ids of the words retrieval searches keep the order they were first seen in.
@@ -565,9 +574,7 @@ class SignatureIndex:
         message shares with it."""
         best = (0.0, 0.0, 0.0) if closest else (math.nan, math.nan, math.nan)
         excess = 0.0
-        known_messages = [self._entries[n].message for n in self._by_finding.get(finding_id, ())]
-        known_messages += _own_messages(*self._own_lines.get(finding_id, ("", "")))
-        known_words = [_template_words(message) for message in known_messages]
+        known_words = [_template_words(message) for message in self._messages_of(finding_id)]
         for words, ordinary in zip(paste.messages, paste.ordinary, strict=True):
             for known in known_words:
                 if closest:
@@ -588,8 +595,7 @@ class SignatureIndex:
         `containment_excess` subtracts an amount of rare words from a share, so a long
         message that an ordinary one partly explains counts for nothing however much
         of it the finding holds; these compare like with like."""
-        known = [self._entries[n].message for n in self._by_finding.get(finding_id, ())]
-        known += _own_messages(*self._own_lines.get(finding_id, ("", "")))
+        known = self._messages_of(finding_id)
         enough = MESSAGE_RARE_WORDS * self.retrieval.max_idf()
         closest = (0.0, 0.0, 0.0)  # (Dice, containment, shared weight) of the closest pair
         held = 0.0
@@ -621,7 +627,7 @@ class SignatureIndex:
             return False  # the finding holds no traceback to disagree with
         if any(e.template_key == primary.template_key for e in entries):
             return False
-        words = _template_words(primary.message or primary.template)
+        words = _template_words(self.message_form(primary.message or primary.template))
         unusual = words - self.explained_by_ordinary(words)
         held, total = self._held(paste, unusual, paste.ids_of(finding_id, self.retrieval))
         enough = total >= MESSAGE_RARE_WORDS * self.retrieval.max_idf()
@@ -672,9 +678,7 @@ class SignatureIndex:
         printed and not both explained by ordinary output, that one finding message holds
         adjacent too: "no available kernel" and "no kernel image is available" share words,
         not phrases."""
-        known = [self._entries[n].message for n in self._by_finding.get(finding_id, ())]
-        known += _own_messages(*self._own_lines.get(finding_id, ("", "")))
-        pairs_known = [_word_pairs(message) for message in known]
+        pairs_known = [_word_pairs(message) for message in self._messages_of(finding_id)]
         best = 0.0
         for unusual in paste.pairs:
             total = math.fsum(paste.weights(a) + paste.weights(b) for a, b in unusual)
@@ -702,8 +706,38 @@ class SignatureIndex:
         """Whether every word of the error's message is one an ordinary message holds
         (PyTorch's out-of-memory line, CUDA's "an illegal memory access"): the same message
         then says which error it is, not which failure."""
-        words = _template_words(signature.message or signature.template)
+        words = _template_words(self.message_form(signature.message or signature.template))
         return bool(words) and not words - self.explained_by_ordinary(words)
+
+    def _messages_of(self, finding_id: int) -> list[str]:
+        """A finding's messages as compared word by word: its samples', then its title's
+        and symptom's (`message_form`)."""
+        known = [self._entries[n].message for n in self._by_finding.get(finding_id, ())]
+        known += _own_messages(*self._own_lines.get(finding_id, ("", "")))
+        return [self.message_form(message) for message in known]
+
+    def message_form(self, message: str) -> str:
+        """A message as compared word by word: its quoted values masked, as the template
+        masks them, unless every other word of it is one that ordinary output prints
+        ("module 'torch' has no attribute 'uint16'", "cannot import name 'x' from 'y'", a
+        KeyError's key alone): the values are then what tells one error from another."""
+        found = self._forms.get(message)
+        if found is None:
+            if len(self._forms) >= EXPLAINED_MEMO:
+                self._forms.clear()
+            found = self._forms[message] = self._message_form(message)
+        return found
+
+    def _message_form(self, message: str) -> str:
+        masked = mask_quoted(message)
+        if masked == message:
+            return message
+        # Its first sentence decides, as the template's: a hint after it ("Did you mean:
+        # 'hf_hub_download'?", Python 3.10's) is not what the error says.
+        words = _template_words(first_sentence(masked))
+        if words and words - self.explained_by_ordinary(words):
+            return masked
+        return message
 
     def explained_by_ordinary(self, words: frozenset[str]) -> frozenset[str]:
         """The words of a message that the closest ordinary (background) message shares."""
@@ -864,7 +898,8 @@ def ordinary_messages() -> tuple[frozenset[str], ...]:
         except InputRejected:
             continue
         for signature in signatures:
-            words = _template_words(signature.message or signature.template)
+            # As templates are read, quoted values masked: an ordinary message is its words.
+            words = _template_words(mask_quoted(signature.message or signature.template))
             if words:
                 found[words] = None
     return tuple(found)
@@ -980,7 +1015,7 @@ class _Paste:
         idf = index.retrieval.idf_of(all_terms)
         fingerprints = [(q.fingerprint, False) for q in queries if q.fingerprint]
         fingerprints += [(q.previous_fingerprint, True) for q in queries if q.previous_fingerprint]
-        texts = [q.message or q.template for q in queries]
+        texts = [index.message_form(q.message or q.template) for q in queries]
         read = [(words, _word_pairs(t)) for t in texts if (words := _template_words(t))]
         # Free text: all of it, its words in the order written.
         read = read or [(frozenset(errors), frozenset(pairwise(errors)))]
@@ -995,7 +1030,7 @@ class _Paste:
         clauses = [
             words
             for q in queries
-            for part in _CLAUSE.split(q.message or q.template)
+            for part in _CLAUSE.split(index.message_form(q.message or q.template))
             if (words := _template_words(part))
         ]
         return cls(
