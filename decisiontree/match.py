@@ -607,6 +607,11 @@ class SignatureIndex:
                 closest = max(closest, self.compare(mine, words - ordinary, paste.weights))
             if number >= samples:
                 continue  # a title or symptom is a person's summary, not a message as printed
+            # Held anywhere in the paste, a quoted name may be in a line of code passing
+            # through it (`torch._C._cuda_setDevice(device)` of every torch.cuda start-up):
+            # here the message's own words count, as the template masks it (the value,
+            # where a message is nothing else: a KeyError's key).
+            words = _template_words(mask_quoted(message)) or words
             unusual = words - self.explained_by_ordinary(words)
             total = sum(paste.weights(t) for t in unusual)
             if total:
