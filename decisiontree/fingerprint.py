@@ -753,9 +753,10 @@ _LINE_KINDS: tuple[tuple[re.Pattern[str], str, int, str], ...] = (
     (re.compile(r"^Killed$|Killed process"), "Killed", _KILLED, "Killed"),
     (re.compile(r"Segmentation fault|SIGSEGV"), "SegmentationFault", _KILLED,
      "Segmentation fault"),
-    # CUDA's own words hold no quotes: one after them closes a quote around the error; nor
-    # backslashes: an escaped "\n" ends the line it had in a JSON body
-    (re.compile(r"CUDA error: [^'\"\\]*"), "AcceleratorError", _ERROR_LINE, ""),
+    # CUDA's own words hold no quotes: one after them closes a quote around the error (a
+    # backtick, a code span in a sentence); nor backslashes: an escaped "\n" ends the line
+    # it had in a JSON body
+    (re.compile(r"CUDA error: [^'\"`\\]*"), "AcceleratorError", _ERROR_LINE, ""),
     # the linker's own words, not the object file and offset before them
     (re.compile(r"undefined reference to .*"), "LinkError", _ERROR_LINE, ""),
 )  # fmt: skip

@@ -1162,14 +1162,20 @@ _ESCAPED = {'"': '"', "'": "'", "\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
 _QUOTED_ERROR = re.compile(r"""\b[Ee]rror:?\s{0,3}(['"])(?P<said>(?:(?!\1).){3,2000}?)\1""", re.S)
 
 
+# An error quoted as code in a sentence, as issues and chats write it: "I get `RuntimeError:
+# CUDA error: an illegal memory access was encountered` from `gptq_marlin_gemm`".
+_CODE_SPAN = re.compile(r"`(?P<said>[^`\n]{3,2000})`")
+
+
 def quoted_error_message(text: str) -> str | None:
     """The first line of an error quoted in `text`, where it reads as an error; else None."""
-    if "rror" not in text:
-        return None
-    for found in _QUOTED_ERROR.finditer(text[: ERROR_SCAN_CHARS * 8]):
+    head = text[: ERROR_SCAN_CHARS * 8]
+    quoted = _QUOTED_ERROR.finditer(head) if "rror" in text else iter(())
+    spans = _CODE_SPAN.finditer(head) if "`" in text else iter(())
+    for found in (*quoted, *spans):
         said = found["said"].strip().split("\n", 1)[0].strip()
-        head = said[:ERROR_SCAN_CHARS]
-        if _exception_line(said, strict=True) or _strong_error(head) or _CUDA_ERROR.search(head):
+        start = said[:ERROR_SCAN_CHARS]
+        if _exception_line(said, strict=True) or _strong_error(start) or _CUDA_ERROR.search(start):
             return said
     return None
 

@@ -388,6 +388,24 @@ def test_of_an_error_body_the_first_line_with_words_is_its_message() -> None:
     assert parse(line).error_lines[-1] == "While rendering the chat template at line 12, column 3"
 
 
+def test_an_error_quoted_as_code_in_a_sentence_is_read_as_the_error() -> None:
+    said = (
+        "With the fp8 checkpoint I get `ValueError: block size 128 does not divide 4000` "
+        "from `load_weights` right after the shards load."
+    )
+    assert "ValueError: block size 128 does not divide 4000" in parse(said).error_lines
+
+
+def test_a_cuda_error_quoted_as_code_ends_where_the_quote_does() -> None:
+    said = (
+        "Serving on an A100 I get `RuntimeError: CUDA error: an illegal memory access was "
+        "encountered` from `gemm` once the batch is over 64."
+    )
+    printed = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+
+    assert signatures_of(parse(said))[0].template == signatures_of(parse(printed))[0].template
+
+
 def test_it_reads_the_message_of_a_traceback_whose_exception_type_was_lost() -> None:
     text = (
         "Traceback (most recent call last):\n"
