@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache, lru_cache
 from itertools import pairwise
+from typing import TypeVar
 
 import numpy as np
 
@@ -53,6 +54,8 @@ SHARED_RARE_CAP = 4.0  # "four rare words in common" is as strong as this featur
 MESSAGE_RARE_CAP = 3.0  # likewise for the words two messages share
 MESSAGE_RARE_WORDS = 2.0  # a message must carry this many rare words' worth to contain another
 EXPLAINED_MEMO = 16_384  # messages whose ordinary words an index remembers (a few MiB)
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 def known_threshold() -> float:
@@ -726,12 +729,7 @@ class SignatureIndex:
         masks them, unless every other word of it is one that ordinary output prints
         ("module 'torch' has no attribute 'uint16'", "cannot import name 'x' from 'y'", a
         KeyError's key alone): the values are then what tells one error from another."""
-        found = self._forms.get(message)
-        if found is None:
-            if len(self._forms) >= EXPLAINED_MEMO:
-                self._forms.clear()
-            found = self._forms[message] = self._message_form(message)
-        return found
+        return self._remembered(self._forms, message, self._message_form)
 
     def _message_form(self, message: str) -> str:
         masked = mask_quoted(message)
@@ -746,13 +744,17 @@ class SignatureIndex:
 
     def explained_by_ordinary(self, words: frozenset[str]) -> frozenset[str]:
         """The words of a message that the closest ordinary (background) message shares."""
+        return self._remembered(self._explained, words, self._explained_by_ordinary)
+
+    def _remembered(self, table: dict[K, V], key: K, compute: Callable[[K], V]) -> V:
+        """`compute(key)`, kept in `table` while the weights stay (cleared when full)."""
         if self.retrieval.stale:  # weights about to change: nothing to remember yet
-            return self._explained_by_ordinary(words)
-        found = self._explained.get(words)
+            return compute(key)
+        found = table.get(key)
         if found is None:
-            if len(self._explained) >= EXPLAINED_MEMO:
-                self._explained.clear()
-            found = self._explained[words] = self._explained_by_ordinary(words)
+            if len(table) >= EXPLAINED_MEMO:
+                table.clear()
+            found = table[key] = compute(key)
         return found
 
     def _explained_by_ordinary(self, words: frozenset[str]) -> frozenset[str]:
