@@ -610,15 +610,17 @@ class SignatureIndex:
                 closest = max(closest, self.compare(mine, words - ordinary, paste.weights))
             if number >= samples:
                 continue  # a title or symptom is a person's summary, not a message as printed
-            # Held anywhere in the paste, a quoted name may be in a line of code passing
-            # through it (`torch._C._cuda_setDevice(device)` of every torch.cuda start-up):
-            # here the message's own words count, as the template masks it (the value,
-            # where a message is nothing else: a KeyError's key).
-            words = _template_words(mask_quoted(message)) or words
+            # A quoted name counts where a message of the paste holds it: anywhere, it may
+            # be in a line of code passing through it (`torch._C._cuda_setDevice(device)`
+            # of every torch.cuda start-up). Not so a message of nothing but a value (a
+            # KeyError's key), as it always was.
+            said = _template_words(mask_quoted(message))
+            names = words - said if said else frozenset()
             unusual = words - self.explained_by_ordinary(words)
             total = sum(paste.weights(t) for t in unusual)
             if total:
-                found = sum(paste.weights(t) for t in unusual & paste.all_terms)
+                where = (paste.all_terms - names) | (names & paste.message_words)
+                found = sum(paste.weights(t) for t in unusual & where)
                 held = max(held, found / total * min(1.0, total / enough))
         return closest[1], held
 
@@ -1000,6 +1002,7 @@ class _Paste:
     # Per message: its adjacent word pairs, less those both of whose words ordinary output has.
     pairs: list[frozenset[tuple[str, str]]]
     clause_ordinary: list[frozenset[str]]  # per clause: its words an ordinary message has
+    message_words: frozenset[str]  # the words of all its messages
     weights: _Memo  # idf, remembered for this lookup
     ordinary_terms: frozenset[str] | set[str] = frozenset()  # the closest background document's
     unusual: set[str] = field(default_factory=set)  # error terms that document lacks
@@ -1062,6 +1065,7 @@ class _Paste:
             clauses=clauses,
             pairs=unusual_pairs,
             clause_ordinary=[index.explained_by_ordinary(m) for m in clauses],
+            message_words=frozenset().union(*messages),
             weights=_Memo(index.weight),
             ids=ids,
             error_ids={ids[t] for t in errors if t in ids},
