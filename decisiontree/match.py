@@ -53,7 +53,7 @@ EXPLAINED_TERMS = 8  # shared terms returned with a candidate, most telling firs
 SHARED_RARE_CAP = 4.0  # "four rare words in common" is as strong as this feature gets
 MESSAGE_RARE_CAP = 3.0  # likewise for the words two messages share
 MESSAGE_RARE_WORDS = 2.0  # a message must carry this many rare words' worth to contain another
-EXPLAINED_MEMO = 16_384  # messages whose ordinary words an index remembers (a few MiB)
+EXPLAINED_MEMO = 16_384  # messages an index remembers an answer for, per memo (a few MiB)
 K = TypeVar("K")
 V = TypeVar("V")
 
