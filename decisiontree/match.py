@@ -746,7 +746,13 @@ class SignatureIndex:
 
     def explained_by_ordinary(self, words: frozenset[str]) -> frozenset[str]:
         """The words of a message that the closest ordinary (background) message shares."""
-        return self._remembered(self._explained, words, self._explained_by_ordinary)
+        # Only the words some ordinary message holds decide which one is closest, and
+        # those are few and often the same (a template's fixed words) where the messages
+        # differ in their names: remembered by them, most findings' messages hit.
+        holding = ordinary_message_index()[1]
+        return self._remembered(
+            self._explained, frozenset(holding.keys() & words), self._explained_by_ordinary
+        )
 
     def _remembered(self, table: dict[K, V], key: K, compute: Callable[[K], V]) -> V:
         """`compute(key)`, kept in `table` while the weights stay (cleared when full)."""
