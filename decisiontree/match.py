@@ -54,6 +54,9 @@ SHARED_RARE_CAP = 4.0  # "four rare words in common" is as strong as this featur
 MESSAGE_RARE_CAP = 3.0  # likewise for the words two messages share
 MESSAGE_RARE_WORDS = 2.0  # a message must carry this many rare words' worth to contain another
 EXPLAINED_MEMO = 16_384  # messages an index remembers an answer for, per memo (a few MiB)
+# Findings whose messages an index keeps read (`_KnownMessage`): a lookup weighs about ten,
+# so this holds the last few hundred pastes' candidates in a few MiB more.
+FINDING_MEMO = 4096
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -188,6 +191,17 @@ class _Entry:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class _KnownMessage:
+    """One message of a finding, read as a paste's messages are compared with it."""
+
+    words: frozenset[str]
+    pairs: frozenset[tuple[str, str]]  # adjacent words, as printed
+    # A sample's message as printed; None for a title or symptom, a person's summary:
+    unusual: frozenset[str] | None  # the words no ordinary message explains
+    names: frozenset[str]  # the quoted names (none where the message is nothing but one)
+
+
 @dataclass(frozen=True)
 class Features:
     """What the verifier weighs for one (paste, finding) pair; all in 0..1."""
@@ -268,6 +282,7 @@ class SignatureIndex:
         # weights: findings of one error share messages, so pastes ask for the same ones.
         self._explained: dict[frozenset[str], frozenset[str]] = {}
         self._forms: dict[str, str] = {}  # a message -> its `message_form`, likewise
+        self._known: dict[int, tuple[_KnownMessage, ...]] = {}  # a finding's, likewise
         self.retrieval = Bm25fIndex()
 
     def __len__(self) -> int:
@@ -283,6 +298,7 @@ class SignatureIndex:
         if finding_id in banned:
             return  # a reviewer said this error is not this finding
         number = len(self._entries)
+        self._known.pop(finding_id, None)
         self._entries.append(
             _Entry(
                 finding_id,
@@ -310,9 +326,10 @@ class SignatureIndex:
                 ids = self.retrieval.add(finding_id, name, words)
                 if name != "cause":
                     self._pend(finding_id, words, ids)
-        # Read as messages only when a diagnosis weighs the finding (`_own_messages`): at
-        # 100k findings normalising every title and symptom was a tenth of the build.
+        # Read as messages only when a diagnosis weighs the finding (`_known_messages`):
+        # at 100k findings normalising every title and symptom was a tenth of the build.
         self._own_lines[finding_id] = (title, summary)
+        self._known.pop(finding_id, None)
 
     def _pend(self, finding_id: int, words: Sequence[str], ids: Sequence[int]) -> None:
         """Keep a finding's error words till finish(): as ids, but those retrieval gave none."""
@@ -340,6 +357,7 @@ class SignatureIndex:
             self._error_info.clear()
             self._explained.clear()
             self._forms.clear()
+            self._known.clear()
         if self._error_words:
             # After the postings: a word past a field's cap gets its id only now, so the
             # ids of the words retrieval searches keep the order they were first seen in.
@@ -577,7 +595,7 @@ class SignatureIndex:
         message shares with it."""
         best = (0.0, 0.0, 0.0) if closest else (math.nan, math.nan, math.nan)
         excess = 0.0
-        known_words = [_template_words(message) for message in self._messages_of(finding_id)]
+        known_words = [known.words for known in self._known_messages(finding_id)]
         for words, ordinary in zip(paste.messages, paste.ordinary, strict=True):
             for known in known_words:
                 if closest:
@@ -598,29 +616,26 @@ class SignatureIndex:
         `containment_excess` subtracts an amount of rare words from a share, so a long
         message that an ordinary one partly explains counts for nothing however much
         of it the finding holds; these compare like with like."""
-        known = self._messages_of(finding_id)
         enough = MESSAGE_RARE_WORDS * self.retrieval.max_idf()
         closest = (0.0, 0.0, 0.0)  # (Dice, containment, shared weight) of the closest pair
         held = 0.0
-        samples = len(self._by_finding.get(finding_id, ()))
         unusual_mine = [m - o for m, o in zip(paste.messages, paste.ordinary, strict=True)]
-        for number, message in enumerate(known):
-            words = _template_words(message)
+        for known in self._known_messages(finding_id):
             for mine, ordinary in zip(unusual_mine, paste.ordinary, strict=True):
-                closest = max(closest, self.compare(mine, words - ordinary, paste.weights))
-            if number >= samples:
+                closest = max(closest, self.compare(mine, known.words - ordinary, paste.weights))
+            if known.unusual is None:
                 continue  # a title or symptom is a person's summary, not a message as printed
-            # A quoted name counts where a message of the paste holds it: anywhere, it may
-            # be in a line of code passing through it (`torch._C._cuda_setDevice(device)`
-            # of every torch.cuda start-up). Not so a message of nothing but a value (a
-            # KeyError's key), as it always was.
-            said = _template_words(mask_quoted(message))
-            names = words - said if said else frozenset()
-            unusual = words - self.explained_by_ordinary(words)
-            total = sum(paste.weights(t) for t in unusual)
+            total = sum(paste.weights(t) for t in known.unusual)
             if total:
-                where = (paste.all_terms - names) | (names & paste.message_words)
-                found = sum(paste.weights(t) for t in unusual & where)
+                # A quoted name counts where a message of the paste holds it: anywhere, it
+                # may be in a line of code passing through it (`torch._C._cuda_setDevice
+                # (device)` of every torch.cuda start-up).
+                names = known.names
+                found = sum(
+                    paste.weights(t)
+                    for t in known.unusual
+                    if (t in paste.message_words if t in names else t in paste.all_terms)
+                )
                 held = max(held, found / total * min(1.0, total / enough))
         return closest[1], held
 
@@ -688,7 +703,7 @@ class SignatureIndex:
         printed and not both explained by ordinary output, that one finding message holds
         adjacent too: "no available kernel" and "no kernel image is available" share words,
         not phrases."""
-        pairs_known = [_word_pairs(message) for message in self._messages_of(finding_id)]
+        pairs_known = [known.pairs for known in self._known_messages(finding_id)]
         best = 0.0
         for unusual in paste.pairs:
             total = math.fsum(paste.weights(a) + paste.weights(b) for a, b in unusual)
@@ -719,12 +734,33 @@ class SignatureIndex:
         words = _template_words(self.message_form(signature.message or signature.template))
         return bool(words) and not words - self.explained_by_ordinary(words)
 
-    def _messages_of(self, finding_id: int) -> list[str]:
+    def _known_messages(self, finding_id: int) -> tuple[_KnownMessage, ...]:
         """A finding's messages as compared word by word: its samples', then its title's
-        and symptom's (`message_form`)."""
-        known = [self._entries[n].message for n in self._by_finding.get(finding_id, ())]
-        known += _own_messages(*self._own_lines.get(finding_id, ("", "")))
-        return [self.message_form(message) for message in known]
+        and symptom's (`message_form`), each read once while the weights stay."""
+        return self._remembered(self._known, finding_id, self._read_known, bound=FINDING_MEMO)
+
+    def _read_known(self, finding_id: int) -> tuple[_KnownMessage, ...]:
+        printed = [self._entries[n].message for n in self._by_finding.get(finding_id, ())]
+        summaries = _own_messages(*self._own_lines.get(finding_id, ("", "")))
+        known = []
+        for number, message in enumerate([*printed, *summaries]):
+            form = self.message_form(message)
+            words = _template_words(form)
+            if number >= len(printed):
+                known.append(_KnownMessage(words, _word_pairs(form), None, frozenset()))
+                continue
+            # A message of nothing but a value (a KeyError's key) has no quoted names:
+            # its value is the message, as it always was.
+            said = _template_words(mask_quoted(form))
+            known.append(
+                _KnownMessage(
+                    words,
+                    _word_pairs(form),
+                    words - self.explained_by_ordinary(words),
+                    words - said if said else frozenset(),
+                )
+            )
+        return tuple(known)
 
     def message_form(self, message: str) -> str:
         """A message as compared word by word: its quoted values masked, as the template
@@ -754,13 +790,15 @@ class SignatureIndex:
             self._explained, frozenset(holding.keys() & words), self._explained_by_ordinary
         )
 
-    def _remembered(self, table: dict[K, V], key: K, compute: Callable[[K], V]) -> V:
+    def _remembered(
+        self, table: dict[K, V], key: K, compute: Callable[[K], V], bound: int = EXPLAINED_MEMO
+    ) -> V:
         """`compute(key)`, kept in `table` while the weights stay (cleared when full)."""
         if self.retrieval.stale:  # weights about to change: nothing to remember yet
             return compute(key)
         found = table.get(key)
         if found is None:
-            if len(table) >= EXPLAINED_MEMO:
+            if len(table) >= bound:
                 table.clear()
             found = table[key] = compute(key)
         return found
@@ -953,7 +991,6 @@ def _words_in_order(template: str) -> tuple[str, ...]:
     return tuple(word for word in words if word not in _PLACEHOLDERS)
 
 
-@lru_cache(maxsize=16_384)
 def _own_messages(title: str, summary: str) -> tuple[str, ...]:
     """A finding's title and symptom as messages, as a paste's are read."""
     return tuple(message_of(text) for text in (title, summary) if text.strip())
