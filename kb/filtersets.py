@@ -269,6 +269,16 @@ class FindingFilterSet(django_filters.FilterSet):
 LIVE_RUNS = "live"  # a status filter's value for "queued or running"
 
 
+class IdFilter(django_filters.NumberFilter):
+    """A row's id: a whole number a BigAutoField can hold. Another number is refused with
+    the parameter's name; past 64 bits SQLite could not even bind it (a server error)."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, min_value=1, max_value=2**63 - 1, **kwargs)
+
+
 class ValidationRunFilterSet(django_filters.FilterSet):
     """The runs list's filters, for the Validation page and the API alike."""
 
@@ -277,10 +287,8 @@ class ValidationRunFilterSet(django_filters.FilterSet):
         method="filter_status",
         help_text="A run status, or `live` for queued or running",
     )
-    fix_id = django_filters.NumberFilter(field_name="fix_id", help_text="Runs of this fix")
-    finding_id = django_filters.NumberFilter(
-        field_name="fix__finding_id", help_text="Runs of any fix of this finding"
-    )
+    fix_id = IdFilter(field_name="fix_id", help_text="Runs of this fix")
+    finding_id = IdFilter(field_name="fix__finding_id", help_text="Runs of any fix of this finding")
     host = django_filters.CharFilter(field_name="host__name", help_text="The host's name")
 
     class Meta:

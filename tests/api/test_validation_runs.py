@@ -160,3 +160,15 @@ def test_runs_are_listed_by_status_fix_finding_and_host(
     assert listed(f"finding_id={oom_finding.pk}") == {failed.pk}
     assert listed("host=h200-b") == {passed.pk}
     assert_error(reader.get(f"{RUNS}?status=finished"), 400)
+
+
+def test_an_id_no_row_can_have_is_refused_by_name_not_a_server_error(
+    reader: APIClient, dsa_finding: Finding, host: Host
+) -> None:
+    """SQLite (`make run`'s database) cannot even bind a number past 64 bits: it was a 500."""
+    ValidationRun.objects.create(fix=dsa_finding.fixes.first(), host=host)
+
+    for query in ("finding_id=99999999999999999999", "fix_id=-1", "fix_id=1.5"):
+        error = assert_error(reader.get(f"{RUNS}?{query}"), 400)
+        assert set(error["fields"]) == {query.split("=")[0]}
+    assert ValidationRun.objects.count() == 1
