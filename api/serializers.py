@@ -854,7 +854,13 @@ class NamedFlagSerializer(serializers.Serializer):
     flag = serializers.CharField(help_text='As your release spells it: "--max-model-len"')
     written = serializers.CharField(help_text='As the error wrote it: "max_model_len"')
     value = serializers.CharField(
-        allow_null=True, help_text="What your launch (or its log) set it to; null: not set"
+        allow_null=True,
+        help_text="What your launch (or its log) set it to; null: not set, or not known "
+        "where launch_known is false",
+    )
+    launch_known = serializers.BooleanField(
+        help_text="Whether a launch command was given or found, or the server printed its "
+        "arguments: without one, a flag with no value may still be set"
     )
     default = serializers.CharField(
         source="default.value",

@@ -69,6 +69,9 @@ class Context:
     env: Mapping[str, str] = field(default_factory=dict)  # VAR=value of the launch
     # With no launch command given: one the paste holds, for the corrected command.
     found_command: FoundCommand | None = None
+    # A launch command was given or found, or the server printed its arguments: a flag
+    # none of them names was not set. Else a flag's value is not known, not "not set".
+    launch_seen: bool = False
     # The newest release the launch command's flag names allow (`--nsa-decode-backend`
     # is 0.5.9 or older); flags are spelled for it when the release is not known.
     written_release: str | None = None
@@ -219,7 +222,8 @@ def build_context(
     command = launch_command if typed is not None else found_command and found_command.text
     # The flag names of the command, else those the server printed, date the release.
     written = release_written(command or "") or (release_written(rebuilt.text) if rebuilt else None)
-    return replace(context, found_command=found_command, written_release=written)
+    seen = typed is not None or found_command is not None or bool(calls)
+    return replace(context, found_command=found_command, written_release=written, launch_seen=seen)
 
 
 def clean(text: str) -> str:

@@ -68,15 +68,21 @@ class NamedFlag:
 
     flag: str  # as the user's release spells it: "--gpu-memory-utilization"
     written: str  # as the message wrote it: "gpu_memory_utilization"
-    value: str | None  # what the launch (or the log) gave it; None: not set
+    value: str | None  # what the launch (or the log) gave it; None: not set, or not known
     default: flags.ReleaseDefault  # the default of the user's release, for a flag not set
     # With the release unknown, the flag's names before a rename: "--cuda-graph-max-bs in
     # sglang 0.5.9 and older".
     older: tuple[str, ...] = ()
+    # Whether the paste or the form showed the launch: without it, a flag it does not
+    # name may well be set, and "not set" would be a guess.
+    launch_known: bool = True
 
     def describe(self) -> str:
         """ "--gpu-memory-utilization (yours: 0.5)", "--max-num-seqs (not set; default 256)"."""
-        notes = [f"yours: {self.value}"] if self.value is not None else ["not set"]
+        if self.value is not None:
+            notes = [f"yours: {self.value}"]
+        else:
+            notes = ["not set" if self.launch_known else "value not known"]
         if self.value is None and self.default.describe():
             notes.append(self.default.describe())
         return f"{self.flag} ({'; '.join([*notes, *self.older])})"
@@ -97,7 +103,9 @@ def named_flags(messages: Sequence[str], context: Context) -> tuple[NamedFlag, .
             value = context.flags.get(spec.name)
             default = flags.default_in(spec, context.framework_version)
             older = () if context.spelling_version else older_names(spec, spec.framework)
-            found[spec.name] = NamedFlag(spelled, written, value, default, older)
+            found[spec.name] = NamedFlag(
+                spelled, written, value, default, older, launch_known=context.launch_seen
+            )
     return tuple(found.values())
 
 

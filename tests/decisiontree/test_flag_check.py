@@ -85,6 +85,7 @@ def test_the_answer_leads_with_the_refusal_even_with_no_finding() -> None:
 
 
 VLLM = "vllm serve meta-llama/Llama-3.1-8B-Instruct --gpu-memory-utilization 0.5"
+PLAIN_VLLM = "vllm serve meta-llama/Llama-3.1-8B-Instruct"
 KV_TOO_SMALL = (
     "ERROR 12-03 10:11:02 [core.py:708] EngineCore failed to start.\n"
     "Traceback (most recent call last):\n"
@@ -132,9 +133,23 @@ def test_a_config_dump_one_word_names_and_prefixes_are_not_read_as_advice() -> N
 def test_advice_written_as_code_with_a_value_is_read() -> None:
     said = ["Please pass the argument `trust_remote_code=True` to allow custom code to run"]
 
-    [named] = named_flags(said, build_context(framework="vllm"))
+    [named] = named_flags(said, build_context(launch_command=PLAIN_VLLM))
 
     assert named.describe() == "--trust-remote-code (not set; default false)"
+
+
+def test_with_no_launch_to_read_a_named_flag_is_not_called_unset() -> None:
+    """A flag the paste does not show may be set all the same: only a launch (given,
+    found in the paste, or printed by the server) tells that it was not."""
+    said = ["Please pass the argument `trust_remote_code=True` to allow custom code to run"]
+
+    [unseen] = named_flags(said, build_context(framework="vllm"))
+    [typed] = named_flags(said, build_context(launch_command=PLAIN_VLLM))
+    [pasted] = named_flags(said, build_context(f"$ {PLAIN_VLLM}\n{said[0]}"))
+
+    assert unseen.describe() == "--trust-remote-code (value not known; default false)"
+    assert (typed.value, typed.launch_known) == (None, True)
+    assert pasted.describe() == "--trust-remote-code (not set; default false)"
 
 
 NAMES_MEMORY_SHARE = ["ValueError: Try increasing `gpu_memory_utilization` when initializing"]
@@ -152,7 +167,7 @@ NAMES_MEMORY_SHARE = ["ValueError: Try increasing `gpu_memory_utilization` when 
 def test_a_named_flags_default_is_the_one_of_the_users_release(
     release: str | None, said: str
 ) -> None:
-    context = build_context(framework="vllm", framework_version=release)
+    context = build_context(launch_command=PLAIN_VLLM, framework_version=release)
 
     [named] = named_flags(NAMES_MEMORY_SHARE, context)
 
@@ -163,7 +178,8 @@ def test_a_default_known_only_for_two_releases_is_not_guessed_between_them() -> 
     said = ["RuntimeError: fp4 gemm failed; set --fp4-gemm-backend to another kernel"]
 
     def described(release: str) -> str:
-        [named] = named_flags(said, build_context(framework="sglang", framework_version=release))
+        context = build_context(launch_command=SGLANG, framework_version=release)
+        [named] = named_flags(said, context)
         return named.describe()
 
     assert described("0.5.9") == "--fp4-gemm-backend (not set; default flashinfer_cutlass)"
