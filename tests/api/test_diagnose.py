@@ -203,6 +203,7 @@ def test_with_no_known_match_the_summary_names_the_settings_the_error_names(
         ("--max-num-batched-tokens", "max_num_batched_tokens", None),
         ("--max-model-len", "max_model_len", "8192"),
     ]
+    assert all(n["launch_known"] for n in body["named_flags"])  # so unset, not unknown
     assert body["summary"] == (
         "No known match for ValueError in FixGraph; the error names "
         "--max-num-batched-tokens (not set), --max-model-len (yours: 8192)."
