@@ -316,7 +316,9 @@ _PRINTED_AS = {PANIC: "panicked", GO_PANIC: "panic", FATAL_PYTHON_ERROR: "Fatal 
 def shown_error(exception_type: str, template: str) -> str:
     """The error as an answer quotes it: `ValueError: <message>`; an error line of no known
     kind as it stands; a traceback cut before its error line with the last line it has."""
-    if exception_type == ERROR_LOG:
+    if exception_type == ERROR_LOG or (
+        exception_type == _WARNING_TYPE and _PYTHON_WARNING.match(template)
+    ):  # a Python warning names its own category: "UserWarning: ..."
         return template
     if exception_type == INCOMPLETE_TRACEBACK:
         return f"traceback cut off before its error, last line: {template}"

@@ -977,7 +977,9 @@ _STRICT_TYPE = re.compile(
     r"|Exception|StopIteration|StopAsyncIteration|ExceptionGroup"
 )
 _KERNEL_ASSERTION = re.compile(r"Assertion [`'](?P<cond>.+)[`'] failed\.?")
-_PY_WARNING = re.compile(r"\S+\.py:\d+: (?P<warning>\w*Warning: .*)$")
+# The message may start on the next line (PyTorch's own begin with a line break, and a
+# paste loses the space after the colon): "__init__.py:235: UserWarning:".
+_PY_WARNING = re.compile(r"\S+\.py:\d+: (?P<warning>\w*Warning:(?: .*)?)$")
 # Lines that are errors although no Python traceback surrounds them: at the line's start,
 # or anywhere in it. A word boundary is checked after a branch's first letter,
 # `N(?<=\bN)CCL` for `\bNCCL`: when every branch starts with a letter, re skips straight
@@ -1787,6 +1789,11 @@ def parse(text: str) -> ParsedTraceback:
         truncated=sink.truncated,
         plain_fallback=plain_fallback and bool(sink.error_lines),
     )
+
+
+def is_python_warning(line: str) -> bool:
+    """ "file.py:12: UserWarning: ...", as Python's warnings module prints one."""
+    return _PY_WARNING.match(line.strip()) is not None
 
 
 def holds_error(text: str) -> bool:

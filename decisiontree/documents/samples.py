@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from decisiontree import logline
-from decisiontree.traceback import holds_error
+from decisiontree.traceback import holds_error, is_python_warning
 
 MAX_SAMPLES = 40
 MAX_SAMPLE_LINES = 400
@@ -94,10 +94,17 @@ def is_error_line(line: str) -> bool:
 
 
 def block_has_error(lines: list[str]) -> bool:
-    """Does a fenced block hold an error (rather than a command or a config)?"""
+    """Does a fenced block hold an error (rather than a command or a config)? A Python
+    warning counts: a writer fences one alone where it is the first sign of the cause
+    (PyTorch warns that the GPU is not in its build before any kernel fails)."""
     joined = "\n".join(lines[: MAX_SAMPLE_LINES * 4])
     if not joined.strip():
         return False
+    if any(
+        is_python_warning(strip_log_prefix(line[:_MAX_LINE_SCAN]))
+        for line in lines[: MAX_SAMPLE_LINES * 4]
+    ):
+        return True
     if not any(word in joined for word in _ERROR_WORDS) and 'File "' not in joined:
         # No traceback words: still an error if the paste parser reads one (a daemon's
         # "Failed to ...", a C++ "Check failed", an HTTP error body).

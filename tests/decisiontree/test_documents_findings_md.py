@@ -146,6 +146,23 @@ def test_a_fenced_block_is_one_sample_not_also_its_first_lines():
     )
 
 
+def test_a_fenced_python_warning_alone_is_a_sample_and_a_config_block_is_not():
+    """PyTorch warns that the GPU is not in its build before any kernel fails: the warning
+    is what a user pastes first. A block of settings beside it stays out of the samples."""
+    warning = (
+        "/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py:287: UserWarning:\n"
+        "NVIDIA B200 with CUDA capability sm_100 is not compatible with the current PyTorch "
+        "installation.\n\n  warnings.warn("
+    )
+    text = (
+        "# Findings\n\n## PyTorch has no kernels for the GPU\n- Kind: crash\n"
+        "- Cause: a wheel built before the GPU\n- Fix: install the cu128 wheel [proposed]\n\n"
+        f"```\n{warning}\n```\n\n```\nTORCH_CUDA_ARCH_LIST=10.0\nMAX_JOBS=8\n```\n"
+    )
+    [finding] = extract_document(text, "FINDINGS.md").findings
+    assert finding.samples == (warning,)
+
+
 def test_it_keeps_unknown_fields_and_sources(sample):
     extra = entry(sample, "Decode crashes").extra
     assert extra["reviewer"] == "alice"

@@ -275,6 +275,14 @@ def test_it_gives_the_same_fingerprint_in_a_fresh_process() -> None:
             "    run_model()\n",
             "traceback cut off before its error, last line: run_model()",
         ),
+        (  # a Python warning pasted alone names its own category
+            "/x/site-packages/torch/cuda/__init__.py:235: UserWarning: the GPU is not supported\n",
+            "UserWarning: the GPU is not supported",
+        ),
+        (
+            "WARNING 12-05 10:02:11 [config.py:38] the cache is cold\n",
+            "Warning: the cache is cold",
+        ),
     ],
 )
 def test_the_error_is_quoted_as_pasted_without_our_names_for_unnamed_errors(paste, shown):

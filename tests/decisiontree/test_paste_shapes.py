@@ -671,6 +671,26 @@ Loading weights took 3.2 s"""
     )
 
 
+def test_a_python_warning_whose_message_starts_on_the_next_line_is_one_warning() -> None:
+    """PyTorch's warning that the GPU is not in its build starts its message with a line
+    break; the category's colon ends the first line (its trailing space lost in a paste)."""
+    log = """\
+/opt/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:235: UserWarning:
+NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.
+The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.
+
+  warnings.warn("""
+
+    parsed = parse(log)
+
+    assert parsed.error_lines == ()
+    assert parsed.warnings == (
+        "UserWarning: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible "
+        "with the current PyTorch installation. The current PyTorch install supports CUDA "
+        "capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.",
+    )
+
+
 SEGFAULT_DUMP = """\
 Fatal Python error: Segmentation fault
 
