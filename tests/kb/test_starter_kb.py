@@ -298,6 +298,15 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "backends/nvidia/bin/ptxas -lineinfo -v --gpu-name=sm_100a /tmp/k.ptx -o /tmp/k.o\n",
             "Triton's ptxas is older than the GPU",
         ),
+        (  # PyTorch's warning before any kernel fails, on another GPU than the entry's
+            "/usr/local/lib/python3.10/dist-packages/torch/cuda/__init__.py:215: UserWarning:\n"
+            "NVIDIA B200 with CUDA capability sm_100 is not compatible with the current "
+            "PyTorch installation.\nThe current PyTorch install supports CUDA capabilities "
+            "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.\nIf you want to use the NVIDIA B200 "
+            "GPU with PyTorch, please check the instructions at "
+            "https://pytorch.org/get-started/locally/\n\n  warnings.warn(\n",
+            "a build without this GPU's architecture",
+        ),
         # the bare line, which names one cause (once ordinary output in the background)
         ("OSError: [Errno 98] Address already in use", "The server cannot bind its port"),
     ],
