@@ -665,6 +665,8 @@ def quoted_error(parsed: ParsedTraceback, exception_type: str | None) -> PastedE
     whole += parsed.kernel_assertions[:1]
     if not lines:
         lines = whole = list(parsed.error_lines[:2])
+    if not lines and named == _WARNING_TYPE:  # warnings alone: the first is matched on
+        lines = whole = [_RAISED_AT.sub("", warning) for warning in parsed.warnings[:1]]
     shown = tuple(_cut(line) for line in dict.fromkeys(lines) if line.strip())
     # The type's own short name, without the alias its message gives it.
     renamed = [error_name(exc.type) for exc in raised[-1:] if canonical_type(exc.type, "") != named]

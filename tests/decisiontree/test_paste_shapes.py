@@ -691,6 +691,24 @@ The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 s
     )
 
 
+def test_a_warning_pasted_alone_is_quoted_as_printed() -> None:
+    """Its GPU's name and its driver version are the user's own, not the template's."""
+    log = (
+        "/opt/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:182: UserWarning: CUDA "
+        "initialization: The NVIDIA driver on your system is too old (found version 11080). "
+        "(Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:108.)\n"
+        "  return torch._C._cuda_getDeviceCount() > 0\n"
+    )
+    parsed = parse(log)
+
+    quoted = quoted_error(parsed, signatures_of(parsed)[0].exception_type)
+
+    assert quoted.lines == (
+        "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old "
+        "(found version 11080).",
+    )
+
+
 SEGFAULT_DUMP = """\
 Fatal Python error: Segmentation fault
 

@@ -308,7 +308,7 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "a build without this GPU's architecture",
         ),
         (  # raised through PyTorch from a Triton kernel of another framework
-            "Traceback (most recent call last):\n  File \"/opt/venv/lib/python3.12/site-packages/"
+            'Traceback (most recent call last):\n  File "/opt/venv/lib/python3.12/site-packages/'
             'sglang/srt/layers/quantization/fp8_kernel.py", line 512, in '
             "per_token_group_quant_fp8\n    _per_token_group_quant_fp8[(M,)](\n"
             "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported "
