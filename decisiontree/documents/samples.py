@@ -94,16 +94,15 @@ def is_error_line(line: str) -> bool:
 
 
 def block_has_error(lines: list[str]) -> bool:
-    """Does a fenced block hold an error (rather than a command or a config)? A Python
-    warning counts: a writer fences one alone where it is the first sign of the cause
-    (PyTorch warns that the GPU is not in its build before any kernel fails)."""
+    """Does a fenced block hold an error (rather than a command or a config)? A block that
+    opens with a Python warning counts: a writer fences one where it is the first sign of
+    the cause (PyTorch warns that the GPU is not in its build before any kernel fails);
+    a start-up log that prints a deprecation notice on its way does not."""
     joined = "\n".join(lines[: MAX_SAMPLE_LINES * 4])
     if not joined.strip():
         return False
-    if any(
-        is_python_warning(strip_log_prefix(line[:_MAX_LINE_SCAN]))
-        for line in lines[: MAX_SAMPLE_LINES * 4]
-    ):
+    first = next(line for line in lines if line.strip())
+    if is_python_warning(strip_log_prefix(first[:_MAX_LINE_SCAN])):
         return True
     if not any(word in joined for word in _ERROR_WORDS) and 'File "' not in joined:
         # No traceback words: still an error if the paste parser reads one (a daemon's

@@ -146,18 +146,26 @@ def test_a_fenced_block_is_one_sample_not_also_its_first_lines():
     )
 
 
-def test_a_fenced_python_warning_alone_is_a_sample_and_a_config_block_is_not():
+def test_a_fenced_python_warning_alone_is_a_sample_and_a_log_that_passes_one_is_not():
     """PyTorch warns that the GPU is not in its build before any kernel fails: the warning
-    is what a user pastes first. A block of settings beside it stays out of the samples."""
+    is what a user pastes first. A start-up log that prints a deprecation notice on its
+    way, and a block of settings, stay out of the samples."""
     warning = (
         "/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py:287: UserWarning:\n"
         "NVIDIA B200 with CUDA capability sm_100 is not compatible with the current PyTorch "
         "installation.\n\n  warnings.warn("
     )
+    start_up = (
+        "INFO 12-01 10:00:01 [__init__.py:216] Automatically detected platform cuda.\n"
+        "/opt/venv/lib/python3.11/site-packages/transformers/utils/hub.py:105: FutureWarning: "
+        "Using `TRANSFORMERS_CACHE` is deprecated\n"
+        "INFO 12-01 10:00:09 [api_server.py:1024] Starting vLLM API server on http://0.0.0.0:8000"
+    )
     text = (
         "# Findings\n\n## PyTorch has no kernels for the GPU\n- Kind: crash\n"
         "- Cause: a wheel built before the GPU\n- Fix: install the cu128 wheel [proposed]\n\n"
-        f"```\n{warning}\n```\n\n```\nTORCH_CUDA_ARCH_LIST=10.0\nMAX_JOBS=8\n```\n"
+        f"```\n{warning}\n```\n\n```\n{start_up}\n```\n\n"
+        "```\nTORCH_CUDA_ARCH_LIST=10.0\nMAX_JOBS=8\n```\n"
     )
     [finding] = extract_document(text, "FINDINGS.md").findings
     assert finding.samples == (warning,)
