@@ -315,6 +315,17 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "toolchain.\n",
             "The driver cannot load PTX from a newer CUDA",
         ),
+        (  # gcc's refusal alone, from another temporary file than the entry's
+            "/tmp/tmpa81kd0f2/cuda_utils.c:1:10: fatal error: Python.h: No such file or "
+            "directory\n    1 | #include <Python.h>\n      |          ^~~~~~~~~~\n"
+            "compilation terminated.\n",
+            "Triton cannot build its launcher",
+        ),
+        (  # the linker's line alone (once ordinary output in the background)
+            "/usr/bin/ld: cannot find -lcuda: No such file or directory\n"
+            "collect2: error: ld returned 1 exit status\n",
+            "cannot find -lcuda",
+        ),
         # the bare line, which names one cause (once ordinary output in the background)
         ("OSError: [Errno 98] Address already in use", "The server cannot bind its port"),
     ],
