@@ -326,6 +326,14 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "collect2: error: ld returned 1 exit status\n",
             "cannot find -lcuda",
         ),
+        (  # a user's own worker, not vLLM's
+            'Traceback (most recent call last):\n  File "/home/me/serve.py", line 22, in worker\n'
+            '    x = torch.ones(4, device="cuda")\n  File "/usr/local/lib/python3.10/dist-'
+            'packages/torch/cuda/__init__.py", line 284, in _lazy_init\n    raise RuntimeError(\n'
+            "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+            "multiprocessing, you must use the 'spawn' start method\n",
+            "A worker forked after CUDA started",
+        ),
         # the bare line, which names one cause (once ordinary output in the background)
         ("OSError: [Errno 98] Address already in use", "The server cannot bind its port"),
     ],
