@@ -666,11 +666,17 @@ def test_a_gpu_that_fell_off_the_bus_is_said_first_not_a_server_fix(
 def test_fixes_of_a_less_likely_match_say_so_in_the_api_and_on_the_page(
     reader: APIClient, starter_kb: None
 ) -> None:
-    from tests.decisiontree.test_match import OLD_DRIVER_WARNING, first_cuda_call_fails
+    from tests.decisiontree.test_match import first_cuda_call_fails
 
-    # PyTorch's old-driver warning, then the error it leads to: the driver entry is the
-    # answer; the entry on a PyTorch without CUDA shares the start-up frames and a word.
-    paste = OLD_DRIVER_WARNING + first_cuda_call_fails("RuntimeError: No CUDA GPUs are available")
+    # PyTorch's old-driver error at a script's first CUDA call: the driver entry is the
+    # answer; the entry on a PyTorch without CUDA shares the start-up frames and words.
+    paste = first_cuda_call_fails(
+        "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). "
+        "Please update your GPU driver by downloading and installing a new version from the "
+        "URL: http://www.nvidia.com/Download/index.aspx Alternatively, go to: "
+        "https://pytorch.org to install a PyTorch version that has been compiled with your "
+        "version of the CUDA driver."
+    )
     body = diagnose(reader, {"traceback": paste}).json()
 
     runner_up = {
