@@ -1197,11 +1197,6 @@ class DiagnosisSerializer(serializers.Serializer):
         help_text="With match similar: the finding ran out of memory, matched on words, and "
         "the paste shows another error with no memory running out"
     )
-    known_alike = FindingRefSerializer(
-        many=True,
-        help_text="With match known: findings of other causes that the paste matches at known "
-        "too (two causes that print the same error); the log lines before the error tell which",
-    )
     signature = ErrorSignatureSerializer(allow_null=True)
     error_lines = serializers.ListField(
         child=serializers.CharField(),

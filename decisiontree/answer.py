@@ -99,8 +99,6 @@ CAUSE_ELSEWHERE = {
 NO_MEMORY_RAN_OUT = "the known issue ran out of memory; this paste shows another error"
 # Why a match on a message every such error prints, from other code, is only similar.
 ORDINARY_MESSAGE_ELSEWHERE = "the same ordinary message, raised from other code"
-# What every channel says of a "known" answer that a finding of another cause matches too.
-KNOWN_ALIKE = "the log lines before the error tell which"
 # How every channel marks a fix nobody has confirmed (RankedFix.proposed).
 PROPOSED = "proposed, not confirmed — validate it"
 # How every channel introduces RankedFix.for_other_setup.
@@ -216,9 +214,6 @@ class Diagnosis:
     # Or: the finding's sample prints the same message from other code, and the message is
     # one every error of its kind prints (PyTorch's out-of-memory line).
     ordinary_message_elsewhere: bool = False
-    # For "known": findings of other causes matched at "known" too (diagnose._known_alike);
-    # the paste alone does not tell which of them it is.
-    known_alike: tuple[FindingRecord, ...] = ()
     nearest: tuple[NearMiss, ...] = ()  # for "none": the closest findings, never as fixes
     search_words: tuple[str, ...] = ()  # for "none": words of the paste the knowledge base has
     launch_flags: tuple[tuple[str, str], ...] = ()  # the context's flags, spelled as the answer
@@ -268,13 +263,6 @@ class Diagnosis:
             differences = "; ".join(d.describe() for d in self.different_setup)
             return f"Same error, different setup ({differences})"
         if self.verdict is Verdict.KNOWN:
-            if alike := self.known_alike:
-                others = "; ".join(finding.title for finding in alike)
-                other = "the other" if len(alike) == 1 else "the others"
-                return (
-                    f"Known issue, one of {len(alike) + 1} it matches "
-                    f"({KNOWN_ALIKE}; {other}: {others})"
-                )
             return "Known issue"
         notes = []
         if self.setup_not_known:
@@ -323,7 +311,6 @@ def _written_in(change: str, summary: str) -> bool:
 
 __all__ = [
     "CAUSE_ELSEWHERE",
-    "KNOWN_ALIKE",
     "NO_MEMORY_RAN_OUT",
     "ORDINARY_MESSAGE_ELSEWHERE",
     "PROPOSED",

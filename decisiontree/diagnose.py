@@ -75,14 +75,7 @@ from decisiontree.setup import (
 from decisiontree.spelling import flag_names, older_spellings, spell_flag
 from decisiontree.traceback import parse
 from decisiontree.vocabulary import Vocabulary, load
-from decisiontree.walk import (
-    Visit,
-    leading_visit,
-    spelled_summary,
-    spelling_release,
-    tuning,
-    walk,
-)
+from decisiontree.walk import leading_visit, spelled_summary, spelling_release, tuning, walk
 
 NEAREST = 3  # findings shown beside "no known match"
 SEARCH_WORDS = 4
@@ -238,30 +231,6 @@ def _pinned_elsewhere(
     )
 
 
-def _known_alike(
-    leader: Candidate,
-    candidates: Sequence[Candidate],
-    visits: Sequence[Visit],
-    context: Context,
-    graph: KnowledgeGraph,
-    vocabulary: Vocabulary,
-) -> tuple[FindingRecord, ...]:
-    """The other findings of another cause that the paste matches at "known" too, on a
-    setup that fits. Two causes that print the same error (a failed compile whose reason
-    was printed before it) then both stand, and the paste cannot tell which."""
-    shown = {visit.matched.id: visit.matched for visit in visits}
-    cause = graph.cause_of(leader.finding_id)
-    return tuple(
-        shown[c.finding_id]
-        for c in candidates
-        if c.finding_id != leader.finding_id
-        and c.finding_id in shown
-        and c.level is MatchLevel.KNOWN
-        and graph.cause_of(c.finding_id) != cause
-        and not setup_differences(graph.conditions_of(c.finding_id), context, vocabulary)
-    )
-
-
 def _ordinary_messages_held(
     finding_id: int, signatures: Sequence[Signature], graph: KnowledgeGraph
 ) -> bool:
@@ -316,11 +285,6 @@ def ranked_answer(
     if any(reasons) and level is MatchLevel.KNOWN:
         level = MatchLevel.SIMILAR  # the same error, but not the known issue on this setup
     shown = {visit.matched.id for visit in result.visits}
-    alike = (
-        _known_alike(leader, candidates, result.visits, context, graph, vocabulary)
-        if level is MatchLevel.KNOWN
-        else ()
-    )
     return Diagnosis(
         level,
         signature,
@@ -333,7 +297,6 @@ def ranked_answer(
         setup_not_known=not_known if level is MatchLevel.SIMILAR else (),
         no_memory_ran_out=not_out_of_memory and level is MatchLevel.SIMILAR,
         ordinary_message_elsewhere=ordinary_elsewhere and level is MatchLevel.SIMILAR,
-        known_alike=alike,
         launch_flags=launch_flags(context),
         not_as_launched=not_as_launched(context),
     )

@@ -663,39 +663,6 @@ def test_a_gpu_that_fell_off_the_bus_is_said_first_not_a_server_fix(
     assert "• *Xid 79*: the GPU has fallen off the bus" in slack["blocks"][0]["text"]["text"]
 
 
-def test_an_error_two_known_causes_print_names_both_in_the_api_and_on_the_page(
-    reader: APIClient, starter_kb: None
-) -> None:
-    # Triton's launcher build failed; gcc's own line, which says why, was not pasted.
-    paste = (
-        "Traceback (most recent call last):\n"
-        '  File "/opt/venv/lib/python3.12/site-packages/triton/runtime/build.py", line 48, in '
-        "_build\n    subprocess.check_call(cc_cmd, stdout=subprocess.DEVNULL)\n"
-        '  File "/usr/lib/python3.12/subprocess.py", line 413, in check_call\n'
-        "    raise CalledProcessError(retcode, cmd)\n"
-        "subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpa81kd0f2/cuda_utils.c', "
-        "'-O3', '-shared', '-fPIC', '-Wno-psabi', '-o', '/tmp/tmpa81kd0f2/cuda_utils.cpython-312-"
-        "x86_64-linux-gnu.so', '-lcuda', '-L/lib/x86_64-linux-gnu', '-I/tmp/tmpa81kd0f2', "
-        "'-I/usr/include/python3.12']' returned non-zero exit status 1.\n"
-    )
-    body = diagnose(reader, {"traceback": paste}).json()
-
-    assert body["verdict"] == "known"
-    first = body["fixes"][0]["finding"]
-    [other] = body["known_alike"]
-    titles = {first["title"].split(":")[0], other["title"].split(":")[0]}
-    assert titles == {
-        "Triton cannot build its launcher",
-        "Triton cannot link its launcher against the driver",
-    }
-    assert other["id"] in {f["finding"]["id"] for f in body["fixes"]}
-    assert body["summary"].startswith("Known issue, one of 2 it matches")
-    page = Client().get(body["html_url"].removeprefix("http://127.0.0.1:8000")).content.decode()
-    said = re.search(r'<p class="muted known-alike">(.*?)</p>', page, re.S)
-    assert said and "the log lines before the error tell which" in said.group(1)
-    assert f'href="/findings/{other["id"]}/"' in said.group(1)
-
-
 def test_fixes_of_a_less_likely_match_say_so_in_the_api_and_on_the_page(
     reader: APIClient, starter_kb: None
 ) -> None:
