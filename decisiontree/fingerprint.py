@@ -665,11 +665,13 @@ def quoted_error(parsed: ParsedTraceback, exception_type: str | None) -> PastedE
     whole += parsed.kernel_assertions[:1]
     if not lines:
         lines = whole = list(parsed.error_lines[:2])
-    if not lines and named == _WARNING_TYPE:  # warnings alone: the first is matched on
-        lines = whole = [_RAISED_AT.sub("", warning) for warning in parsed.warnings[:1]]
-    shown = tuple(_cut(line) for line in dict.fromkeys(lines) if line.strip())
     # The type's own short name, without the alias its message gives it.
     renamed = [error_name(exc.type) for exc in raised[-1:] if canonical_type(exc.type, "") != named]
+    if not lines and named == _WARNING_TYPE:  # warnings alone: the first is matched on
+        lines = whole = [_RAISED_AT.sub("", warning) for warning in parsed.warnings[:1]]
+        # A Python warning's category is its type as pasted ("UserWarning").
+        renamed = [m.group(1) for line in lines[:1] if (m := _WARNING_CATEGORY.match(line))]
+    shown = tuple(_cut(line) for line in dict.fromkeys(lines) if line.strip())
     return PastedError(shown, next(iter(renamed), ""), tuple(w for w in whole if w.strip()))
 
 
@@ -819,6 +821,7 @@ MAX_LINES_OF_A_KIND = 5
 # changed neither corpus (bench/README.md, "Session 30").
 MAX_WARNINGS_MATCHED = 3
 _PYTHON_WARNING = re.compile(r"\w*Warning: ")
+_WARNING_CATEGORY = re.compile(r"(\w*Warning):")
 _WARNING_TYPE = "Warning"
 # PyTorch ends a warning raised in its C++ with where ("(Triggered internally at
 # /pytorch/c10/cuda/CUDAFunctions.cpp:119.)"): a place, like a frame, not what it says.

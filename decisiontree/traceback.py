@@ -980,6 +980,7 @@ _KERNEL_ASSERTION = re.compile(r"Assertion [`'](?P<cond>.+)[`'] failed\.?")
 # The message may start on the next line (PyTorch's own begin with a line break, and a
 # paste loses the space after the colon): "__init__.py:235: UserWarning:".
 _PY_WARNING = re.compile(r"\S+\.py:\d+: (?P<warning>\w*Warning:(?: .*)?)$")
+_WARNING_SOURCE = re.compile(r"  \S")  # the line `warnings.warn` shows under its message
 # Lines that are errors although no Python traceback surrounds them: at the line's start,
 # or anywhere in it. A word boundary is checked after a branch's first letter,
 # `N(?<=\bN)CCL` for `\bNCCL`: when every branch starts with a letter, re skips straight
@@ -1367,12 +1368,13 @@ class _Stream:
 
     def _continues_warning(self, line: _Line) -> bool:
         """Python prints a warning as "file.py:12: Category: message", the message's
-        further lines as they are, then the warning's source line indented: an unindented
-        line after a warning, printed alike, goes on with its message. True if taken."""
+        further lines as they are, then the warning's source line indented by two spaces:
+        any other line after a warning, printed alike, goes on with its message (PyTorch's
+        capability warning indents its lines by four). True if taken."""
         assert self.warned is not None
         (place, style), self.warned = self.warned, None
         text = line.text
-        if not text.strip() or text[:1].isspace() or line.style != style:
+        if not text.strip() or _WARNING_SOURCE.match(text) or line.style != style:
             return False
         if _is_structural(text) or _exception_line(text, strict=True) or _warning_of(line):
             return False

@@ -707,6 +707,26 @@ def test_a_warning_pasted_alone_is_quoted_as_printed() -> None:
         "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old "
         "(found version 11080).",
     )
+    assert quoted.renamed_from == "UserWarning"  # "No known match for UserWarning", not "Warning"
+
+
+def test_a_warning_message_indented_by_its_source_is_read_whole() -> None:
+    """PyTorch's capability check writes its message indented, as its source holds it; the
+    line `warnings.warn` shows under it is indented by two spaces and is not the message."""
+    log = """\
+/usr/local/lib/python3.10/dist-packages/torch/cuda/__init__.py:262: UserWarning:
+    Found GPU0 NVIDIA GeForce GTX 1080 Ti which is of cuda capability 6.1.
+    Minimum and Maximum cuda capability supported by this version of PyTorch is
+    (7.5) - (12.0)
+  warnings.warn("""
+
+    parsed = parse(log)
+
+    assert parsed.warnings == (
+        "UserWarning: Found GPU0 NVIDIA GeForce GTX 1080 Ti which is of cuda capability 6.1. "
+        "Minimum and Maximum cuda capability supported by this version of PyTorch is "
+        "(7.5) - (12.0)",
+    )
 
 
 SEGFAULT_DUMP = """\
