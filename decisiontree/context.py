@@ -37,7 +37,7 @@ from decisiontree.server_settings import (
     settings_dumps,
     stated_settings,
 )
-from decisiontree.versions import VERSION_TEXT, package_key, version_text
+from decisiontree.versions import VERSION_TEXT, cuda_of_build, package_key, version_text
 from decisiontree.vocabulary import Vocabulary, capability_of, load
 
 Facts = dict[str, str]  # condition-style key ("gpu.arch", "flag.tp-size", "version.torch") -> value
@@ -662,9 +662,9 @@ def _toolchain_versions(pairs: Mapping[str, str]) -> Facts:
         version = _version_in(value, release=key == "cuda") if value else None
         if version:
             facts[f"version.{key}"] = version
-    built_with = re.search(r"\+cu(\d+)(\d)\b", facts.get("version.torch", ""))
+    built_with = cuda_of_build(facts.get("version.torch", ""))
     if built_with and "version.torch.cuda" not in facts:
-        facts["version.torch.cuda"] = f"{built_with.group(1)}.{built_with.group(2)}"
+        facts["version.torch.cuda"] = built_with
     return facts
 
 

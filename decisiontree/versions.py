@@ -107,6 +107,15 @@ def sort_key(text: str) -> Version:
     return parse(text) or Version("0")
 
 
+_BUILT_WITH_CUDA = re.compile(r"\+cu(\d+)(\d)\b")
+
+
+def cuda_of_build(version: str) -> str | None:
+    """The CUDA release a wheel's local label names: "2.5.1+cu124" -> "12.4"."""
+    found = _BUILT_WITH_CUDA.search(version)
+    return f"{found.group(1)}.{found.group(2)}" if found else None
+
+
 def package_key(name: str) -> str:
     """The key a package's version is filed under: "PyTorch" -> "torch"."""
     key = "-".join(name.lower().replace("_", "-").split())
@@ -116,6 +125,7 @@ def package_key(name: str) -> str:
 __all__ = [
     "VERSION_TEXT",
     "at_or_before",
+    "cuda_of_build",
     "is_specifier",
     "package_key",
     "parse",

@@ -22,6 +22,7 @@ from typing import Any
 from decisiontree import flags, launch
 from decisiontree.flags import FRAMEWORKS, CrossAlias, FlagSpec
 from decisiontree.launch import LaunchCommand
+from decisiontree.versions import sort_key
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -105,6 +106,7 @@ class Vocabulary:
         gpus: list[dict[str, Any]],
         arch_names: Mapping[str, str],
         models: Mapping[str, Any],
+        cuda_releases: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         self._gpus = tuple(_gpu_from(g) for g in gpus)
         self._gpu_keys = _gpu_index(gpus, self._gpus)
@@ -112,6 +114,9 @@ class Vocabulary:
         # The regex lets a name's words run together ("rtx4060ti"): found by its letters.
         self._joined_keys = {key.replace(" ", ""): gpu for key, gpu in self._gpu_keys.items()}
         self.arch_names: Mapping[str, str] = dict(arch_names)
+        releases = cuda_releases or {}
+        self._cuda_first: Mapping[str, str] = dict(releases.get("first", {}))
+        self._cuda_last: Mapping[str, str] = dict(releases.get("last", {}))
         self.latest_versions: Mapping[str, str] = {
             fw: version for fw in FRAMEWORKS if (version := flags.latest_version(fw))
         }
@@ -207,6 +212,26 @@ class Vocabulary:
         found = re.fullmatch(r"\s*(\d{1,2})\.(\d)\s*", capability)
         arch = f"sm_{found.group(1)}{found.group(2)}" if found else None
         return arch if arch in self.arch_names else None
+
+    def cuda_range(self, arch: str) -> tuple[str | None, str | None]:
+        """The CUDA releases whose compiler builds machine code that runs on `arch`: (the
+        first, the last), None where no bound is known. Machine code runs on the GPUs of
+        its major version from its minor up (sm_121 runs sm_120's, so CUDA 12.8 builds
+        for it; sm_89 runs sm_80's, so any CUDA does)."""
+        found = re.fullmatch(r"sm_(\d+)(\d)", arch)
+        if found is None:
+            return None, None
+        major, minor = found.groups()
+        runs = [
+            name
+            for name in self.arch_names
+            if (other := re.fullmatch(r"sm_(\d+)(\d)", name))
+            and other.group(1) == major
+            and int(other.group(2)) <= int(minor)
+        ]
+        firsts = [self._cuda_first.get(name) for name in runs or [arch]]
+        first = None if None in firsts else min(firsts, key=sort_key)  # type: ignore[arg-type]
+        return first, self._cuda_last.get(arch)
 
     # ---- flags and launch commands (see decisiontree.flags and decisiontree.launch)
 
@@ -420,7 +445,12 @@ def _read(name: str) -> Any:
 def load() -> Vocabulary:
     """The vocabulary built from the bundled data files (read once per process)."""
     gpus = _read("gpus.json")
-    return Vocabulary(gpus=gpus["gpus"], arch_names=gpus["arch_names"], models=_read("models.json"))
+    return Vocabulary(
+        gpus=gpus["gpus"],
+        arch_names=gpus["arch_names"],
+        models=_read("models.json"),
+        cuda_releases=gpus["cuda_releases"],
+    )
 
 
 __all__ = [

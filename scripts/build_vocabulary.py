@@ -467,7 +467,8 @@ def main(reference: Path) -> None:
     gpus = json.loads((reference / "gpus.json").read_text())
     sglang = json.loads((reference / "sglang_server_args.json").read_text())
     vllm = json.loads((reference / "vllm_engine_args.json").read_text())
-    write_lines(DATA / "gpus.json", {"arch_names": arch_names(gpus)}, "gpus", gpu_records(gpus))
+    header = {"arch_names": arch_names(gpus), "cuda_releases": cuda_releases(gpus)}
+    write_lines(DATA / "gpus.json", header, "gpus", gpu_records(gpus))
     write_lines(
         DATA / "sglang_flags.json",
         {"framework": "sglang", "latest_version": SGLANG_LATEST, "_notes": SGLANG_NOTES},
@@ -482,6 +483,23 @@ def main(reference: Path) -> None:
     )
     rows = [{"concept": c, "sglang": s, "vllm": v, "relation": r} for c, s, v, r in CROSS_ALIASES]
     write_lines(DATA / "cross_aliases.json", {}, "aliases", rows)
+
+
+# CUDA 13.0 no longer compiles for the architectures before Turing (its release notes:
+# Maxwell, Pascal and Volta are gone from the toolkit): 12.9 is the last that builds them.
+CUDA_LAST = {"sm_60": "12.9", "sm_61": "12.9", "sm_70": "12.9", "sm_72": "12.9"}
+
+
+def cuda_releases(gpus: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Per architecture, the first CUDA release whose compiler builds machine code for it
+    (the reference's `min_cuda_for_sm`, its release alone: "11.8 (12.x for wgmma
+    features)" -> "11.8"), and the last one where a later release dropped it."""
+    first = {}
+    for arch, text in gpus["arch_rules"]["min_cuda_for_sm"].items():
+        release = re.match(r"\d+\.\d+", text)
+        assert release, f"no release in {text!r}"
+        first[arch] = release.group()
+    return {"first": dict(sorted(first.items())), "last": dict(sorted(CUDA_LAST.items()))}
 
 
 def arch_names(gpus: dict[str, Any]) -> dict[str, str]:
