@@ -896,6 +896,15 @@ class HostFaultSerializer(serializers.Serializer):
     text = serializers.CharField(source="describe", help_text="To post, in one line")
 
 
+class BuildSupportSerializer(serializers.Serializer):
+    build = serializers.CharField(help_text='"PyTorch 2.5.1+cu124", "the CUDA toolkit 12.4"')
+    gpu = serializers.CharField(help_text="The GPU by name, or its architecture")
+    arch = serializers.CharField(help_text='"sm_120"')
+    says = serializers.CharField(help_text="What the build lacks, and why")
+    remedy = serializers.CharField(help_text="What to install instead")
+    text = serializers.CharField(help_text="To post, says and remedy in one line")
+
+
 class ProcessMemorySerializer(serializers.Serializer):
     pid = serializers.IntegerField()
     bytes = serializers.IntegerField(help_text="GPU memory it held")
@@ -1255,6 +1264,12 @@ class DiagnosisSerializer(serializers.Serializer):
         "CUDA's and NVML's fault messages): hardware and driver ones, or with none of those "
         "the Xids the GPU raised for the program's own faults",
     )
+    build_support = BuildSupportSerializer(
+        many=True,
+        help_text="Builds the paste shows holding no machine code for its GPU: PyTorch's own "
+        "warning that the GPU is not in its build, or a PyTorch wheel's or the CUDA "
+        "toolkit's release older (or newer) than those that compile for the GPU",
+    )
     memory_at_failure = OutOfMemorySerializer(
         many=True,
         help_text="The GPU memory as the paste's out-of-memory messages give it, one entry a "
@@ -1445,6 +1460,8 @@ def next_step(diagnosis: Diagnosis) -> str:
     if diagnosis.cause_elsewhere:
         heading, advice = diagnosis.cause_elsewhere
         return f"; {heading[0].lower()}{heading[1:].rstrip('.')}. {advice.rstrip('.')}"
+    if diagnosis.build_support:
+        return f"; {diagnosis.build_support[0].text.rstrip('.')}"
     if telling := [r for r in diagnosis.memory_readings if r.helps]:
         return f"; {telling[0].text[0].lower()}{telling[0].text[1:].rstrip('.')}"
     if diagnosis.named_flags:

@@ -115,6 +115,7 @@ def headline_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
         for fault in answer.get("host_faults") or []
         if fault["serious"]
     ]
+    lines += [f"• _Build:_ {escape(r['text'])}" for r in answer.get("build_support") or []]
     named = answer.get("named_flags") or []
     if named and answer.get("match") != "none":  # with no match the summary names them
         lines.append("_The error names:_ " + escape(", ".join(n["text"] for n in named)))

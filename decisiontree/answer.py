@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from decisiontree.build_support import BuildSupport
 from decisiontree.context import Context
 from decisiontree.fingerprint import Signature
 from decisiontree.flag_check import FlagProblem, NamedFlag
@@ -227,11 +228,14 @@ class Diagnosis:
     flag_problems: tuple[FlagProblem, ...] = ()
     # Launch flags the error's own message names ("try increasing `max_model_len`").
     named_flags: tuple[NamedFlag, ...] = ()
-    # The GPU's memory as the paste's out-of-memory messages give it, and what it shows
-    # (another process holding it, fragmentation, an allocation larger than the GPU).
     # Faults of the GPU or its driver the paste shows (Xid lines, ECC errors): the host
     # failed, and no server setting fixes a hardware or driver one.
     host_faults: tuple[HostFault, ...] = ()
+    # Builds the paste shows holding no machine code for its GPU (PyTorch's own warning,
+    # a wheel's or the toolkit's CUDA release): the install is the fix, not a flag.
+    build_support: tuple[BuildSupport, ...] = ()
+    # The GPU's memory as the paste's out-of-memory messages give it, and what it shows
+    # (another process holding it, fragmentation, an allocation larger than the GPU).
     memory_at_failure: tuple[OutOfMemory, ...] = ()
     # Where the memory went as the server started (its log's stages), for an error about memory.
     memory_log: tuple[RankMemory, ...] = ()

@@ -34,6 +34,7 @@ from decisiontree.answer import (
     WithheldChange,
     worth_trying,
 )
+from decisiontree.build_support import build_support
 from decisiontree.context import Context, nvidia_smi_processes
 from decisiontree.fingerprint import (
     UNNAMED_TYPES,
@@ -163,6 +164,7 @@ def diagnose(
         flag_problems=problems,
         named_flags=named,
         host_faults=host_faults(text),
+        build_support=build_support(text, context, vocabulary),
         memory_at_failure=memory,
         memory_log=log,
         memory_readings=memory_readings,

@@ -663,6 +663,28 @@ def test_a_gpu_that_fell_off_the_bus_is_said_first_not_a_server_fix(
     assert "• *Xid 79*: the GPU has fallen off the bus" in slack["blocks"][0]["text"]["text"]
 
 
+def test_a_pytorch_build_without_the_gpu_is_said_in_the_answer_summary_and_slack(
+    reader: APIClient, starter_kb: None
+) -> None:
+    from tests.decisiontree.test_build_support import TOO_OLD
+
+    body = diagnose(reader, {"traceback": TOO_OLD}).json()
+
+    [reading] = body["build_support"]
+    assert (reading["build"], reading["arch"]) == ("PyTorch", "sm_61")
+    assert reading["text"] == f"{reading['says']} {reading['remedy']}"
+    # No finding holds the warning: the summary's next step is the install.
+    assert body["summary"].startswith(
+        "No known match for UserWarning in FixGraph; PyTorch supports compute capability "
+        "7.5 to 12.0; the NVIDIA GeForce GTX 1080 Ti is 6.1 (sm_61), outside it."
+    )
+    slack = reader.post(f"{DIAGNOSE}?format=slack", {"traceback": TOO_OLD}, format="json").json()
+    assert (
+        "• _Build:_ PyTorch supports compute capability 7.5 to 12.0"
+        in (slack["blocks"][0]["text"]["text"])
+    )
+
+
 def test_fixes_of_a_less_likely_match_say_so_in_the_api_and_on_the_page(
     reader: APIClient, starter_kb: None
 ) -> None:

@@ -501,6 +501,30 @@ def test_an_ecc_error_is_shown_as_the_gpus_fault_before_any_fix(
     assert fixes == -1 or page.index("host-faults") < fixes
 
 
+def test_a_wheel_made_before_the_gpu_is_shown_as_the_install_to_change(
+    client: Client, starter_kb: None
+) -> None:
+    from tests.decisiontree.test_build_support import CHECK_ENV_CU124
+
+    paste = CHECK_ENV_CU124 + (
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    )
+    page = page_of(client, paste)
+
+    notice = page.split('<section class="notice build-support" role="alert">', 1)[1]
+    notice = notice.split("</section>", 1)[0]
+    assert "no flag fixes that, the install does" in notice
+    assert "PyTorch 2.5.1+cu124 was built with CUDA 12.4" in notice
+    assert "<strong>Install a PyTorch build made with CUDA 12.8 or newer" in notice
+    assert (
+        "<strong>Install CUDA toolkit 12.8 or newer and point CUDA_HOME at it.</strong>" in notice
+    )
+    fixes = page.find('<li class="fix"')
+    assert fixes == -1 or page.index("build-support") < fixes
+    read = page.split("What FixGraph read from the paste", 1)[1]
+    assert "<dt>Versions</dt>" in read and "<code>torch 2.5.1+cu124</code>" in read
+
+
 def test_a_launch_is_checked_before_it_runs_with_the_fix_applied_to_it(
     client: Client, starter_kb: None
 ) -> None:

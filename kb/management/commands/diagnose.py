@@ -172,6 +172,9 @@ def render_text(
         serious = diagnosis.host_faults[0].serious
         lines += ["", "The GPU or its driver failed:" if serious else "The GPU reported:"]
         lines += [f"  {fault.describe()}" for fault in diagnosis.host_faults]
+    if diagnosis.build_support:
+        lines += ["", "Builds that cannot run on this GPU:"]
+        lines += [f"  {reading.text}" for reading in diagnosis.build_support]
     if diagnosis.named_flags:
         lines += ["", "The error names these settings of your launch:"]
         lines += [f"  {named.describe()}" for named in diagnosis.named_flags]
