@@ -137,7 +137,7 @@ def _from_cuda_release(context: Context, vocabulary: Vocabulary, key: str) -> li
             f" kernels compiled on this machine (extensions built from source, just-in-time"
             f" kernels) cannot target the {gpu}."
         )
-        remedy = f"Install CUDA toolkit {wanted} and point CUDA_HOME at it."
+        remedy = f"Install CUDA toolkit {wanted} and point `CUDA_HOME` at it."
         return [BuildSupport(f"the CUDA toolkit {release}", gpu, arch, says, remedy)]
     torch = context.versions.get("torch")
     build = f"PyTorch {torch}" if torch else "PyTorch"
@@ -159,8 +159,8 @@ def _remedy(arch: str, built: list[str], vocabulary: Vocabulary) -> str:
         return f"Install a PyTorch build made with CUDA {first} or newer ({wheels})."
     older = f" (one made with CUDA {last} or older)" if last and not newer else ""
     return (
-        f"Install a PyTorch build whose torch.cuda.get_arch_list() holds {arch}{older}, or"
-        f" build PyTorch from source with TORCH_CUDA_ARCH_LIST={capability_of(arch)}."
+        f"Install a PyTorch build whose `torch.cuda.get_arch_list()` holds {arch}{older}, or"
+        f" build PyTorch from source with `TORCH_CUDA_ARCH_LIST={capability_of(arch)}`."
     )
 
 

@@ -87,7 +87,7 @@ def test_a_gpu_older_than_the_build_gets_an_older_build_not_a_newer_cuda() -> No
         " 6.1 (sm_61), outside it."
     )
     assert "CUDA 12.9 or older" in reading.remedy  # CUDA 13 builds nothing for Pascal
-    assert "TORCH_CUDA_ARCH_LIST=6.1" in reading.remedy
+    assert "`TORCH_CUDA_ARCH_LIST=6.1`" in reading.remedy
     assert "or newer" not in reading.remedy
 
 
@@ -118,7 +118,7 @@ def test_a_wheel_and_a_toolkit_older_than_the_gpu_each_say_so() -> None:
     )
     assert "cu128" in torch.remedy
     assert toolkit.build == "the CUDA toolkit 12.4"
-    assert toolkit.remedy == "Install CUDA toolkit 12.8 or newer and point CUDA_HOME at it."
+    assert toolkit.remedy == "Install CUDA toolkit 12.8 or newer and point `CUDA_HOME` at it."
 
 
 def test_builds_made_for_the_gpu_say_nothing() -> None:
@@ -143,7 +143,7 @@ def test_a_hopper_gpu_with_a_cuda_11_7_wheel_and_a_volta_gpu_with_cuda_13() -> N
     [reading] = build_support("", volta, load())
     assert reading.says.startswith("The CUDA toolkit here is 13.0; its compiler builds for sm_70")
     assert "up to release 12.9" in reading.says
-    assert reading.remedy == "Install CUDA toolkit 12.9 or older and point CUDA_HOME at it."
+    assert reading.remedy == "Install CUDA toolkit 12.9 or older and point `CUDA_HOME` at it."
 
 
 def test_pytorchs_own_warning_speaks_for_its_wheel() -> None:

@@ -517,7 +517,8 @@ def test_a_wheel_made_before_the_gpu_is_shown_as_the_install_to_change(
     assert "PyTorch 2.5.1+cu124 was built with CUDA 12.4" in notice
     assert "<strong>Install a PyTorch build made with CUDA 12.8 or newer" in notice
     assert (
-        "<strong>Install CUDA toolkit 12.8 or newer and point CUDA_HOME at it.</strong>" in notice
+        "<strong>Install CUDA toolkit 12.8 or newer and point <code>CUDA_HOME</code> at it.</strong>"
+        in notice
     )
     fixes = page.find('<li class="fix"')
     assert fixes == -1 or page.index("build-support") < fixes
