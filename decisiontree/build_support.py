@@ -145,7 +145,7 @@ def _from_cuda_release(context: Context, vocabulary: Vocabulary, key: str) -> li
         f"{build} was built with CUDA {release}, which compiles for {arch} only {bound}:"
         f" it holds no machine code for the {gpu}."
     )
-    remedy = f"Install a PyTorch build made with CUDA {wanted} ({_wheels(need, newer=newer)})."
+    remedy = f"Install a PyTorch build made with {_made_with(need, newer=newer)}."
     return [BuildSupport(build, gpu, arch, says, remedy)]
 
 
@@ -155,8 +155,7 @@ def _remedy(arch: str, built: list[str], vocabulary: Vocabulary) -> str:
     first, last = vocabulary.cuda_range(arch)
     newer = all(_below(b, arch) for b in built)
     if newer and first is not None:
-        wheels = _wheels(first, newer=True)
-        return f"Install a PyTorch build made with CUDA {first} or newer ({wheels})."
+        return f"Install a PyTorch build made with {_made_with(first, newer=True)}."
     older = f" (one made with CUDA {last} or older)" if last and not newer else ""
     return (
         f"Install a PyTorch build whose `torch.cuda.get_arch_list()` holds {arch}{older}, or"
@@ -164,9 +163,20 @@ def _remedy(arch: str, built: list[str], vocabulary: Vocabulary) -> str:
     )
 
 
-def _wheels(release: str, *, newer: bool) -> str:
-    """ "12.8" -> "PyTorch's cu128 wheels or later": the wheel index PyTorch names by it."""
-    return f"PyTorch's cu{release.replace('.', '')} wheels or {'later' if newer else 'earlier'}"
+def cuda_needed(arch: str, vocabulary: Vocabulary) -> str:
+    """What a build must be made with to run on `arch` ("CUDA 12.8 or newer (PyTorch's
+    cu128 wheels or later)"); "" where any CUDA a current build uses will do."""
+    first, last = vocabulary.cuda_range(arch)
+    bounds = [_made_with(first, newer=True)] if first else []
+    bounds += [_made_with(last, newer=False)] if last else []
+    return "; ".join(bounds)
+
+
+def _made_with(release: str, *, newer: bool) -> str:
+    """ "CUDA 12.8 or newer (PyTorch's cu128 wheels or later)": PyTorch names its wheel
+    indexes by the CUDA release they are made with."""
+    wheels = f"PyTorch's cu{release.replace('.', '')} wheels or {'later' if newer else 'earlier'}"
+    return f"CUDA {release} or {'newer' if newer else 'older'} ({wheels})"
 
 
 def _gpu_of(context: Context, vocabulary: Vocabulary) -> str | None:

@@ -20,10 +20,12 @@ from typing import Any
 from django.db.models import Prefetch, Q, QuerySet
 
 from decisiontree import flags
+from decisiontree.build_support import cuda_needed
 from decisiontree.gpu_memory import MemoryReading
 from decisiontree.launch import apply_changes, parse_launch_command
 from decisiontree.launch import words as shell_words
 from decisiontree.recipes import RecipeRefused, recipe_for
+from decisiontree.vocabulary import load
 from kb.models import Finding, FrameworkRelease, Hardware, LanguageModel, ValidationRun
 from kb.models.findings import Fix
 from kb.recipes import LoadSettings
@@ -128,6 +130,11 @@ class RunbookEntry:
         if self.works is None or self.works.origin is None:
             return ""
         return sources.excerpt(self.works.origin, self.works).edit_url
+
+    @property
+    def builds(self) -> str:
+        """What the builds must be made with to run on the GPU ("CUDA 12.8 or newer ...")."""
+        return cuda_needed(self.gpu.arch, load()) if self.gpu.arch else ""
 
     @cached_property
     def weights(self) -> MemoryReading | None:

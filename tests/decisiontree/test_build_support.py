@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decisiontree.build_support import build_support
+from decisiontree.build_support import build_support, cuda_needed
 from decisiontree.context import Context, build_context
 from decisiontree.diagnose import diagnose
 from decisiontree.graph import build_graph
@@ -162,3 +162,17 @@ def test_the_answer_carries_the_reading_and_a_paste_without_one_has_none() -> No
 
     paste = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
     assert diagnose(paste, build_context(paste, gpu="H100"), graph).build_support == ()
+
+
+def test_what_a_build_must_be_made_with_for_each_architecture() -> None:
+    vocabulary = load()
+
+    assert cuda_needed("sm_120", vocabulary) == (
+        "CUDA 12.8 or newer (PyTorch's cu128 wheels or later)"
+    )
+    assert cuda_needed("sm_103", vocabulary).startswith("CUDA 12.8 or newer")  # sm_100's code
+    assert cuda_needed("sm_110", vocabulary).startswith("CUDA 13.0 or newer")
+    assert cuda_needed("sm_70", vocabulary) == (
+        "CUDA 12.9 or older (PyTorch's cu129 wheels or earlier)"
+    )
+    assert cuda_needed("sm_86", vocabulary) == ""  # any CUDA a current build uses

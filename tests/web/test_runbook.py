@@ -144,6 +144,11 @@ def test_without_a_run_it_says_the_launch_is_not_verified(client: Client, starte
 
     assert "not yet run on a registered host" in page
     assert 'CUDA</dt><dd><span class="muted">not recorded' in page
+    # What any build for the seeds' RTX PRO 6000 (sm_120) must be made with, recorded or not.
+    assert (
+        "<dt>Builds</dt><dd>for sm_120: made with CUDA 12.8 or newer (PyTorch&#x27;s cu128 "
+        "wheels or later)</dd>"
+    ) in page
 
 
 def add_run(finding: Finding, host_run: ValidationRun, days_ago: int, tok_s: float) -> None:
@@ -219,6 +224,7 @@ def test_the_markdown_export_links_back_to_the_findings(
         assert "```\npython3 -m sglang.launch_server --model-path GLM-5-NVFP4 --tp-size 8" in text
         assert "| 1,234.5 |" in text
         assert "- Framework: sglang 0.5.9" in text
+        assert "- Builds for sm_120: made with CUDA 12.8 or newer (PyTorch's cu128" in text
 
 
 def test_a_pitfall_says_what_helps_in_part_when_nothing_resolves_it(
