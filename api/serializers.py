@@ -1098,6 +1098,11 @@ class LaunchCheckSerializer(serializers.Serializer):
         help_text="The check on the web page: the same launch, GPU and release, run again "
         "when opened (nothing is stored)"
     )
+    builds = serializers.CharField(
+        help_text="What PyTorch and the framework's kernels must be made with to run on the "
+        'GPU at all ("CUDA 12.8 or newer (PyTorch\'s cu128 wheels or later)"); empty where '
+        "any current build will do or the GPU is not known"
+    )
     weights = serializers.SerializerMethodField(
         help_text="Whether the model's weights fit the share of each GPU they must fit in "
         "(`weights_do_not_fit`, `weights_fill_share`, `weights_fit`), from the parameter "

@@ -17,8 +17,9 @@ says nothing about this launch and is not named; nor is one that records a worki
 Conditions nobody stated, read off where a finding was seen (`derived`), say what its cause
 needs no more than that: they never name a finding, but one seen with a setting this launch
 contradicts (an FP8 KV cache, where the launch sets BF16) is left out.
-Everything here is read off the graph: no paste, no matching. Beside the findings, one
-figure needs none: whether the model's weights fit each GPU's share (`model_weights`).
+Everything here is read off the graph: no paste, no matching. Beside the findings, two
+facts need none: whether the model's weights fit each GPU's share (`model_weights`), and
+what the builds must be made with to run on the GPU at all (`build_support.cuda_needed`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 
 from decisiontree import flags
 from decisiontree.answer import PathStep, RankedFix, WhyStep
+from decisiontree.build_support import cuda_needed
 from decisiontree.context import Context
 from decisiontree.flag_check import FlagProblem, flag_problems
 from decisiontree.gpu_memory import MemoryReading
@@ -74,6 +76,8 @@ class LaunchCheck:
     more: int = 0  # risks beyond the first SHOWN, counted but not told
     # Whether the model's weights fit each GPU's share (None: model or GPU size unknown).
     weights: MemoryReading | None = None
+    # What builds must be made with to run on the GPU at all ("" where any will do).
+    builds: str = ""
 
 
 # A launch check tells at most this many issues, the best first: a page, a thread or a
@@ -109,7 +113,8 @@ def check_launch(context: Context, graph: KnowledgeGraph, vocabulary: Vocabulary
     )
     weights = weights_reading(context, vocabulary, gpu_bytes(context, vocabulary))
     more = max(len(found) - SHOWN, 0)
-    return LaunchCheck(context, flag_problems("", context), risks, more, weights)
+    builds = cuda_needed(context.arch, vocabulary) if context.arch else ""
+    return LaunchCheck(context, flag_problems("", context), risks, more, weights, builds)
 
 
 def _held(

@@ -26,6 +26,9 @@ def test_a_launch_that_leaves_the_kv_cache_dtype_to_sglang_is_warned_before_it_r
     assert fp8["fixes"][0]["corrected_command"] == f"{GLM5} --kv-cache-dtype bf16"
     assert body.json()["summary"].startswith("May meet")
     assert body.json()["known_good"]["command"].startswith("python3 -m sglang.launch_server")
+    assert body.json()["builds"] == "CUDA 12.8 or newer (PyTorch's cu128 wheels or later)"
+    ampere = reader.post(CHECK, {"launch_command": GLM5, "gpu": "A100"}, format="json")
+    assert ampere.json()["builds"] == ""  # any CUDA a current build uses compiles for it
 
 
 def test_the_fixed_launch_meets_none_of_them(reader: APIClient, starter_kb: None) -> None:

@@ -541,6 +541,10 @@ def test_a_launch_is_checked_before_it_runs_with_the_fix_applied_to_it(
     commands = re.findall(r'<pre id="cmd-\d+">(.*?)</pre>', html, re.S)
     assert f"{launch} --kv-cache-dtype bf16" in [re.sub(r"<[^>]+>", "", c) for c in commands]
     assert "Known to work on this setup" in html
+    assert (
+        "On sm_120, PyTorch and the framework's kernels must be built with CUDA 12.8 or "
+        "newer (PyTorch&#x27;s cu128 wheels or later)"
+    ) in html
     assert client.post("/check/", {"gpu": "H100"}).status_code == 400
     # The page's own link runs the same check again.
     share = re.search(r'<a class="check-link" href="([^"]+)"', html)[1].replace("&amp;", "&")
