@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from decisiontree.context import Context
 from decisiontree.versions import cuda_of_build, satisfies
-from decisiontree.vocabulary import Vocabulary, capability_of
+from decisiontree.vocabulary import Vocabulary, capability_of, machine_code_runs
 
 # PyTorch's check of its kernels against each GPU (torch.cuda._check_cubins): "NVIDIA
 # GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch
@@ -47,7 +47,6 @@ _OUT_OF_RANGE = re.compile(
     re.IGNORECASE,
 )
 _LISTED_ARCH = re.compile(r"\b(sm|compute)_(\d{2,3})[a-z]?\b")
-_ARCH = re.compile(r"sm_(\d+)(\d)")
 
 
 @dataclass(frozen=True)
@@ -84,14 +83,14 @@ def _from_pytorch_warnings(text: str, vocabulary: Vocabulary) -> list[BuildSuppo
         listed = _LISTED_ARCH.findall(match["archs"])
         machine = [f"sm_{number}" for kind, number in listed if kind == "sm"]
         ptx = [f"compute_{number}" for kind, number in listed if kind == "compute"]
-        if not machine or any(_runs_on(built, arch) for built in machine):
+        if not machine or any(machine_code_runs(built, arch) for built in machine):
             continue  # PyTorch warns per major version; a listed minor of it runs
         says = (
             f"PyTorch was built for {_listed(machine)}; the {gpu} is {arch} and runs none of"
             " them: PyTorch's own kernels have no machine code for this GPU, whatever the"
             " extensions hold."
         )
-        if runnable := [p for p in ptx if _below(p, arch)]:
+        if runnable := [p for p in ptx if not _below(arch, p)]:  # PTX of X runs on X and up
             says += f" Its PTX ({_listed(runnable)}) the driver may compile for it at start-up."
         found.append(BuildSupport("PyTorch", gpu, arch, says, _remedy(arch, machine, vocabulary)))
     for match in _OUT_OF_RANGE.finditer(text):
@@ -186,12 +185,6 @@ def _gpu_of(context: Context, vocabulary: Vocabulary) -> str | None:
         if gpu is None or gpu.arch == context.arch:
             return name
     return None
-
-
-def _runs_on(built: str, arch: str) -> bool:
-    """Machine code for `built` runs on `arch`: the same major version, a minor not above."""
-    a, b = _ARCH.fullmatch(built), _ARCH.fullmatch(arch)
-    return bool(a and b and a.group(1) == b.group(1) and int(a.group(2)) <= int(b.group(2)))
 
 
 def _below(built: str, arch: str) -> bool:

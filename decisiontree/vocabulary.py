@@ -218,17 +218,9 @@ class Vocabulary:
         first, the last), None where no bound is known. Machine code runs on the GPUs of
         its major version from its minor up (sm_121 runs sm_120's, so CUDA 12.8 builds
         for it; sm_89 runs sm_80's, so any CUDA does)."""
-        found = re.fullmatch(r"sm_(\d+)(\d)", arch)
-        if found is None:
+        if capability_of(arch) is None:
             return None, None
-        major, minor = found.groups()
-        runs = [
-            name
-            for name in self.arch_names
-            if (other := re.fullmatch(r"sm_(\d+)(\d)", name))
-            and other.group(1) == major
-            and int(other.group(2)) <= int(minor)
-        ]
+        runs = [name for name in self.arch_names if machine_code_runs(name, arch)]
         firsts = [self._cuda_first.get(name) for name in runs or [arch]]
         first = None if None in firsts else min(firsts, key=sort_key)  # type: ignore[arg-type]
         return first, self._cuda_last.get(arch)
@@ -421,6 +413,16 @@ def capability_of(arch: str | None) -> str | None:
     return f"{found.group(1)}.{found.group(2)}" if found else None
 
 
+def machine_code_runs(built: str, arch: str) -> bool:
+    """Whether machine code built for `built` runs on a GPU of `arch`: the same major
+    version, a minor not above the GPU's ("sm_120" on "sm_121", "sm_80" on "sm_89")."""
+    have, want = capability_of(built), capability_of(arch)
+    if have is None or want is None:
+        return False
+    (major, minor), (gpu_major, gpu_minor) = (c.split(".") for c in (have, want))
+    return major == gpu_major and int(minor) <= int(gpu_minor)
+
+
 def parameters_in_name(name: str) -> float | None:
     """Billions of parameters a model name states ("Llama-3.1-70B-Instruct" -> 70.0);
     the largest where it states several (a vision tower's beside the model's)."""
@@ -463,4 +465,5 @@ __all__ = [
     "Vocabulary",
     "gpu_key",
     "load",
+    "machine_code_runs",
 ]
