@@ -1,0 +1,77 @@
+"""How often the build readings speak, and what they say, on text nobody tuned them on.
+
+`decisiontree.build_support` tells a user that a build in the paste cannot run on its GPU.
+A reading that fires where the build is fine sends someone to reinstall for nothing, so
+this lists every reading it gives on the shared real reports (with each report's stated
+GPU and launch command, as `real-reports-eval` passes them) and on our own report corpus,
+for a reader to judge, then the counts.
+
+    .venv/bin/python bench/build_readings.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from decisiontree.build_support import build_support  # noqa: E402
+from decisiontree.context import build_context  # noqa: E402
+from decisiontree.traceback import InputRejected  # noqa: E402
+from decisiontree.vocabulary import load  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "corpus" / "real-reports"
+OURS = ROOT / "bench" / "corpus" / "reports"
+
+
+def texts() -> list[tuple[str, str, str, str | None, str | None]]:
+    """(corpus, id, text, gpu, launch command) of every report."""
+    found = []
+    for name in ("cases.jsonl", "controls.jsonl"):
+        path = SHARED / name
+        if not path.is_file():
+            continue
+        for line in path.read_text().splitlines():
+            if line.strip():
+                case = json.loads(line)
+                context = case.get("context") or {}
+                command = (context.get("launch_cmd") or "").splitlines()[:1]
+                found.append(
+                    (
+                        "shared",
+                        case["id"],
+                        case["traceback"],
+                        context.get("gpu"),
+                        next(iter(command), None),
+                    )
+                )
+    for path in sorted(OURS.glob("*/*.txt")):
+        found.append(("ours", path.stem, path.read_text(errors="replace"), None, None))
+    return found
+
+
+def main() -> None:
+    vocabulary = load()
+    counted: dict[str, list[int]] = {}
+    for corpus, name, text, gpu, command in texts():
+        tally = counted.setdefault(corpus, [0, 0])
+        tally[0] += 1
+        try:
+            context = build_context(text, gpu=gpu, launch_command=command)
+        except InputRejected:
+            continue
+        for reading in build_support(text, context, vocabulary):
+            tally[1] += 1
+            print(f"{corpus:7} {name:40} {reading.text}")
+    print(f"\n{'corpus':8} {'reports':>8} {'readings':>9}")
+    for corpus, (reports, readings) in counted.items():
+        print(f"{corpus:8} {reports:8} {readings:9}")
+    if "shared" not in counted:
+        print(f"({SHARED} not found: the shared reports were skipped)")
+
+
+if __name__ == "__main__":
+    main()
