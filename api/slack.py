@@ -492,6 +492,8 @@ def launch_check_headline(check: dict[str, Any]) -> list[dict[str, Any]]:
         + (f"; use {code(p['instead'])}" if p["instead"] else "")
         for p in check["flag_problems"]
     ]
+    if check.get("builds"):
+        lines.append(f"_Builds for {escape(setup['arch'])}:_ made with {escape(check['builds'])}")
     if (weights := check.get("weights")) and weights["helps"]:
         lines.append(escape(weights["text"]))
     block = section("\n".join(lines))

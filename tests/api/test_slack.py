@@ -557,6 +557,7 @@ def test_a_launch_is_checked_from_slack_with_its_gpu_and_release_written_before_
     headline = head["blocks"][0]["text"]["text"]
     assert headline.startswith("*Launch check: May meet")
     assert "NVIDIA RTX PRO 6000 Blackwell Server Edition (sm_120) · sglang 0.5.9" in headline
+    assert "_Builds for sm_120:_ made with CUDA 12.8 or newer (PyTorch's cu128" in headline
     details = json.dumps(thread["blocks"])
     assert "Omitting --kv-cache-dtype still gives an FP8 KV cache" in details
     assert f"```{GLM5_LAUNCH} --kv-cache-dtype bf16```" in details
