@@ -38,7 +38,9 @@ from decisiontree.build_support import build_support
 from decisiontree.context import Context, nvidia_smi_processes
 from decisiontree.fingerprint import (
     UNNAMED_TYPES,
+    WARNING_TYPE,
     Signature,
+    class_shown,
     log_warnings_beside_errors,
     quoted_error,
     signatures_of,
@@ -492,11 +494,14 @@ def why_not(
         # The message as printed (from other code, or from no code either side names): that
         # message alone was not enough.
         named_here = signature.exception_type not in UNNAMED_TYPES
-        label = f" ({signature.exception_type})" if named_here else ""
+        label = f" ({class_shown(signature)})" if named_here else ""
         other_code = ", raised from other code" if candidate.layer == "template" else ""
         parts.append(f"same error message{label}{other_code}")
     elif signature and same_class(signature, types):
-        parts.append(f"same error class ({signature.exception_type}), another message")
+        # Every Python warning is one type to the signature: the categories may differ.
+        warned = signature.exception_type == WARNING_TYPE
+        kind = "a Python warning" if warned else signature.exception_type
+        parts.append(f"same error class ({kind}), another message")
     elif named:
         parts.append(f"another error ({named[0]})")
     else:

@@ -313,11 +313,21 @@ def error_name(exception_type: str) -> str:
 _PRINTED_AS = {PANIC: "panicked", GO_PANIC: "panic", FATAL_PYTHON_ERROR: "Fatal Python error"}
 
 
+def class_shown(signature: Signature) -> str:
+    """The error's class as an answer names it: a Python warning by its category
+    ("UserWarning"), which the signature files under one type."""
+    if signature.exception_type == WARNING_TYPE and (
+        category := _WARNING_CATEGORY.match(signature.template)
+    ):
+        return category.group(1)
+    return error_name(signature.exception_type)
+
+
 def shown_error(exception_type: str, template: str) -> str:
     """The error as an answer quotes it: `ValueError: <message>`; an error line of no known
     kind as it stands; a traceback cut before its error line with the last line it has."""
     if exception_type == ERROR_LOG or (
-        exception_type == _WARNING_TYPE and _PYTHON_WARNING.match(template)
+        exception_type == WARNING_TYPE and _PYTHON_WARNING.match(template)
     ):  # a Python warning names its own category: "UserWarning: ..."
         return template
     if exception_type == INCOMPLETE_TRACEBACK:
@@ -667,7 +677,7 @@ def quoted_error(parsed: ParsedTraceback, exception_type: str | None) -> PastedE
         lines = whole = list(parsed.error_lines[:2])
     # The type's own short name, without the alias its message gives it.
     renamed = [error_name(exc.type) for exc in raised[-1:] if canonical_type(exc.type, "") != named]
-    if not lines and named == _WARNING_TYPE:  # warnings alone: the first is matched on
+    if not lines and named == WARNING_TYPE:  # warnings alone: the first is matched on
         lines = whole = [_RAISED_AT.sub("", warning) for warning in parsed.warnings[:1]]
         # A Python warning's category is its type as pasted ("UserWarning").
         renamed = [m.group(1) for line in lines[:1] if (m := _WARNING_CATEGORY.match(line))]
@@ -822,7 +832,7 @@ MAX_LINES_OF_A_KIND = 5
 MAX_WARNINGS_MATCHED = 3
 _PYTHON_WARNING = re.compile(r"\w*Warning: ")
 _WARNING_CATEGORY = re.compile(r"(\w*Warning):")
-_WARNING_TYPE = "Warning"
+WARNING_TYPE = "Warning"
 # PyTorch ends a warning raised in its C++ with where ("(Triggered internally at
 # /pytorch/c10/cuda/CUDAFunctions.cpp:119.)"): a place, like a frame, not what it says.
 _RAISED_AT = re.compile(r"\s*\(Triggered internally at [^()]*\)\.?\s*$")
@@ -873,7 +883,7 @@ def warning_signature(warning: str) -> Signature:
     """A warning line as something to match on."""
     warning = _RAISED_AT.sub("", warning)
     base, message = _base_and_message(warning, warning)
-    return _signature(_WARNING_TYPE, base, (), _terms_of([warning]), message)
+    return _signature(WARNING_TYPE, base, (), _terms_of([warning]), message)
 
 
 def log_warnings_beside_errors(parsed: ParsedTraceback) -> tuple[str, ...]:
@@ -911,7 +921,7 @@ def signatures_of(parsed: ParsedTraceback, *, warnings: bool = False) -> tuple[S
     if not signatures:
         return ()
     # The first signature's terms are the errors', not those of the warnings beside them.
-    errors = [sig for sig in signatures if sig.exception_type != _WARNING_TYPE] or signatures
+    errors = [sig for sig in signatures if sig.exception_type != WARNING_TYPE] or signatures
     merged = dict.fromkeys(term for sig in errors for term in sig.terms)
     context = "\n".join(parsed.context)
     around = tuple(t for t in unique_words([context]) if t not in merged)

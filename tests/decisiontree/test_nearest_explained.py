@@ -332,3 +332,36 @@ def test_a_near_finding_with_the_same_ordinary_message_and_no_frames_says_it_is_
     assert near.why_not == (
         "same error message (KeyError); shares only ordinary words: too little to be the same issue"
     )
+
+
+def test_a_warning_is_named_by_its_category_and_another_warning_as_a_python_warning() -> None:
+    """Every Python warning is one type to the signature; the answer names the paste's by its
+    category where the message is the same, and says only "a Python warning" where the
+    finding's warning is another (its category may be another too)."""
+    from decisiontree.diagnose import why_not
+    from decisiontree.fingerprint import signatures_of
+    from decisiontree.match import Candidate
+    from decisiontree.traceback import parse
+    from decisiontree.vocabulary import load
+
+    driver = (
+        "/opt/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:182: UserWarning: CUDA "
+        "initialization: The NVIDIA driver on your system is too old (found version 11080).\n"
+    )
+    finding = dataclasses.replace(ALLREDUCE_TOPOLOGY, samples=(driver,), conditions=())
+    graph = build_graph([finding])
+    paste = (
+        "/usr/local/lib/python3.10/dist-packages/torch/cuda/__init__.py:262: UserWarning: "
+        "Found GPU0 NVIDIA GeForce GTX 1080 Ti which is of cuda capability 6.1.\n"
+    )
+    [signature] = signatures_of(parse(paste), warnings=True)
+    context = build_context(paste)
+
+    words = Candidate(finding.id, 0.01, "terms", ("cuda",), None)
+    assert why_not(words, signature, context, graph, load()).startswith(
+        "same error class (a Python warning), another message;"
+    )
+    same = dataclasses.replace(words, layer="template")
+    assert why_not(same, signature, context, graph, load()).startswith(
+        "same error message (UserWarning), raised from other code;"
+    )
