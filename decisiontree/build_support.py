@@ -37,15 +37,17 @@ _NOT_IN_BUILD = re.compile(
 # longer supports this GPU because it is too old. The minimum cuda capability supported by
 # this library is 7.0.") or the range ("Minimum and Maximum cuda capability supported by
 # this version of PyTorch is (7.5) - (12.0)").
+# Read from the fixed words on: the GPU's name is looked for in the few characters before
+# them (`_FOUND_GPU`), so a paste of many "Found GPU0" costs no scan from each.
 _OUT_OF_RANGE = re.compile(
-    r"Found GPU\d{1,3} (?P<gpu>[^\n]{1,100}?) which is of cuda capability"
-    r" (?P<capability>\d{1,2}\.\d)\.?\s{0,20}"
+    r"which is of cuda capability (?P<capability>\d{1,2}\.\d)\.?\s{0,20}"
     r"(?:PyTorch no longer supports this GPU because it is too old\.?\s{0,20}"
     r"The minimum cuda capability supported by this library is (?P<minimum>\d{1,2}\.\d)"
     r"|Minimum and Maximum cuda capability supported by this version of PyTorch is\s{0,20}"
     r"\((?P<low>\d{1,2}\.\d)\)\s{0,5}-\s{0,5}\((?P<high>\d{1,2}\.\d)\))",
     re.IGNORECASE,
 )
+_FOUND_GPU = re.compile(r"Found GPU\d{1,3} (?P<gpu>[^\n]{1,100}) $", re.IGNORECASE)
 _LISTED_ARCH = re.compile(r"\b(sm|compute)_(\d{2,3})[a-z]?\b")
 
 
@@ -94,12 +96,13 @@ def _from_pytorch_warnings(text: str, vocabulary: Vocabulary) -> list[BuildSuppo
             says += f" Its PTX ({_listed(runnable)}) the driver may compile for it at start-up."
         found.append(BuildSupport("PyTorch", gpu, arch, says, _remedy(arch, machine, vocabulary)))
     for match in _OUT_OF_RANGE.finditer(text):
+        named = _FOUND_GPU.search(text, max(0, match.start() - 120), match.start())
         found_arch = vocabulary.arch_from_capability(match["capability"])
         low = match["minimum"] or match["low"]
-        if found_arch is None or low is None:
+        if named is None or found_arch is None or low is None:
             continue
         arch = found_arch
-        gpu, high = _name(match["gpu"]), match["high"]
+        gpu, high = _name(named["gpu"]), match["high"]
         if _capability(low) <= _capability(match["capability"]) <= _capability(high or "99.9"):
             continue  # within what the build holds: not this warning's complaint
         span = f"{low} to {high}" if high else f"{low} and up"
