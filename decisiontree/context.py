@@ -193,6 +193,7 @@ def build_context(
         ("launch_command", _command_facts(found)),
         # The release a command names (an image tag, a pin); a log's own beats it.
         ("launch_command", _release_facts(found) | _release_facts(typed)),
+        ("pip", pip_facts(text)),
         ("nvidia-smi", nvidia_smi_facts(text, vocab)),
         ("collect_env", collect_env_facts(text, vocab)),
         ("check_env", check_env_facts(text, vocab)),
@@ -261,6 +262,16 @@ def _context_from(
     framework, version = facts.get("framework"), facts.get("framework.version")
     if framework and version:
         versions.setdefault(framework, version)
+    # A wheel's local label names the CUDA it was made with ("2.5.1+cu124"), where no
+    # line said so ("CUDA used to build PyTorch").
+    built_with = cuda_of_build(versions.get("torch", ""))
+    if built_with and "torch.cuda" not in versions:
+        versions["torch.cuda"] = built_with
+        sources.setdefault("version.torch.cuda", sources.get("version.torch", "text"))
+    # A `pip freeze` lists every package installed: what tools and logs name comes first.
+    versions = dict(
+        sorted(versions.items(), key=lambda kv: sources.get(f"version.{kv[0]}") == "pip")
+    )
     model = facts.get("model.name")
     info = vocab.model_info(model) if model else None
     # What the framework's message states outranks what the model's name suggests.
@@ -662,9 +673,6 @@ def _toolchain_versions(pairs: Mapping[str, str]) -> Facts:
         version = _version_in(value, release=key == "cuda") if value else None
         if version:
             facts[f"version.{key}"] = version
-    built_with = cuda_of_build(facts.get("version.torch", ""))
-    if built_with and "version.torch.cuda" not in facts:
-        facts["version.torch.cuda"] = built_with
     return facts
 
 
@@ -682,6 +690,32 @@ def _package_versions(pairs: Mapping[str, str]) -> Facts:
         version = _version_in(value)
         if version and re.fullmatch(r"[a-z][a-z0-9_.-]*", name):
             facts.setdefault(f"version.{package_key(name)}", version)
+    return facts
+
+
+# pip's own output, the versions installed: `pip freeze` ("torch==2.5.1+cu124"), the last
+# line of `pip install` ("Successfully installed torch-2.5.1+cu124 triton-3.1.0") and `pip
+# show` ("Name: torch", then "Version: 2.5.1+cu124").
+_PIP_PIN = re.compile(r"^[ \t]*([A-Za-z][\w.-]{0,80})==(\S{1,80})[ \t]*$", re.M)
+_PIP_INSTALLED = re.compile(r"^Successfully installed ([^\n]{1,20000})$", re.M)
+_PIP_SHOW = re.compile(r"^Name: ([A-Za-z][\w.-]{0,80})[ \t]*\nVersion: (\S{1,80})", re.M)
+
+
+def pip_facts(text: str) -> Facts:
+    """The packages and versions pip's own output in the text says are installed."""
+    found: list[tuple[str, str]] = []
+    if "==" in text:
+        found += _PIP_PIN.findall(text)
+    if "Successfully installed" in text:
+        for line in _PIP_INSTALLED.finditer(text):
+            found += [item.rpartition("-")[::2] for item in line.group(1).split()]
+    if "Name: " in text:
+        found += _PIP_SHOW.findall(text)
+    facts: Facts = {}
+    for name, raw in found:
+        version = version_text(raw)
+        if name and version == raw.lstrip("v"):  # a version, whole: not "1.0-foo" or a path
+            facts[f"version.{package_key(name)}"] = version
     return facts
 
 

@@ -176,3 +176,13 @@ def test_what_a_build_must_be_made_with_for_each_architecture() -> None:
         "CUDA 12.9 or older (PyTorch's cu129 wheels or earlier)"
     )
     assert cuda_needed("sm_86", vocabulary) == ""  # any CUDA a current build uses
+
+
+def test_the_wheel_pip_installed_is_read_against_the_gpu_given() -> None:
+    text = "Successfully installed torch-2.5.1+cu124 triton-3.1.0\n"
+
+    [reading] = readings(text, gpu="RTX 5090")
+
+    assert reading.build == "PyTorch 2.5.1+cu124"
+    assert reading.gpu == "NVIDIA GeForce RTX 5090"
+    assert "CUDA 12.8 or newer" in reading.remedy

@@ -118,6 +118,33 @@ def test_it_reads_pip_lines_of_collect_env():
     assert versions["driver"] == "550.127.08"
 
 
+@pytest.mark.parametrize(
+    "output",
+    [
+        "$ pip freeze | grep -E 'torch|vllm'\ntorch==2.5.1+cu124\nvllm==0.7.2\n",
+        "Installing collected packages: torch, vllm\n"
+        "Successfully installed nvidia-cublas-cu12-12.4.5.8 torch-2.5.1+cu124 vllm-0.7.2\n",
+        "Name: torch\nVersion: 2.5.1+cu124\nSummary: Tensors and Dynamic neural networks\n"
+        "---\nName: vllm\nVersion: 0.7.2\n",
+    ],
+    ids=["freeze", "install", "show"],
+)
+def test_pips_own_output_tells_the_versions_installed_and_the_wheels_cuda(output):
+    context = build_context(output)
+
+    assert context.versions["torch"] == "2.5.1+cu124"
+    assert context.versions["torch.cuda"] == "12.4"  # the wheel's label
+    assert context.versions["vllm"] == "0.7.2"
+    assert context.sources["version.torch"] == "pip"
+
+
+def test_text_that_only_looks_like_a_pin_is_no_version():
+    context = build_context(
+        "if a == b:\nmodel==meta-llama/Llama-3.1-8B\nName: x\nVersion: latest\n"
+    )
+    assert dict(context.versions) == {}
+
+
 # ---- server logs
 
 

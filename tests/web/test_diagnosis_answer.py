@@ -525,6 +525,13 @@ def test_a_wheel_made_before_the_gpu_is_shown_as_the_install_to_change(
     read = page.split("What FixGraph read from the paste", 1)[1]
     assert "<dt>Versions</dt>" in read and "<code>torch 2.5.1+cu124</code>" in read
 
+    # A whole `pip freeze` is read; the page lists twelve, what check_env names first.
+    freeze = "".join(f"package-{n}==1.{n}.0\n" for n in range(20))
+    read = page_of(client, freeze + paste).split("What FixGraph read from the paste", 1)[1]
+    assert "<code>torch 2.5.1+cu124</code>" in read and "<code>cuda 12.4</code>" in read
+    assert "<code>package-5 1.5.0</code>" in read and "package-6 " not in read
+    assert "and 14 more</span>" in read  # 20 packages, and 6 versions of check_env
+
 
 def test_a_launch_is_checked_before_it_runs_with_the_fix_applied_to_it(
     client: Client, starter_kb: None
