@@ -93,7 +93,10 @@ def _from_pytorch_warnings(text: str, vocabulary: Vocabulary) -> list[BuildSuppo
             " extensions hold."
         )
         if runnable := [p for p in ptx if not _below(arch, p)]:  # PTX of X runs on X and up
-            says += f" Its PTX ({_listed(runnable)}) the driver may compile for it at start-up."
+            says += (
+                f" The driver may still compile its PTX ({_listed(runnable)}) for this GPU at"
+                " start-up."
+            )
         found.append(BuildSupport("PyTorch", gpu, arch, says, _remedy(arch, machine, vocabulary)))
     for match in _OUT_OF_RANGE.finditer(text):
         named = _FOUND_GPU.search(text, max(0, match.start() - 120), match.start())

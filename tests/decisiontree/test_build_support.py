@@ -75,7 +75,10 @@ def test_a_listed_minor_of_the_gpus_major_version_runs_on_it() -> None:
 def test_ptx_the_build_carries_for_an_older_architecture_is_named() -> None:
     [reading] = readings(NOT_IN_BUILD.replace("sm_86 sm_90.", "sm_86 sm_90 compute_90."))
 
-    assert "Its PTX (compute_90) the driver may compile for it at start-up." in reading.says
+    assert (
+        "The driver may still compile its PTX (compute_90) for this GPU at start-up."
+        in reading.says
+    )
 
 
 def test_a_gpu_older_than_the_build_gets_an_older_build_not_a_newer_cuda() -> None:
