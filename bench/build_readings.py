@@ -11,7 +11,6 @@ for a reader to judge, then the counts.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -23,31 +22,18 @@ from decisiontree.context import build_context  # noqa: E402
 from decisiontree.traceback import InputRejected  # noqa: E402
 from decisiontree.vocabulary import load  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "corpus" / "real-reports"
+sys.path.insert(0, str(ROOT / "bench"))
+import shared_reports  # noqa: E402
+
 OURS = ROOT / "bench" / "corpus" / "reports"
 
 
 def texts() -> list[tuple[str, str, str, str | None, str | None]]:
     """(corpus, id, text, gpu, launch command) of every report."""
-    found = []
-    for name in ("cases.jsonl", "controls.jsonl"):
-        path = SHARED / name
-        if not path.is_file():
-            continue
-        for line in path.read_text().splitlines():
-            if line.strip():
-                case = json.loads(line)
-                context = case.get("context") or {}
-                command = (context.get("launch_cmd") or "").splitlines()[:1]
-                found.append(
-                    (
-                        "shared",
-                        case["id"],
-                        case["traceback"],
-                        context.get("gpu"),
-                        next(iter(command), None),
-                    )
-                )
+    found = [
+        ("shared", report.id, report.text, report.gpu or None, report.launch_cmd or None)
+        for report in shared_reports.load()
+    ]
     for path in sorted(OURS.glob("*/*.txt")):
         found.append(("ours", path.stem, path.read_text(errors="replace"), None, None))
     return found
@@ -69,8 +55,8 @@ def main() -> None:
     print(f"\n{'corpus':8} {'reports':>8} {'readings':>9}")
     for corpus, (reports, readings) in counted.items():
         print(f"{corpus:8} {reports:8} {readings:9}")
-    if "shared" not in counted:
-        print(f"({SHARED} not found: the shared reports were skipped)")
+    if not shared_reports.available():
+        print(shared_reports.absent_note())
 
 
 if __name__ == "__main__":
