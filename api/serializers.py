@@ -18,6 +18,7 @@ from rest_framework import serializers
 from api.errors import PayloadTooLarge
 from decisiontree import conditions, host_faults, model_weights, server_memory
 from decisiontree.answer import OTHER_SETUP, PROPOSED
+from decisiontree.context import Context
 from decisiontree.diagnose import Diagnosis, RankedFix, State, Verdict
 from decisiontree.fingerprint import UNNAMED_TYPES, error_name
 from decisiontree.gpu_memory import READINGS, MemoryReading, OutOfMemory
@@ -825,6 +826,11 @@ class DiagnosisContextSerializer(serializers.Serializer):
     quantization = serializers.CharField(allow_null=True)
     flags = text_map()
     versions = text_map()
+    versions_shown = serializers.SerializerMethodField(
+        help_text="`versions` as [name, version] pairs in the order to show them: what tools "
+        "and logs name before what a `pip freeze` lists (a JSON object keeps no order in "
+        "every store)"
+    )
     sources = text_map()
     launched_flags = text_map()
     unknown_flags = serializers.ListField(child=serializers.CharField())
@@ -839,6 +845,12 @@ class DiagnosisContextSerializer(serializers.Serializer):
         help_text="With no launch command given: one found in the paste or rebuilt from the "
         "settings the server logged; corrected commands are written from it",
     )
+
+    @extend_schema_field(
+        serializers.ListField(child=serializers.ListField(child=serializers.CharField()))
+    )
+    def get_versions_shown(self, context: Context) -> list[list[str]]:
+        return [[name, version] for name, version in context.versions.items()]
 
 
 class FlagProblemSerializer(serializers.Serializer):
