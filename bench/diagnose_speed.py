@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from decisiontree.context import Context  # noqa: E402
 from decisiontree.diagnose import diagnose  # noqa: E402
+from decisiontree.finding_words import own_texts, stored_words, words_from_stored  # noqa: E402
 from decisiontree.graph import REBUILD_CHUNK, KnowledgeGraph, build_graph  # noqa: E402
 from decisiontree.launch_check import check_launch  # noqa: E402
 from decisiontree.records import (  # noqa: E402
@@ -283,27 +284,30 @@ def one_size(size: int) -> dict[str, float]:
     texts = pastes(bugs, rng)
     # As the knowledge base does: samples are parsed once at ingest and their signatures
     # stored as JSON; a (re)build reads them back instead of parsing again.
-    ingest_s, stored = timed(
-        lambda: {
-            sample: json.dumps(stored_form(signatures_of_sample(sample)))
-            for record in records
-            for sample in record.samples
-        }
+    # And each finding's own words, as its search document keeps them (finding_words).
+    ingest_s, (stored, own_words) = timed(
+        lambda: (
+            {
+                sample: json.dumps(stored_form(signatures_of_sample(sample)))
+                for record in records
+                for sample in record.samples
+            },
+            [stored_own_words(record) for record in records],
+        )
     )
 
     def build() -> KnowledgeGraph:
         # As kb.services.diagnosis rebuilds: the stored signatures read back a chunk of
         # findings at a time, inside the build (reading them all first held every
         # sample's signatures at once: a third more memory touched, and 2-4 s more here).
-        rows = ([[sample, stored[sample]] for sample in record.samples] for record in records)  # type: ignore[index]
-        return build_streamed(records, rows)
+        return build_streamed(records, stored_rows(records, stored, own_words))
 
     build_cpu = time.process_time()
     build_s, graph = timed(build)
     build_cpu = time.process_time() - build_cpu
     del graph
     gc.collect()
-    rebuild_peak = rebuild_in_child(records, stored)  # type: ignore[arg-type]
+    rebuild_peak = rebuild_in_child(records, stored, own_words)
     # Memory the graph keeps once built (the signatures read back are dropped after the
     # build, as the service does), measured on a second build under tracemalloc.
     tracemalloc.start()
@@ -344,13 +348,31 @@ def one_size(size: int) -> dict[str, float]:
     }
 
 
-def rebuild_in_child(records: list[FindingRecord], stored: dict[str, str]) -> float:
+def stored_own_words(record: FindingRecord) -> str:
+    texts = own_texts(record.title, record.summary, record.cause, (f.summary for f in record.fixes))
+    return json.dumps(stored_words(text for _, text in texts))
+
+
+Row = tuple[list[tuple[str, str]], str]  # [sample, stored signatures] pairs, stored own words
+
+
+def stored_rows(
+    records: list[FindingRecord], stored: dict[str, str], own_words: list[str]
+) -> Iterator[Row]:
+    for record, words in zip(records, own_words, strict=True):
+        yield [(sample, stored[sample]) for sample in record.samples], words
+
+
+def rebuild_in_child(
+    records: list[FindingRecord], stored: dict[str, str], own_words: list[str]
+) -> float:
     """Peak RSS (MiB) of a process that does what the service does when the knowledge base
-    moves: it holds a graph, lets it go, and builds anew from the findings and every
-    sample's stored signatures, read back `REBUILD_CHUNK` findings at a time."""
+    moves: it holds a graph, lets it go, and builds anew from the findings, every
+    sample's stored signatures and their own stored words, read back `REBUILD_CHUNK`
+    findings at a time."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as rows:
-        for record in records:  # a finding's samples with their stored signatures, a line
-            rows.write(json.dumps([[sample, stored[sample]] for sample in record.samples]))
+        for row in stored_rows(records, stored, own_words):  # a finding's, a line
+            rows.write(json.dumps(row))
             rows.write("\n")
         rows.flush()
         out = subprocess.run(
@@ -373,25 +395,29 @@ def rebuild(size: int, rows: str) -> float:
     return peak_rss_mib()
 
 
-def build_streamed(records: list[FindingRecord], rows: Iterator[list[list[str]]]) -> KnowledgeGraph:
-    """The graph of `records`; `rows` gives each finding's [sample, stored signatures] pairs,
-    in the records' order."""
+def build_streamed(records: list[FindingRecord], rows: Iterator[Row]) -> KnowledgeGraph:
+    """The graph of `records`; `rows` gives each finding's [sample, stored signatures] pairs
+    and its stored own words, in the records' order."""
     signatures: dict[str, SampleSignatures] = {}
+    words: dict[str, Sequence[str]] = {}
 
     def chunks() -> Iterator[FindingRecord]:
         # As kb.services.diagnosis.published_records reads the database: a chunk of
-        # findings and their samples' stored signatures at a time.
+        # findings, their samples' stored signatures and their stored words at a time.
         for start in range(0, len(records), REBUILD_CHUNK):
             signatures.clear()
+            words.clear()
             chunk = records[start : start + REBUILD_CHUNK]
             for _ in chunk:
-                for sample, raw in next(rows):
+                pairs, own = next(rows)
+                for sample, raw in pairs:
                     found = from_stored(json.loads(raw))
                     if found is not None:
                         signatures[sample] = found
+                words.update(words_from_stored(json.loads(own)))
             yield from chunk
 
-    return build_graph(chunks(), cache=signatures)
+    return build_graph(chunks(), cache=signatures, words=words)
 
 
 def run_in_child(size: int) -> dict[str, float]:

@@ -46,6 +46,7 @@ import networkx as nx  # type: ignore[import-untyped]  # no stubs installed
 from decisiontree import conditions, flags
 from decisiontree.collector import collector_paused
 from decisiontree.conditions import framework_of
+from decisiontree.finding_words import KnownWords, own_texts
 from decisiontree.fingerprint import Signature
 from decisiontree.match import SignatureIndex
 from decisiontree.records import (
@@ -208,16 +209,23 @@ def build_graph(
     *,
     vocabulary: Vocabulary | None = None,
     cache: SignatureCache | None = None,
+    words: KnownWords | None = None,
 ) -> KnowledgeGraph:
     """Parse every sample, index its signatures and link the finding's parts.
 
     Parsing dominates a cold build; pass the same `cache` to every rebuild so
-    that only samples added since the last one are parsed.
+    that only samples added since the last one are parsed. `words` holds the
+    findings' own words as stored (`finding_words`), read again where it does not.
     """
     # The build allocates millions of small, long-lived objects and frees none: the
     # cyclic collector would rescan them again and again (about half the build time).
     with collector_paused():
-        graph = _build(findings, vocabulary or load(), cache if cache is not None else {})
+        graph = _build(
+            findings,
+            vocabulary or load(),
+            cache if cache is not None else {},
+            words if words is not None else {},
+        )
         # And after it: left to the collector, the graph's objects would be scanned in
         # full collections in the middle of diagnoses (a 100k graph: a second or more
         # each). Frozen, the collector leaves them alone; the graph holds no reference
@@ -227,7 +235,10 @@ def build_graph(
 
 
 def _build(
-    findings: Iterable[FindingRecord], vocabulary: Vocabulary, cache: SignatureCache
+    findings: Iterable[FindingRecord],
+    vocabulary: Vocabulary,
+    cache: SignatureCache,
+    words: KnownWords,
 ) -> KnowledgeGraph:
     digraph: nx.DiGraph = nx.DiGraph()
     index = SignatureIndex()
@@ -249,12 +260,10 @@ def _build(
         skipped.extend(_index_samples(digraph, edges, index, finding, cache))
         if len(edges) >= EDGE_BATCH:
             _flush(digraph, nodes, edges)
-        index.add_text(
-            finding.id,
-            title=finding.title,
-            summary=finding.summary,
-            cause=" ".join([finding.cause, *(fix.summary for fix in finding.fixes)]),
+        texts = own_texts(
+            finding.title, finding.summary, finding.cause, (fix.summary for fix in finding.fixes)
         )
+        index.add_text(finding.id, **dict(texts), known=words)
     _flush(digraph, nodes, edges)
     for key, finding_ids in causes.items():
         if len(finding_ids) > 1:

@@ -36,6 +36,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from decisiontree.finding_words import KnownWords, words_known
 from decisiontree.fingerprint import (
     Signature,
     first_sentence,
@@ -318,11 +319,20 @@ class SignatureIndex:
         if signature.context_terms:
             self.retrieval.add(finding_id, "text", signature.context_terms)
 
-    def add_text(self, finding_id: int, *, title: str, summary: str, cause: str) -> None:
-        """Index the finding's own words: its title, symptom and cause (and fixes)."""
+    def add_text(
+        self,
+        finding_id: int,
+        *,
+        title: str,
+        summary: str,
+        cause: str,
+        known: KnownWords | None = None,
+    ) -> None:
+        """Index the finding's own words: its title, symptom and cause (and fixes); `known`
+        holds words stored for them (`finding_words`), read again where it does not."""
         for name, text in (("title", title), ("summary", summary), ("cause", cause)):
             if text.strip():
-                words = words_of(text)
+                words = words_known(text, known)
                 ids = self.retrieval.add(finding_id, name, words)
                 if name != "cause":
                     self._pend(finding_id, words, ids)

@@ -30,6 +30,12 @@ class FindingSearchDocument(models.Model):
         help_text="Filter values, one `key=value` a line: filtering needs no join",
     )
     vector = SearchVectorField(null=True, blank=True)
+    graph_words = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The finding's own words as the graph build reads them "
+        "(decisiontree.finding_words): read once here, not at every rebuild",
+    )
     built_at = models.DateTimeField(auto_now=True)
 
     class Meta:

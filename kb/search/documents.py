@@ -7,6 +7,7 @@ no stop words). SQLite: an FTS5 table mirrors the four indexed fields.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass, field
@@ -16,6 +17,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from decisiontree.finding_words import own_texts, stored_words
 from kb.models import ErrorSample, Finding, FindingGpu, Fix, FlagSetting, FrameworkRelease
 from kb.models.search import SEARCH_WORD_MAX_CHARS, FindingSearchDocument, SearchWord
 from kb.search.backend import FTS_TABLE, postgres
@@ -208,13 +210,19 @@ class BuiltDocument:
     finding_id: int
     fields: DocumentFields
     facets: str
+    graph_words: dict[str, Any]  # the finding's own words, which the graph build reads
 
 
 def built_document(
-    finding: FindingRow | Finding, fields: DocumentFields, facets: Iterable[Facet] = ()
+    finding: FindingRow | Finding,
+    fields: DocumentFields,
+    facets: Iterable[Facet] = (),
+    fix_summaries: Iterable[str] = (),
 ) -> BuiltDocument:
+    texts = own_texts(finding.title, finding.summary, finding.cause, fix_summaries)
     return BuiltDocument(
         finding_id=finding.pk,
+        graph_words=stored_words(text for _, text in texts),
         fields=DocumentFields(
             title=searchable(fields.title),
             errors=searchable(fields.errors),
@@ -268,7 +276,9 @@ def built_documents(finding_ids: list[int]) -> tuple[list[BuiltDocument], set[in
     for finding in findings:
         rows = linked.get(finding.pk, Linked())
         facets = finding_facets(finding, rows.gpus, rows.flags)
-        documents.append(built_document(finding, document_fields(finding, rows), facets))
+        fields = document_fields(finding, rows)
+        fix_summaries = (fix.summary for fix in rows.fixes)
+        documents.append(built_document(finding, fields, facets, fix_summaries))
     return documents, set(finding_ids) - {finding.pk for finding in findings}
 
 
@@ -292,12 +302,16 @@ def store_documents(documents: list[BuiltDocument]) -> None:
         else:
             FindingSearchDocument.objects.bulk_create(
                 (
-                    FindingSearchDocument(finding_id=document.finding_id, facets=document.facets)
+                    FindingSearchDocument(
+                        finding_id=document.finding_id,
+                        facets=document.facets,
+                        graph_words=document.graph_words,
+                    )
                     for document in documents
                 ),
                 update_conflicts=True,
                 unique_fields=["finding"],
-                update_fields=["facets", "built_at"],
+                update_fields=["facets", "graph_words", "built_at"],
             )
             for document in documents:
                 write_fts_row(document.finding_id, document.fields)
@@ -343,23 +357,29 @@ def store_by_copy(documents: list[BuiltDocument]) -> None:
         f"setweight(to_tsvector('simple'::regconfig, COALESCE({quote(name)}, '')), '{weight}')"
         for name, weight in WEIGHTS.items()
     )
-    updates = ", ".join(
-        f"{quote(name)} = EXCLUDED.{quote(name)}" for name in ("facets", "built_at", "vector")
-    )
+    kept = ("facets", "graph_words", "built_at", "vector")
+    updates = ", ".join(f"{quote(name)} = EXCLUDED.{quote(name)}" for name in kept)
     rows = (
-        (document.finding_id, *astuple(document.fields), document.facets) for document in documents
+        (
+            document.finding_id,
+            *astuple(document.fields),
+            document.facets,
+            json.dumps(document.graph_words),
+        )
+        for document in documents
     )
     # Only field names and constants go into the text; the rows are data, the time a parameter.
     with connection.cursor() as cursor:
         temporary_table(
             cursor,
             "new_search_documents",
-            "finding_id bigint, title text, errors text, context text, body text, facets text",
+            "finding_id bigint, title text, errors text, context text, body text, facets text,"
+            " graph_words jsonb",
         )
         copy_rows(cursor, "new_search_documents", rows)
         cursor.execute(
-            f"INSERT INTO {table} (finding_id, facets, built_at, vector)"  # noqa: S608
-            f" SELECT finding_id, facets, %s, {vector} FROM new_search_documents"
+            f"INSERT INTO {table} (finding_id, facets, graph_words, built_at, vector)"  # noqa: S608
+            f" SELECT finding_id, facets, graph_words, %s, {vector} FROM new_search_documents"
             f" ORDER BY finding_id ON CONFLICT (finding_id) DO UPDATE SET {updates}",
             [timezone.now()],
         )

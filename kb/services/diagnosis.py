@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from decisiontree import conditions, launch_check
 from decisiontree.answer import Diagnosis
 from decisiontree.context import Context, build_context
 from decisiontree.diagnose import diagnose as diagnose_with_graph
+from decisiontree.finding_words import words_from_stored
 from decisiontree.fingerprint import (
     FINGERPRINT_VERSION,
     PastedError,
@@ -96,26 +97,41 @@ def rebuild_graph() -> KnowledgeGraph:
     """Build from the published findings and the signatures stored with their samples at
     ingest (only samples stored by an older parser are parsed again)."""
     signatures: dict[str, SampleSignatures] = {}
-    return build_graph(published_records(signatures), cache=signatures)
+    words: dict[str, Sequence[str]] = {}
+    return build_graph(published_records(signatures, words), cache=signatures, words=words)
 
 
-def published_records(signatures: dict[str, SampleSignatures]) -> Iterator[FindingRecord]:
+def published_records(
+    signatures: dict[str, SampleSignatures], words: dict[str, Sequence[str]]
+) -> Iterator[FindingRecord]:
     """The published findings' records, in id order, read `REBUILD_CHUNK` at a time.
 
     Before each chunk is yielded, `signatures` holds the stored signatures of that chunk's
-    samples (and no others'), for `build_graph`, which reads them as it takes each record.
+    samples and `words` its findings' own words as their search documents keep them (and
+    no others'), for `build_graph`, which reads them as it takes each record.
     Rows are read as plain values, not model instances: at 100k findings making and
     prefetching half a million instances took longer than the build itself.
     """
     evidence = fix_evidence()
     decisions = signature_decisions()
     published = Finding.objects.filter(status=Finding.Status.PUBLISHED).order_by("id")
-    columns = ("id", "title", "kind", "cause", "summary", "conditions")
+    columns = (
+        "id",
+        "title",
+        "kind",
+        "cause",
+        "summary",
+        "conditions",
+        "search_document__graph_words",
+    )
     last = 0
     while chunk := list(published.filter(id__gt=last).values_list(*columns)[:REBUILD_CHUNK]):
         last = chunk[-1][0]
         parts = ChunkParts.read(chunk[0][0], last, evidence, signatures)
-        for finding_id, title, kind, cause, summary, stored_conditions in chunk:
+        words.clear()
+        for *_, stored_words in chunk:
+            words.update(words_from_stored(stored_words))
+        for finding_id, title, kind, cause, summary, stored_conditions, _ in chunk:
             yield FindingRecord(
                 id=finding_id,
                 title=title,

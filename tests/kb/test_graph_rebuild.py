@@ -1,13 +1,20 @@
-"""A rebuild reads the published findings a chunk at a time and misses none of them."""
+"""A rebuild reads the published findings a chunk at a time and misses none of them, and
+reads their own words as their search documents keep them."""
 
 from __future__ import annotations
 
+from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
+from decisiontree import finding_words
+from decisiontree.finding_words import words_from_stored
+from decisiontree.terms import words_of
 from kb.models import Finding
+from kb.models.search import FindingSearchDocument
+from kb.search.refresh import refresh_queued
 from kb.services import diagnosis
 from kb.services.diagnosis import diagnose, knowledge_graph
 from tests.findings_md import publish
@@ -83,3 +90,53 @@ def test_a_draft_between_published_findings_lends_them_nothing(tmp_path: Path) -
     assert all(len(graph.findings[i].fixes) == 1 for i in graph.findings)
     assert diagnose(ERRORS[1][1]).match == "none"
     assert diagnose(ERRORS[2][1]).fixes[0].finding.id == ids[2]
+
+
+def test_a_rebuild_reads_the_findings_own_words_from_their_search_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    call_command("load_vocabulary", verbosity=0)
+    ingest(tmp_path / "FINDINGS.md", ERRORS)
+    refresh_queued()
+
+    def read_again(text: str) -> list[str]:
+        raise AssertionError(f"read again at the rebuild: {text!r}")
+
+    monkeypatch.setattr(finding_words, "words_of", read_again)
+    graph = diagnosis.rebuild_graph()
+
+    for finding_id, title in Finding.objects.values_list("id", "title"):
+        assert set(words_of(title)) <= graph.index.retrieval.terms_of(finding_id)
+
+
+def test_a_title_edited_before_its_search_document_was_rebuilt_is_read_as_it_is_now(
+    tmp_path: Path,
+) -> None:
+    call_command("load_vocabulary", verbosity=0)
+    ingest(tmp_path / "FINDINGS.md", ERRORS)
+    refresh_queued()
+    finding = Finding.objects.get(title__startswith="Sampler")
+    # As raw SQL or a bulk edit would: no signal, so the search document is not queued.
+    Finding.objects.filter(pk=finding.pk).update(title="Speculative decoding overruns it")
+
+    terms = diagnosis.rebuild_graph().index.retrieval.terms_of(finding.pk)
+
+    assert {"speculative", "overruns"} <= terms
+    assert "sampler" in terms  # its sample's error still says it
+    assert not {"fails", "start-up"} & terms  # the old title's own words
+
+
+def test_reindex_search_rereads_the_words_kept_by_older_code(tmp_path: Path) -> None:
+    call_command("load_vocabulary", verbosity=0)
+    ingest(tmp_path / "FINDINGS.md", ERRORS)
+    refresh_queued()
+    FindingSearchDocument.objects.update(graph_words={"scheme": "0" * 16, "words": {}})
+    first = Finding.objects.order_by("id").first()
+    FindingSearchDocument.objects.filter(finding=first).update(graph_words={})  # migrated
+    out = StringIO()
+
+    call_command("reindex_search", stdout=out)
+
+    assert out.getvalue().strip() == f"search documents rebuilt: {len(ERRORS)}"
+    kept = FindingSearchDocument.objects.values_list("graph_words", flat=True)
+    assert all(words_from_stored(stored) for stored in kept)
