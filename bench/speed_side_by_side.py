@@ -5,7 +5,8 @@ tenants of the host), so two `diagnose_speed.py` runs made one after the other
 compare the moments more than the code. Here each commit gets a worker process of
 its own (a detached `git worktree` in a temporary directory, run with this checkout's
 `.venv`), holding the same synthetic knowledge base as `diagnose_speed.py` at one
-size. The workers then take turns: each builds the graph in turn (twice: the first
+size. The workers then take turns: each builds the graph in turn, as its tree's
+`diagnose_speed.build_streamed` reads what the knowledge base stores (twice: the first
 build of a process pays for growing its heap, the second does not), and the 500
 pastes are diagnosed in chunks of 25, the order of the workers flipped every chunk,
 twice over. A drift of the machine lands on every commit alike.
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CHUNK = 25
@@ -43,8 +45,7 @@ def worker(root: Path, size: int) -> None:
 
     from decisiontree.context import Context
     from decisiontree.diagnose import diagnose
-    from decisiontree.graph import build_graph
-    from decisiontree.samples import from_stored, signatures_of_sample, stored_form
+    from decisiontree.samples import signatures_of_sample, stored_form
 
     rng = random.Random(bench.SEED + size)
     records, bugs = bench.findings(size, rng)
@@ -54,6 +55,16 @@ def worker(root: Path, size: int) -> None:
         for record in records
         for sample in record.samples
     }
+    if hasattr(bench, "stored_own_words"):  # a tree that keeps findings' own words (47)
+        own = [bench.stored_own_words(record) for record in records]
+
+        def rows() -> Any:
+            return bench.stored_rows(records, stored, own)
+    else:
+
+        def rows() -> Any:
+            return ([[sample, stored[sample]] for sample in r.samples] for r in records)
+
     context = Context(arch="sm_120", framework="sglang")
     graph = None
     print("ready", flush=True)
@@ -63,10 +74,8 @@ def worker(root: Path, size: int) -> None:
             graph = None
             gc.collect()
             started = time.perf_counter()
-            cache = {sample: from_stored(json.loads(raw)) for sample, raw in stored.items()}
-            graph = build_graph(records, cache=cache)
+            graph = bench.build_streamed(records, rows())
             timings = [time.perf_counter() - started]
-            del cache
             gc.collect()
             for text in texts[:20]:  # warm, as diagnose_speed.py's first pass is not
                 diagnose(text, context, graph)
