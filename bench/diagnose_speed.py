@@ -457,9 +457,11 @@ def main() -> None:
         print(json.dumps(one_size(args.one)))
         return
     rows = []
+    before = yardstick_ms()
     for size in (int(s) for s in args.sizes.split(",")):
         rows.append(run_in_child(size))
         print(f"... {size} done", file=sys.stderr)
+    after = yardstick_ms()
     print(
         f"diagnose speed: {PASTES} pastes per size (90% known bugs re-rendered, "
         f"10% unseen), seed {SEED}"
@@ -473,6 +475,27 @@ def main() -> None:
     print("cpu = this process's CPU time per diagnosis (the machine's other load left out);")
     print("check = a launch checked before it runs (decisiontree.launch_check), at most 20 told.")
     print("targets at 100k: diag p50 <= 5 ms, p99 <= 25 ms, build <= 20 s, rebuild peak <= 2 GiB")
+    print(
+        f"machine yardstick: {before:.0f} ms before, {after:.0f} ms after (a fixed pure-Python "
+        f"loop, best of {YARDSTICK_RUNS}: this host's speed drifts by a third between runs; "
+        "compare runs made at similar yardsticks, or commits with speed_side_by_side.py)"
+    )
+
+
+YARDSTICK_RUNS = 5
+
+
+def yardstick_ms() -> float:
+    """How fast this machine runs plain Python now: code of ours never changes it."""
+    best = float("inf")
+    for _ in range(YARDSTICK_RUNS):
+        started = time.process_time()
+        counts: dict[str, int] = {}
+        for i in range(300_000):
+            key = str(i % 997)
+            counts[key] = counts.get(key, 0) + len(key)
+        best = min(best, time.process_time() - started)
+    return best * 1000
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ fi
 $PY manage.py migrate --noinput
 $PY manage.py load_vocabulary
 $PY manage.py ingest knowledge/ --publish
+# Search documents left behind by a killed run or read by older code (an upgrade).
+$PY manage.py reindex_search
 
 # One worker with the beat scheduler embedded: it sweeps stale validation runs.
 $PY -m celery -A config worker --beat --schedule var/celerybeat-schedule \
