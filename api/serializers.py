@@ -917,6 +917,16 @@ class BuildSupportSerializer(serializers.Serializer):
     text = serializers.CharField(help_text="To post, says and remedy in one line")
 
 
+class TiedCauseSerializer(serializers.Serializer):
+    finding = serializers.IntegerField(source="finding.id")
+    title = serializers.CharField(source="finding.title")
+    cause = serializers.CharField(source="finding.cause")
+    ranks = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Where its fixes stand in `fixes`"
+    )
+    text = serializers.CharField(help_text="To post, in one line")
+
+
 class ProcessMemorySerializer(serializers.Serializer):
     pid = serializers.IntegerField()
     bytes = serializers.IntegerField(help_text="GPU memory it held")
@@ -1287,6 +1297,13 @@ class DiagnosisSerializer(serializers.Serializer):
         "warning that the GPU is not in its build, or a PyTorch wheel's or the CUDA "
         "toolkit's release older (or newer) than those that compile for the GPU",
     )
+    tied_causes = TiedCauseSerializer(
+        many=True,
+        help_text="Findings of different causes that the paste matched equally well (within "
+        "1 %): nothing in it or the setup tells them apart, so check which applies before "
+        "trying the first fix. Empty, or two and more",
+    )
+    tied_note = serializers.CharField(help_text="What to say above them (empty without)")
     memory_at_failure = OutOfMemorySerializer(
         many=True,
         help_text="The GPU memory as the paste's out-of-memory messages give it, one entry a "
@@ -1461,6 +1478,12 @@ def summary_line(diagnosis: Diagnosis) -> str:
             return f"Known issue, but every known fix is already applied: {error}."
         return f"No known match for {error} in FixGraph{next_step(diagnosis)}."
     label = diagnosis.verdict_label
+    if tied := diagnosis.tied_causes:
+        causes = "; or ".join(f"{t.finding.title} (fix #{t.ranks[0]})" for t in tied)
+        return (
+            f"{label}, {len(tied)} causes the paste does not tell apart: {causes}. "
+            "Check which applies before trying a fix."
+        )
     # The changes as the user's release spells them, when the fix is made of changes.
     what = " ".join(first.command_changes) if first.said_by_changes else first.fix.summary
     if first.proposed:

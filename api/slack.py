@@ -116,6 +116,9 @@ def headline_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
         if fault["serious"]
     ]
     lines += [f"• _Build:_ {escape(r['text'])}" for r in answer.get("build_support") or []]
+    if tied := answer.get("tied_causes"):
+        lines.append(f"_{escape(answer['tied_note'])}_")
+        lines += [f"• {escape(t['text'])}" for t in tied]
     named = answer.get("named_flags") or []
     if named and answer.get("match") != "none":  # with no match the summary names them
         lines.append("_The error names:_ " + escape(", ".join(n["text"] for n in named)))

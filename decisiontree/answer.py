@@ -189,6 +189,22 @@ def worth_trying(fix: FixRecord) -> bool:
 
 
 @dataclass(frozen=True)
+class TiedCause:
+    """A finding of one cause that the paste matched exactly as well as a finding of
+    another: neither the error nor the setup tells the two apart, and which comes first
+    is only a matter of the evidence for their fixes."""
+
+    finding: FindingRecord
+    ranks: tuple[int, ...]  # where its fixes stand in the answer
+
+    @property
+    def text(self) -> str:
+        fixes = ", ".join(f"#{rank}" for rank in self.ranks)
+        cause = f": {self.finding.cause}" if self.finding.cause else ""
+        return f"{self.finding.title}{cause} (fix {fixes})"
+
+
+@dataclass(frozen=True)
 class NotAsLaunched:
     """A flag the server ran with another value than the launch command gave it."""
 
@@ -247,6 +263,19 @@ class Diagnosis:
     # The log warnings, as printed, that the match was made through: the paste's error
     # matched no finding itself (`fingerprint.log_warnings_beside_errors`).
     through_warnings: tuple[str, ...] = ()
+    # Findings of different causes that lead the match together (`walk.tied_causes`).
+    tied_causes: tuple[TiedCause, ...] = ()
+
+    @property
+    def tied_note(self) -> str:
+        """What every channel says above the tied causes (empty without a tie)."""
+        if not self.tied_causes:
+            return ""
+        return (
+            f"{len(self.tied_causes)} known causes give this error, and neither the paste nor "
+            "the setup tells them apart: check which one is yours before trying the first fix "
+            "(their order is only the evidence for their fixes)."
+        )
 
     @property
     def cause_elsewhere(self) -> tuple[str, str] | None:

@@ -78,7 +78,14 @@ from decisiontree.setup import (
 from decisiontree.spelling import flag_names, older_spellings, spell_flag
 from decisiontree.traceback import parse
 from decisiontree.vocabulary import Vocabulary, load
-from decisiontree.walk import leading_visit, spelled_summary, spelling_release, tuning, walk
+from decisiontree.walk import (
+    leading_visit,
+    spelled_summary,
+    spelling_release,
+    tied_causes,
+    tuning,
+    walk,
+)
 
 NEAREST = 3  # findings shown beside "no known match"
 SEARCH_WORDS = 4
@@ -303,6 +310,7 @@ def ranked_answer(
         ordinary_message_elsewhere=ordinary_elsewhere and level is MatchLevel.SIMILAR,
         launch_flags=launch_flags(context),
         not_as_launched=not_as_launched(context),
+        tied_causes=tied_causes(result, graph),
     )
 
 

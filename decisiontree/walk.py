@@ -23,18 +23,26 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from decisiontree.answer import NotHelpful, PathStep, RankedFix, WhyStep, WithheldChange
+from decisiontree.answer import (
+    NotHelpful,
+    PathStep,
+    RankedFix,
+    TiedCause,
+    WhyStep,
+    WithheldChange,
+)
 from decisiontree.conditions import framework_of
 from decisiontree.context import Context
 from decisiontree.documents.changes import with_steps, with_values
 from decisiontree.flag_values import FlagValue
-from decisiontree.graph import KnowledgeGraph, remedy_key
+from decisiontree.graph import KnowledgeGraph, Node, remedy_key
 from decisiontree.launch import writable
 from decisiontree.match import Candidate, MatchLevel
 from decisiontree.records import (
@@ -76,6 +84,7 @@ class Tuning:
     same_cause_step: float
     relative_cutoff: float
     nearest_specificity: float
+    tie_margin: float
 
 
 @cache
@@ -102,6 +111,7 @@ def tuning() -> Tuning:
         same_cause_step=value("same_cause_step"),
         relative_cutoff=value("relative_cutoff"),
         nearest_specificity=value("nearest_specificity"),
+        tie_margin=value("tie_margin"),
     )
 
 
@@ -162,6 +172,31 @@ def walk(
     guesses = {visit.finding.id for visit in visits if visit.runner_up}
     fixes = order(helpful, after={fix.fix.id for fix in helpful if fix.finding.id in guesses})
     return Walk(fixes, dedupe_not_helpful(useless), tuple(visits))
+
+
+def tied_causes(result: Walk, graph: KnowledgeGraph) -> tuple[TiedCause, ...]:
+    """The matched findings of different causes that lead with the same score (within
+    `tie_margin`: what the findings' own wording moves the matcher's score by), each with
+    the ranks of its fixes: the paste and the setup prefer none of them, so the answer's
+    order between them is only their fixes' evidence. Empty unless two causes tie."""
+    direct = [visit for visit in result.visits if visit.direct and not visit.runner_up]
+    if len(direct) < 2:
+        return ()
+    floor = max(visit.score for visit in direct) * (1 - tuning().tie_margin)
+    leading: dict[Node, Visit] = {}
+    for visit in direct:
+        if visit.score >= floor:
+            leading.setdefault(graph.cause_of(visit.finding.id), visit)
+    ranks: dict[int, list[int]] = defaultdict(list)
+    for fix in result.fixes:
+        if not fix.already_applied and not fix.runner_up:
+            ranks[fix.finding.id].append(fix.rank)
+    tied = tuple(
+        TiedCause(visit.finding, tuple(ranks[visit.finding.id]))
+        for visit in leading.values()
+        if ranks[visit.finding.id]
+    )
+    return tied if len(tied) > 1 else ()
 
 
 def carried_fixes(visit: Visit, graph: KnowledgeGraph) -> tuple[FixRecord, ...]:

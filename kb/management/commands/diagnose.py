@@ -175,6 +175,9 @@ def render_text(
     if diagnosis.build_support:
         lines += ["", "Builds that cannot run on this GPU:"]
         lines += [f"  {reading.text}" for reading in diagnosis.build_support]
+    if diagnosis.tied_causes:
+        lines += ["", diagnosis.tied_note]
+        lines += [f"  - {tied.text}" for tied in diagnosis.tied_causes]
     if diagnosis.named_flags:
         lines += ["", "The error names these settings of your launch:"]
         lines += [f"  {named.describe()}" for named in diagnosis.named_flags]
