@@ -271,10 +271,15 @@ class Diagnosis:
         """What every channel says above the tied causes (empty without a tie)."""
         if not self.tied_causes:
             return ""
+        count = len(self.tied_causes)
+        if self.verdict is Verdict.KNOWN:
+            told = f"{count} known causes give this error"
+        else:  # only like the known issues: their causes are candidates, not the answer
+            told = f"The paste is as much like findings of {count} causes"
         return (
-            f"{len(self.tied_causes)} known causes give this error, and neither the paste nor "
-            "the setup tells them apart: check which one is yours before trying the first fix "
-            "(their order is only the evidence for their fixes)."
+            f"{told}, and neither the paste nor the setup tells them apart: check which one "
+            "is yours before trying the first fix (their order is only the evidence for their "
+            "fixes)."
         )
 
     @property

@@ -78,3 +78,18 @@ def test_an_unknown_setup_that_would_tell_them_apart_is_asked_beside_the_tie() -
 
     assert {t.finding.id for t in result.tied_causes} == {10, 20}
     assert "gpu.arch" in {q.key for q in result.questions}
+
+
+def test_a_tie_on_another_setup_is_told_as_a_likeness_not_as_the_known_causes() -> None:
+    on_blackwell = (Condition("gpu.arch", "sm_120"),)
+    kv_pool = finding(10, NAN_ASSERT, (BF16_REPORTED,), conditions=on_blackwell)
+    sampler = finding(
+        20, NAN_ASSERT, (SAMPLE_WITH_PYTORCH,), cause=OTHER_CAUSE, conditions=on_blackwell
+    )
+
+    on_hopper = build_context(gpu="H100")
+    result = diagnose(NAN_ASSERT_ELSEWHERE, on_hopper, build_graph([kv_pool, sampler]))
+
+    assert result.verdict == "different_setup"
+    assert {t.finding.id for t in result.tied_causes} == {10, 20}
+    assert result.tied_note.startswith("The paste is as much like findings of 2 causes")
