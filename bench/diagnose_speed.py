@@ -284,7 +284,7 @@ def one_size(size: int) -> dict[str, float]:
     texts = pastes(bugs, rng)
     # As the knowledge base does: samples are parsed once at ingest and their signatures
     # stored as JSON; a (re)build reads them back instead of parsing again.
-    # And each finding's own words, as its search document keeps them (finding_words).
+    # And each finding's own words, as the knowledge base keeps them (finding_words).
     ingest_s, (stored, own_words) = timed(
         lambda: (
             {

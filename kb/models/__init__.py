@@ -14,7 +14,7 @@ from kb.models.findings import (
 )
 from kb.models.health import WorkerHeartbeat
 from kb.models.revision import KnowledgeRevision
-from kb.models.search import FindingSearchDocument, SearchRefresh, SearchWord
+from kb.models.search import FindingSearchDocument, GraphWords, SearchRefresh, SearchWord
 from kb.models.validation import Host, ValidationRun
 from kb.models.vocabulary import Flag, FrameworkRelease, Hardware, LanguageModel
 
@@ -24,6 +24,7 @@ __all__ = [
     "Finding",
     "FindingGpu",
     "FindingSearchDocument",
+    "GraphWords",
     "Fix",
     "FixFeedback",
     "Flag",

@@ -30,12 +30,6 @@ class FindingSearchDocument(models.Model):
         help_text="Filter values, one `key=value` a line: filtering needs no join",
     )
     vector = SearchVectorField(null=True, blank=True)
-    graph_words = models.JSONField(
-        default=dict,
-        blank=True,
-        help_text="The finding's own words as the graph build reads them "
-        "(decisiontree.finding_words): read once here, not at every rebuild",
-    )
     built_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -43,6 +37,25 @@ class FindingSearchDocument(models.Model):
 
     def __str__(self) -> str:
         return f"search document of finding {self.finding_id}"
+
+
+class GraphWords(models.Model):
+    """A finding's own words (title, symptom, cause and fixes) as the diagnosis graph's
+    build reads them (decisiontree.finding_words): read once, when its search document is
+    built, not at every rebuild. A table of its own, so that the search document's rows,
+    which ranking reads in full, stay narrow."""
+
+    finding = models.OneToOneField(
+        Finding, primary_key=True, on_delete=models.CASCADE, related_name="graph_words"
+    )
+    stored = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        verbose_name = "finding's graph words"
+        verbose_name_plural = "findings' graph words"
+
+    def __str__(self) -> str:
+        return f"graph words of finding {self.finding_id}"
 
 
 class SearchRefresh(models.Model):

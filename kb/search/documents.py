@@ -7,7 +7,6 @@ no stop words). SQLite: an FTS5 table mirrors the four indexed fields.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass, field
@@ -19,7 +18,12 @@ from django.utils import timezone
 
 from decisiontree.finding_words import own_texts, stored_words
 from kb.models import ErrorSample, Finding, FindingGpu, Fix, FlagSetting, FrameworkRelease
-from kb.models.search import SEARCH_WORD_MAX_CHARS, FindingSearchDocument, SearchWord
+from kb.models.search import (
+    SEARCH_WORD_MAX_CHARS,
+    FindingSearchDocument,
+    GraphWords,
+    SearchWord,
+)
 from kb.search.backend import FTS_TABLE, postgres
 from kb.search.facets import Facet, facet_text, finding_facets
 from kb.search.ranking.postgresql import AnyOf
@@ -210,7 +214,8 @@ class BuiltDocument:
     finding_id: int
     fields: DocumentFields
     facets: str
-    graph_words: dict[str, Any]  # the finding's own words, which the graph build reads
+    graph_words: dict[str, Any]  # the finding's own words, which the graph build reads (kept
+    # in a table of their own: kb.models.search.GraphWords)
 
 
 def built_document(
@@ -302,20 +307,23 @@ def store_documents(documents: list[BuiltDocument]) -> None:
         else:
             FindingSearchDocument.objects.bulk_create(
                 (
-                    FindingSearchDocument(
-                        finding_id=document.finding_id,
-                        facets=document.facets,
-                        graph_words=document.graph_words,
-                    )
+                    FindingSearchDocument(finding_id=document.finding_id, facets=document.facets)
                     for document in documents
                 ),
                 update_conflicts=True,
                 unique_fields=["finding"],
-                update_fields=["facets", "graph_words", "built_at"],
+                update_fields=["facets", "built_at"],
             )
             for document in documents:
                 write_fts_row(document.finding_id, document.fields)
         insert_words(document_words(documents))
+        GraphWords.objects.bulk_create(
+            (GraphWords(finding_id=d.finding_id, stored=d.graph_words) for d in documents),
+            update_conflicts=True,
+            unique_fields=["finding"],
+            update_fields=["stored"],
+            batch_size=BATCH,
+        )
 
 
 def insert_words(words: set[str]) -> None:
@@ -357,29 +365,23 @@ def store_by_copy(documents: list[BuiltDocument]) -> None:
         f"setweight(to_tsvector('simple'::regconfig, COALESCE({quote(name)}, '')), '{weight}')"
         for name, weight in WEIGHTS.items()
     )
-    kept = ("facets", "graph_words", "built_at", "vector")
-    updates = ", ".join(f"{quote(name)} = EXCLUDED.{quote(name)}" for name in kept)
+    updates = ", ".join(
+        f"{quote(name)} = EXCLUDED.{quote(name)}" for name in ("facets", "built_at", "vector")
+    )
     rows = (
-        (
-            document.finding_id,
-            *astuple(document.fields),
-            document.facets,
-            json.dumps(document.graph_words),
-        )
-        for document in documents
+        (document.finding_id, *astuple(document.fields), document.facets) for document in documents
     )
     # Only field names and constants go into the text; the rows are data, the time a parameter.
     with connection.cursor() as cursor:
         temporary_table(
             cursor,
             "new_search_documents",
-            "finding_id bigint, title text, errors text, context text, body text, facets text,"
-            " graph_words jsonb",
+            "finding_id bigint, title text, errors text, context text, body text, facets text",
         )
         copy_rows(cursor, "new_search_documents", rows)
         cursor.execute(
-            f"INSERT INTO {table} (finding_id, facets, graph_words, built_at, vector)"  # noqa: S608
-            f" SELECT finding_id, facets, graph_words, %s, {vector} FROM new_search_documents"
+            f"INSERT INTO {table} (finding_id, facets, built_at, vector)"  # noqa: S608
+            f" SELECT finding_id, facets, %s, {vector} FROM new_search_documents"
             f" ORDER BY finding_id ON CONFLICT (finding_id) DO UPDATE SET {updates}",
             [timezone.now()],
         )

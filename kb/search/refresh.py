@@ -27,7 +27,7 @@ from django.utils import timezone
 from decisiontree.collector import collector_paused
 from decisiontree.samples import scheme
 from kb.models import Finding
-from kb.models.search import FindingSearchDocument, SearchRefresh, SearchWord
+from kb.models.search import FindingSearchDocument, GraphWords, SearchRefresh, SearchWord
 from kb.search.documents import write_documents
 from kb.transaction_marks import first_time, forget
 
@@ -173,15 +173,20 @@ def take_drain_turn() -> None:
 def build_missing_documents() -> int:
     """Documents for findings saved without signals (bulk loads, raw SQL, old rows), and
     those whose words for the graph build were read by older code (an upgrade)."""
-    missing = list(
-        Finding.objects.filter(search_document__isnull=True).values_list("pk", flat=True)
+    missing = Finding.objects.filter(
+        Q(search_document__isnull=True) | Q(graph_words__isnull=True)
+    ).values_list("pk", flat=True)
+    stale = FindingSearchDocument.objects.filter(built_at__lt=F("finding__updated_at"))
+    older_words = GraphWords.objects.filter(
+        ~Q(stored__has_key="scheme") | ~Q(stored__scheme=scheme())
     )
-    stale = FindingSearchDocument.objects.filter(
-        Q(built_at__lt=F("finding__updated_at"))
-        | ~Q(graph_words__has_key="scheme")  # built before they were kept
-        | ~Q(graph_words__scheme=scheme())
+    ids = sorted(
+        {
+            *missing,
+            *stale.values_list("finding_id", flat=True),
+            *older_words.values_list("finding_id", flat=True),
+        }
     )
-    ids = missing + list(stale.values_list("finding_id", flat=True))
     refresh_in_batches(ids)
     return len(ids)
 

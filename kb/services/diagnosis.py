@@ -107,7 +107,7 @@ def published_records(
     """The published findings' records, in id order, read `REBUILD_CHUNK` at a time.
 
     Before each chunk is yielded, `signatures` holds the stored signatures of that chunk's
-    samples and `words` its findings' own words as their search documents keep them (and
+    samples and `words` its findings' own words as stored beside them (and
     no others'), for `build_graph`, which reads them as it takes each record.
     Rows are read as plain values, not model instances: at 100k findings making and
     prefetching half a million instances took longer than the build itself.
@@ -122,7 +122,7 @@ def published_records(
         "cause",
         "summary",
         "conditions",
-        "search_document__graph_words",
+        "graph_words__stored",
     )
     last = 0
     while chunk := list(published.filter(id__gt=last).values_list(*columns)[:REBUILD_CHUNK]):

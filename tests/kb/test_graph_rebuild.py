@@ -1,5 +1,5 @@
 """A rebuild reads the published findings a chunk at a time and misses none of them, and
-reads their own words as their search documents keep them."""
+reads their own words as stored beside them (written with their search documents)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from decisiontree import finding_words
 from decisiontree.finding_words import words_from_stored
 from decisiontree.terms import words_of
 from kb.models import Finding
-from kb.models.search import FindingSearchDocument
+from kb.models.search import GraphWords
 from kb.search.refresh import refresh_queued
 from kb.services import diagnosis
 from kb.services.diagnosis import diagnose, knowledge_graph
@@ -92,7 +92,7 @@ def test_a_draft_between_published_findings_lends_them_nothing(tmp_path: Path) -
     assert diagnose(ERRORS[2][1]).fixes[0].finding.id == ids[2]
 
 
-def test_a_rebuild_reads_the_findings_own_words_from_their_search_documents(
+def test_a_rebuild_reads_the_findings_own_words_as_stored_beside_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     call_command("load_vocabulary", verbosity=0)
@@ -130,13 +130,15 @@ def test_reindex_search_rereads_the_words_kept_by_older_code(tmp_path: Path) -> 
     call_command("load_vocabulary", verbosity=0)
     ingest(tmp_path / "FINDINGS.md", ERRORS)
     refresh_queued()
-    FindingSearchDocument.objects.update(graph_words={"scheme": "0" * 16, "words": {}})
+    GraphWords.objects.update(stored={"scheme": "0" * 16, "words": {}})
     first = Finding.objects.order_by("id").first()
-    FindingSearchDocument.objects.filter(finding=first).update(graph_words={})  # migrated
+    GraphWords.objects.filter(finding=first).update(stored={})
+    GraphWords.objects.filter(finding=Finding.objects.order_by("id").last()).delete()
     out = StringIO()
 
     call_command("reindex_search", stdout=out)
 
     assert out.getvalue().strip() == f"search documents rebuilt: {len(ERRORS)}"
-    kept = FindingSearchDocument.objects.values_list("graph_words", flat=True)
+    kept = GraphWords.objects.values_list("stored", flat=True)
+    assert len(kept) == len(ERRORS)
     assert all(words_from_stored(stored) for stored in kept)
