@@ -58,6 +58,7 @@ def main() -> None:
             call_command("load_vocabulary")
             call_command("ingest", str(ROOT / "knowledge"), "--publish")
         verdicts: Counter[str] = Counter()
+        ties = 0
         cases = reports()
         print(f"{'report':8} {'verdict':16} {'bug (corpus)':42} finding that led")
         for case in cases:
@@ -67,12 +68,15 @@ def main() -> None:
             answer = diagnose(str(case["traceback"]), launch_command=launch, gpu=context.get("gpu"))
             verdict = str(answer.verdict)
             verdicts[verdict] += 1
+            ties += bool(answer.tied_causes)
             if answer.fixes:
                 bug = str(case.get("bug") or case.get("expected") or "control")[:40]
                 title = answer.fixes[0].finding.title[:70]
+                if answer.tied_causes:  # causes the paste does not tell apart: all named
+                    title = " | ".join(t.finding.title[:40] for t in answer.tied_causes)
                 print(f"{case['id']!s:8} {verdict:16} {bug:42} {title}")
         counts = ", ".join(f"{name} {count}" for name, count in sorted(verdicts.items()))
-        print(f"\n{len(cases)} reports: {counts}")
+        print(f"\n{len(cases)} reports: {counts}; causes told as tied in {ties}")
 
 
 if __name__ == "__main__":
