@@ -190,9 +190,9 @@ def worth_trying(fix: FixRecord) -> bool:
 
 @dataclass(frozen=True)
 class TiedCause:
-    """A finding of one cause that the paste matched exactly as well as a finding of
-    another: neither the error nor the setup tells the two apart, and which comes first
-    is only a matter of the evidence for their fixes."""
+    """A finding of one cause that the paste matched as well as a finding of another
+    (`walk.tied_causes`): neither the error nor the setup tells the two apart, and which
+    comes first is only a matter of the evidence for their fixes."""
 
     finding: FindingRecord
     ranks: tuple[int, ...]  # where its fixes stand in the answer

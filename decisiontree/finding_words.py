@@ -2,9 +2,9 @@
 
 Reading them into retrieval's terms was a fifth of a cold graph build at 100k
 findings (bench/README.md, diagnose_speed, session 47). The knowledge base keeps
-them beside the finding (kb.models.GraphWords, written with its search document), each text's
-words under a digest of that text, stamped with the samples' `scheme()`: a text
-edited since, or words read by older code, are simply read again by the build.
+them beside the finding (kb.models.GraphWords, written with its search document),
+each text's words under a digest of that text, stamped with the samples' `scheme()`:
+a text edited since, or words read by older code, are simply read again by the build.
 """
 
 from __future__ import annotations
