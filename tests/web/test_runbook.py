@@ -143,7 +143,8 @@ def test_without_a_run_it_says_the_launch_is_not_verified(client: Client, starte
     page = text_of(client.get("/runbook/"))
 
     assert "not yet run on a registered host" in page
-    assert 'CUDA</dt><dd><span class="muted">not recorded' in page
+    # Measured only: the write-up's own "CUDA Toolkit 13.1" is the Environment row's.
+    assert 'CUDA</dt><dd><span class="muted">not measured on a host yet' in page
     # What any build for the seeds' RTX PRO 6000 (sm_120) must be made with, recorded or not.
     assert (
         "<dt>Builds</dt><dd>for sm_120: made with CUDA 12.8 or newer (PyTorch&#x27;s cu128 "
