@@ -336,6 +336,44 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
         ),
         # the bare line, which names one cause (once ordinary output in the background)
         ("OSError: [Errno 98] Address already in use", "The server cannot bind its port"),
+        (  # torchvision left behind by an upgrade of torch, reached through vLLM's CLI
+            'Traceback (most recent call last):\n  File "/opt/venv/bin/vllm", line 5, in <module>\n'
+            "    from vllm.entrypoints.cli.main import main\n"
+            '  File "/opt/venv/lib/python3.12/site-packages/transformers/image_utils.py", line 55,'
+            " in <module>\n    from torchvision.transforms import InterpolationMode\n"
+            '  File "/opt/venv/lib/python3.12/site-packages/torchvision/_meta_registrations.py",'
+            ' line 164, in <module>\n    @torch.library.register_fake("torchvision::nms")\n'
+            "RuntimeError: operator torchvision::nms does not exist\n",
+            "torchvision does not match the installed PyTorch",
+        ),
+        (  # flash-attn's forward on a Turing GPU, called from a model's own attention
+            '  File "/usr/local/lib/python3.10/dist-packages/transformers/models/llama/modeling_'
+            'llama.py", line 514, in forward\n    attn_output = _flash_attention_forward(\n'
+            '  File "/usr/local/lib/python3.10/dist-packages/flash_attn/flash_attn_interface.py",'
+            " line 91, in _flash_attn_forward\n"
+            "    out, softmax_lse, S_dmask, rng_state = flash_attn_cuda.fwd(\n"
+            "RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n",
+            "flash-attn's kernels need compute capability 8.0",
+        ),
+        (  # the check as raised before vLLM's configuration became pydantic dataclasses
+            "(APIServer pid=1) ValueError: max_num_batched_tokens (8192) is smaller than "
+            "max_model_len (32768). This effectively limits the maximum sequence length to "
+            "max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
+            "max_num_batched_tokens or decrease max_model_len.\n",
+            "--max-num-batched-tokens is below --max-model-len",
+        ),
+        (  # NCCL's CUDA failure without the error number, from a user's own all-reduce
+            "[rank1]: Traceback (most recent call last):\n"
+            '[rank1]:   File "/workspace/serve.py", line 30, in <module>\n'
+            "[rank1]:     dist.all_reduce(t)\n"
+            "[rank1]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/"
+            "distributed/c10d/NCCLUtils.hpp:317, unhandled cuda error (run with NCCL_DEBUG=INFO"
+            " for details), NCCL version 2.26.2\n"
+            "[rank1]: ncclUnhandledCudaError: Call to CUDA function failed.\n"
+            "[rank1]: Last error:\n"
+            "[rank1]: Cuda failure 'peer access is not supported between these two devices'\n",
+            "NCCL cannot open peer access between two GPUs",
+        ),
     ],
 )
 def test_everyday_start_up_errors_get_their_entry(starter_kb: None, paste: str, title: str) -> None:
@@ -381,3 +419,24 @@ def test_flashinfers_build_with_an_nvcc_older_than_the_gpu_gets_the_toolkit_firs
     assert result.verdict is Verdict.KNOWN
     assert result.fixes[0].finding.title.startswith("nvcc does not build for the GPU's")
     assert "CUDA 12.8 or newer" in result.fixes[0].fix.summary
+
+
+def test_a_kernel_package_built_for_another_cuda_gets_the_general_entry_outside_sglang(
+    starter_kb: None,
+) -> None:
+    """sgl-kernel's own entry quotes the same loader line; once the framework is known to be
+    another, the entry about any compiled package and its CUDA major comes first."""
+    paste = (
+        'Traceback (most recent call last):\n  File "/home/ml/serve.py", line 3, in <module>\n'
+        "    import flashinfer\n"
+        '  File "/home/ml/.venv/lib/python3.11/site-packages/flashinfer/__init__.py", line 18,'
+        " in <module>\n    from ._kernels import *\n"
+        "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory\n"
+    )
+
+    unknown = diagnose(paste)
+    answered = diagnose(paste, answers={"framework": "vllm"})
+
+    assert [q.key for q in unknown.questions] == ["framework"]
+    assert answered.verdict is Verdict.KNOWN
+    assert answered.fixes[0].finding.title.startswith("A compiled package looks for another CUDA")
