@@ -191,6 +191,14 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "parallel size (3).",
             "attention heads do not divide",
         ),
+        (  # SGLang's form: a bare assertion while another model's attention layer is built
+            "Traceback (most recent call last):\n"
+            '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", '
+            "line 301, in initialize\n    self.load_model()\n"
+            '  File "/sgl-workspace/sglang/python/sglang/srt/models/qwen2.py", line 208, in '
+            "__init__\n    assert self.total_num_heads % tp_size == 0\nAssertionError\n",
+            "attention heads do not divide",
+        ),
         (
             "ImportError: /opt/env/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-"
             "x86_64-linux-gnu.so: undefined symbol: _ZNK3c1010TensorImpl27throw_data_ptr_access_"
@@ -336,6 +344,12 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
         ),
         # the bare line, which names one cause (once ordinary output in the background)
         ("OSError: [Errno 98] Address already in use", "The server cannot bind its port"),
+        (  # vLLM 0.6's KV cache check, worded by tokens, from a rank's log
+            "[rank0]: ValueError: The model's max seq len (131072) is larger than the maximum "
+            "number of tokens that can be stored in KV cache (41664). Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+            "one request of the model's full length does not fit",
+        ),
         (  # torchvision left behind by an upgrade of torch, reached through vLLM's CLI
             'Traceback (most recent call last):\n  File "/opt/venv/bin/vllm", line 5, in <module>\n'
             "    from vllm.entrypoints.cli.main import main\n"
