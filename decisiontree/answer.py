@@ -67,8 +67,9 @@ CAUSE_ELSEWHERE = {
     "": (
         "The cause is not in this paste.",
         "This only says that something else failed (an engine core, a scheduler, a worker, a"
-        " compiler); the error that stopped it was printed earlier in the same log. Paste the"
-        " log from the first Traceback or ERROR line before it.",
+        " compiler, or the server a client called); the error that stopped it was printed"
+        " earlier in the same log, or in the server's own log. Paste the log from the first"
+        " Traceback or ERROR line before it.",
     ),
     "SIGKILL": (
         "The process was killed (SIGKILL), not stopped by an error of its own.",

@@ -230,7 +230,27 @@ def _says_something_else_failed(text: str) -> bool:
     low = text[:300].lower()
     if any(phrase in low for phrase in _GENERIC_PHRASES):
         return True
+    if _SERVER_STATUS.search(low) and not _STATUS_ENVELOPE.sub("", low):
+        return True
     return low.startswith(_GENERIC_STARTS) and not _FAILED_BECAUSE.match(low)
+
+
+# A client's view of a server that failed on its request: an HTTP status of 500-504 and
+# nothing else but its name, the URL and the API's error envelope (the OpenAI client's
+# "Error code: 500 - {'object': 'error', 'message': 'Internal Server Error', ...}",
+# requests' "500 Server Error: Internal Server Error for url: ..."). Why the server failed
+# is in its own log. A body that says more ("CUDA error: ...") is an error of its own.
+_SERVER_STATUS = re.compile(
+    r"(?<![\w.])50[0-4](?![\w.])"
+    r"|internal server error|bad gateway|service unavailable|gateway timeout"
+)
+_STATUS_ENVELOPE = re.compile(
+    r"https?://\S+"
+    r"|\b(?:error|errors|code|object|message|type|param|detail|none|null|status|internal"
+    r"|server|internalservererror|bad|gateway|service|unavailable|timeout|gateway_timeout"
+    r"|for|url|http|\d+)\b"
+    r"|[\W_]+"
+)
 
 
 MIN_RESTATED_CHARS = 10  # a shorter message starts others by chance ("Error", "x")

@@ -637,7 +637,31 @@ def test_a_paste_that_only_says_another_process_failed_names_that_line() -> None
 @pytest.mark.parametrize(
     "paste",
     [
+        # the OpenAI client's error for a server that failed on the request
+        "openai.InternalServerError: Error code: 500 - {'object': 'error', 'message': 'Internal "
+        "Server Error', 'type': 'Internal Server Error', 'param': None, 'code': 500}\n",
+        # requests' own wording, with the URL it called
+        "requests.exceptions.HTTPError: 500 Server Error: Internal Server Error for url: "
+        "http://10.0.0.5:30000/v1/chat/completions\n",
+        "openai.APIStatusError: Error code: 503 - {'detail': 'Service Unavailable'}\n",
+    ],
+)
+def test_a_client_told_only_that_the_server_failed_is_pointed_at_the_servers_log(
+    paste: str,
+) -> None:
+    """The status says the server failed; why is in the server's log, not the client's."""
+    assert parse(paste).only_wrappers
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
         ENGINE_CORE_CAUSE + ENGINE_CORE_FAILED,  # the cause is in the paste after all
+        # a server error whose body says what failed
+        "openai.InternalServerError: Error code: 500 - {'object': 'error', 'message': 'CUDA "
+        "error: an illegal memory access was encountered', 'type': 'InternalServerError', "
+        "'param': None, 'code': 500}\n",
+        "ValueError: max_tokens 502 is more than the 500 left\n",  # numbers, not statuses
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
         "the upstream refused the connection\n",  # plain words, not a wrapper
         # a failure that gives its reason after the colon is the cause itself
