@@ -172,9 +172,23 @@ def test_a_paste_that_only_says_a_worker_died_is_answered_with_what_to_paste(
     body = diagnose(reader, {"traceback": wrapper}).json()
     assert body["cause_not_pasted"] == wrapper
     assert body["summary"].endswith(
-        "the error that stopped it was printed earlier in the same log. "
-        "Paste the log from the first Traceback or ERROR line before it."
+        "the error that stopped it was printed earlier in the same log, or in the server's "
+        "own log. Paste the log from the first Traceback or ERROR line before it."
     )
+
+
+def test_a_client_that_got_only_a_server_error_status_is_sent_to_the_servers_log(
+    reader: APIClient, starter_kb: None
+) -> None:
+    """A bot posts what its client raised: HTTP 500 and the API's envelope, nothing more."""
+    got = (
+        "openai.InternalServerError: Error code: 500 - {'object': 'error', 'message': "
+        "'Internal Server Error', 'type': 'Internal Server Error', 'param': None, 'code': 500}"
+    )
+    body = diagnose(reader, {"traceback": got}).json()
+    assert body["cause_not_pasted"] == got
+    assert body["fixes"] == []
+    assert "or the server a client called" in body["summary"]
 
 
 def test_a_process_the_kernel_killed_is_told_to_look_at_the_hosts_memory(
@@ -192,21 +206,21 @@ def test_with_no_known_match_the_summary_names_the_settings_the_error_names(
     reader: APIClient, starter_kb: None
 ) -> None:
     paste = (
-        "ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (8192). "
-        "Please increase max_num_batched_tokens or decrease max_model_len.\n"
+        "ValueError: max_loras (8) is larger than max_cpu_loras (4). "
+        "Please increase max_cpu_loras or decrease max_loras.\n"
     )
-    launch = "vllm serve Qwen/Qwen3-8B --max-model-len 8192"
+    launch = "vllm serve Qwen/Qwen3-8B --max-loras 8"
     body = diagnose(reader, {"traceback": paste, "launch_command": launch}).json()
 
     assert body["match"] == "none"
     assert [(n["flag"], n["written"], n["value"]) for n in body["named_flags"]] == [
-        ("--max-num-batched-tokens", "max_num_batched_tokens", None),
-        ("--max-model-len", "max_model_len", "8192"),
+        ("--max-loras", "max_loras", "8"),
+        ("--max-cpu-loras", "max_cpu_loras", None),
     ]
     assert all(n["launch_known"] for n in body["named_flags"])  # so unset, not unknown
     assert body["summary"] == (
         "No known match for ValueError in FixGraph; the error names "
-        "--max-num-batched-tokens (not set), --max-model-len (yours: 8192)."
+        "--max-loras (yours: 8), --max-cpu-loras (not set)."
     )
 
 

@@ -454,3 +454,16 @@ def test_a_kernel_package_built_for_another_cuda_gets_the_general_entry_outside_
     assert [q.key for q in unknown.questions] == ["framework"]
     assert answered.verdict is Verdict.KNOWN
     assert answered.fixes[0].finding.title.startswith("A compiled package looks for another CUDA")
+
+
+def test_a_refusal_of_another_setting_is_not_the_token_budget_entry(starter_kb: None) -> None:
+    """vLLM's check of its token budget ends with "Please increase ... or decrease ...", as
+    many checks of other settings do: that advice alone does not make them that error."""
+    paste = (
+        "ValueError: max_loras (8) is larger than max_cpu_loras (4). "
+        "Please increase max_cpu_loras or decrease max_loras.\n"
+    )
+
+    result = diagnose(paste, launch_command="vllm serve Qwen/Qwen3-8B")
+
+    assert not any("--max-num-batched-tokens" in fix.finding.title for fix in result.fixes)
