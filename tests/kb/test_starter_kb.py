@@ -344,6 +344,13 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
         ),
         # the bare line, which names one cause (once ordinary output in the background)
         ("OSError: [Errno 98] Address already in use", "The server cannot bind its port"),
+        (  # vLLM's loader over a Git LFS pointer (once ordinary output in the background)
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/model_loader/'
+            'weight_utils.py", line 523, in safetensors_weights_iterator\n'
+            '    with safe_open(st_file, framework="pt") as f:\n'
+            "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge\n",
+            "A weights file is not whole safetensors",
+        ),
         (  # vLLM 0.6's KV cache check, worded by tokens, from a rank's log
             "[rank0]: ValueError: The model's max seq len (131072) is larger than the maximum "
             "number of tokens that can be stored in KV cache (41664). Try increasing "
