@@ -917,6 +917,29 @@ class BuildSupportSerializer(serializers.Serializer):
     text = serializers.CharField(help_text="To post, says and remedy in one line")
 
 
+class GpuRequirementSerializer(serializers.Serializer):
+    code = serializers.CharField(
+        help_text='What the message names: "dsv3_fused_a_gemm"; "" if none'
+    )
+    needs = serializers.CharField(
+        help_text='The GPUs it needs, as the message lists them: "SM100/SM103"'
+    )
+    runs_on = serializers.ListField(
+        child=serializers.CharField(), help_text='Architectures it runs on: ["sm_100", "sm_103"]'
+    )
+    gpu = serializers.CharField(
+        help_text='This GPU by name, else its architecture; "" if not known'
+    )
+    arch = serializers.CharField(help_text='"sm_120"; "" where the paste and the form do not say')
+    flags = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Launch flags that may have chosen the code, as the release spells them",
+    )
+    says = serializers.CharField(help_text="What the code needs, and this GPU")
+    remedy = serializers.CharField(help_text="What to choose instead")
+    text = serializers.CharField(help_text="To post, says and remedy in one line")
+
+
 class TiedCauseSerializer(serializers.Serializer):
     finding = serializers.IntegerField(source="finding.id")
     title = serializers.CharField(source="finding.title")
@@ -1297,6 +1320,12 @@ class DiagnosisSerializer(serializers.Serializer):
         "warning that the GPU is not in its build, or a PyTorch wheel's or the CUDA "
         "toolkit's release older (or newer) than those that compile for the GPU",
     )
+    gpu_requirements = GpuRequirementSerializer(
+        many=True,
+        help_text='Code the error says runs only on other GPUs ("requires SM100/SM103, got '
+        'sm120", "only supports Ampere GPUs or newer"), beside this GPU: another backend, '
+        "kernel or quantization is the fix, not a setting of that code",
+    )
     tied_causes = TiedCauseSerializer(
         many=True,
         help_text="Findings of different causes that the paste matched equally well (within "
@@ -1502,6 +1531,8 @@ def next_step(diagnosis: Diagnosis) -> str:
         return f"; {heading[0].lower()}{heading[1:].rstrip('.')}. {advice.rstrip('.')}"
     if diagnosis.build_support:
         return f"; {diagnosis.build_support[0].text.rstrip('.')}"
+    if diagnosis.gpu_requirements:
+        return f"; {diagnosis.gpu_requirements[0].says.rstrip('.')}"
     if telling := [r for r in diagnosis.memory_readings if r.helps]:
         return f"; {telling[0].text[0].lower()}{telling[0].text[1:].rstrip('.')}"
     if diagnosis.named_flags:

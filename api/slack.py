@@ -116,6 +116,7 @@ def headline_blocks(answer: dict[str, Any]) -> list[dict[str, Any]]:
         if fault["serious"]
     ]
     lines += [f"• _Build:_ {escape(r['text'])}" for r in answer.get("build_support") or []]
+    lines += [f"• _GPU:_ {escape(r['text'])}" for r in answer.get("gpu_requirements") or []]
     if tied := answer.get("tied_causes"):
         lines.append(f"_{escape(answer['tied_note'])}_")
         lines += [f"• {escape(t['text'])}" for t in tied]

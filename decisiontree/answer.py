@@ -17,6 +17,7 @@ from decisiontree.context import Context
 from decisiontree.fingerprint import Signature
 from decisiontree.flag_check import FlagProblem, NamedFlag
 from decisiontree.gpu_memory import MemoryReading, OutOfMemory
+from decisiontree.gpu_requirement import GpuRequirement
 from decisiontree.host_faults import HostFault
 from decisiontree.launch import writable
 from decisiontree.match import THROUGH_WARNING, Candidate, MatchLevel
@@ -251,6 +252,9 @@ class Diagnosis:
     # Builds the paste shows holding no machine code for its GPU (PyTorch's own warning,
     # a wheel's or the toolkit's CUDA release): the install is the fix, not a flag.
     build_support: tuple[BuildSupport, ...] = ()
+    # Code the error says runs only on other GPUs ("requires SM100/SM103, got sm120"): a
+    # backend, kernel or quantization that runs here is the fix, or another GPU.
+    gpu_requirements: tuple[GpuRequirement, ...] = ()
     # The GPU's memory as the paste's out-of-memory messages give it, and what it shows
     # (another process holding it, fragmentation, an allocation larger than the GPU).
     memory_at_failure: tuple[OutOfMemory, ...] = ()

@@ -58,6 +58,7 @@ from decisiontree.gpu_memory import (
     out_of_memory,
     readings,
 )
+from decisiontree.gpu_requirement import gpu_requirements
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.host_faults import host_faults
 from decisiontree.match import Candidate, MatchLevel, Query, shortlist
@@ -174,6 +175,7 @@ def diagnose(
         named_flags=named,
         host_faults=host_faults(text),
         build_support=build_support(text, context, vocabulary),
+        gpu_requirements=gpu_requirements(parsed.said, context, vocabulary),
         memory_at_failure=memory,
         memory_log=log,
         memory_readings=memory_readings,

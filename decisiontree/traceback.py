@@ -137,8 +137,19 @@ class ParsedTraceback:
         ("Signal 9 (SIGKILL) received by PID 1234", "exitcode : -9", "OOMKilled")."""
         if not self.only_wrappers:
             return ""
-        said = [exc.message for exc in self.exceptions] + list(self.error_lines)
-        return next((signal for text in said if (signal := killed_by(text))), "")
+        return next((signal for text in self.said if (signal := killed_by(text))), "")
+
+    @property
+    def said(self) -> tuple[str, ...]:
+        """What the paste's errors say: each raised exception's message, each kernel
+        assertion, each error line, once each."""
+        return tuple(
+            dict.fromkeys(
+                [exc.message for exc in self.exceptions]
+                + list(self.kernel_assertions)
+                + list(self.error_lines)
+            )
+        )
 
 
 _WORDS = re.compile(r"[A-Za-z]{2}")  # a line of a message that says something (not "=====")

@@ -699,6 +699,36 @@ def test_a_pytorch_build_without_the_gpu_is_said_in_the_answer_summary_and_slack
     )
 
 
+def test_code_for_other_gpus_is_said_with_the_flag_that_chose_it(
+    reader: APIClient, starter_kb: None
+) -> None:
+    paste = "ValueError: Native prefill with trtllm_mha requires SM100 (Blackwell)\n"
+    launch = (
+        "python -m sglang.launch_server --model-path Qwen/Qwen3-32B "
+        "--attention-backend trtllm_mha --tp 2"
+    )
+    asked = {"traceback": paste, "gpu": "RTX PRO 6000", "launch_command": launch}
+
+    body = diagnose(reader, asked).json()
+
+    [reading] = body["gpu_requirements"]
+    assert (reading["code"], reading["arch"], reading["runs_on"]) == (
+        "Native prefill with trtllm_mha",
+        "sm_120",
+        ["sm_100"],
+    )
+    assert reading["flags"] == ["--attention-backend trtllm_mha"]
+    assert (
+        "the NVIDIA RTX PRO 6000 Blackwell Server Edition is sm_120, not one of" in reading["says"]
+    )
+    assert body["match"] != "none" or "runs only on SM100 (Blackwell)" in body["summary"]
+    slack = reader.post(f"{DIAGNOSE}?format=slack", asked, format="json").json()
+    assert (
+        "• _GPU:_ `Native prefill with trtllm_mha` runs only on SM100"
+        in slack["blocks"][0]["text"]["text"]
+    )
+
+
 def test_fixes_of_a_less_likely_match_say_so_in_the_api_and_on_the_page(
     reader: APIClient, starter_kb: None
 ) -> None:

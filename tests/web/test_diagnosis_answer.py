@@ -533,6 +533,20 @@ def test_a_wheel_made_before_the_gpu_is_shown_as_the_install_to_change(
     assert "and 14 more</span>" in read  # 20 packages, and 6 versions of check_env
 
 
+def test_code_for_other_gpus_is_shown_before_the_fixes(client: Client, starter_kb: None) -> None:
+    paste = "RuntimeError: fused_rope_gemm requires SM100/SM103, got sm90\n"
+
+    page = page_of(client, paste)
+
+    notice = page.split('<section class="notice gpu-requirements" role="alert">', 1)[1]
+    notice = notice.split("</section>", 1)[0]
+    assert "does not run on this GPU: choose other code" in notice
+    assert "<code>fused_rope_gemm</code> runs only on SM100/SM103" in notice
+    assert "this GPU is sm_90, not one of them" in notice
+    fixes = page.find('<li class="fix"')
+    assert fixes == -1 or page.index("gpu-requirements") < fixes
+
+
 def test_a_launch_is_checked_before_it_runs_with_the_fix_applied_to_it(
     client: Client, starter_kb: None
 ) -> None:

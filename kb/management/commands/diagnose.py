@@ -175,6 +175,10 @@ def render_text(
     if diagnosis.build_support:
         lines += ["", "Builds that cannot run on this GPU:"]
         lines += [f"  {reading.text}" for reading in diagnosis.build_support]
+    if diagnosis.gpu_requirements:
+        here = diagnosis.gpu_requirements[0].arch
+        lines += ["", "Code that does not run on this GPU:" if here else "Code for some GPUs only:"]
+        lines += [f"  {reading.text}" for reading in diagnosis.gpu_requirements]
     if diagnosis.tied_causes:
         lines += ["", diagnosis.tied_note]
         lines += [f"  - {tied.text}" for tied in diagnosis.tied_causes]
