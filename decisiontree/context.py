@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from decisiontree.flags import FRAMEWORKS, canonical_flag, python_value
+from decisiontree.gpu_requirement import in_requirement
 from decisiontree.launch import (
     PINNED_RELEASE,
     RELEASE_IMAGE_IN_TEXT,
@@ -454,12 +455,17 @@ def _arch_in_prose(text: str, vocab: Vocabulary) -> str | None:
     """An arch named as the device's ("capability sm_120"), or the only one mentioned.
 
     Lists like PyTorch's "supports sm_80 sm_90" name many, so several distinct
-    mentions without "capability" say nothing about the device.
+    mentions without "capability" say nothing about the device; nor does the list of a
+    requirement ("requires SM100/SM103, got sm120": sm120 is the device).
     """
     stated = re.search(r"capability\s+(sm_?\d{2,3})", text, re.I)
     if stated:
         return vocab.arch_of(stated.group(1))
-    mentions = {vocab.arch_of(m) for m in re.findall(r"\bsm_?\d{2,3}a?\b", text, re.I)}
+    mentions = {
+        vocab.arch_of(m.group())
+        for m in re.finditer(r"\bsm_?\d{2,3}a?\b", text, re.I)
+        if not in_requirement(text, m.start())  # "requires sm75 or higher": not the device
+    }
     mentions.discard(None)
     return mentions.pop() if len(mentions) == 1 else None
 

@@ -19,10 +19,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from decisiontree import flags
-from decisiontree.context import Context
 from decisiontree.vocabulary import Vocabulary, capability_of
+
+if TYPE_CHECKING:  # the context reads `in_requirement` to tell a list from the device
+    from decisiontree.context import Context
 
 Capability = tuple[int, int]
 ANY_MINOR = -1  # "SM10x", "12.x": every minor version of the major
@@ -106,6 +109,14 @@ def gpu_requirements(
         for reading in _read(message[:2000], context, vocabulary):
             found.setdefault((reading.code, reading.needs), reading)
     return tuple(found.values())
+
+
+def in_requirement(text: str, position: int) -> bool:
+    """Whether `position` of `text` sits in the list of GPUs some code requires: an
+    architecture named there ("requires GPUs with sm75 or higher") is not the device's."""
+    before = text[max(0, position - _LIST_CHARS) : position]
+    claims = list(_CLAIM.finditer(before))
+    return bool(claims) and _LIST_END.search(before, claims[-1].end()) is None
 
 
 def _read(message: str, context: Context, vocabulary: Vocabulary) -> Iterable[GpuRequirement]:

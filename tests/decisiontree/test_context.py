@@ -241,6 +241,13 @@ def test_a_pytorch_list_of_supported_archs_is_not_the_device():
     assert build_context("supports sm_80 sm_86 sm_90").arch is None
 
 
+def test_the_gpus_a_requirement_lists_are_not_the_device():
+    """A kernel's refusal lists what it needs; only its "got" is the GPU it ran on."""
+    assert build_context("RuntimeError: FlashInfer requires GPUs with sm75 or higher").arch is None
+    assert build_context("ValueError: dequant requires SM100/SM103, got sm120").arch == "sm_120"
+    assert build_context("RuntimeError: the kernel failed to launch on sm_90").arch == "sm_90"
+
+
 # ---- Context behaviour
 
 
