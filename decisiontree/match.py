@@ -46,7 +46,7 @@ from decisiontree.fingerprint import (
     signatures_of,
 )
 from decisiontree.retrieval import Bm25fIndex, background_texts, query_weights
-from decisiontree.terms import words_of
+from decisiontree.terms import word_groups, words_of
 from decisiontree.traceback import InputRejected, parse
 from decisiontree.tuning import tuning
 
@@ -990,8 +990,15 @@ def _template_words(template: str) -> frozenset[str]:
 
 @lru_cache(maxsize=16_384)
 def _word_pairs(template: str) -> frozenset[tuple[str, str]]:
-    """Adjacent word pairs of a template (a placeholder joins its neighbours)."""
-    return frozenset(pairwise(_words_in_order(template)))
+    """Word pairs of a template's adjacent tokens (a placeholder joins its neighbours):
+    each word of one token with each of the next. The parts of one name ("flash-attn")
+    are no pair: two messages that share a name share a word, not a phrase."""
+    groups = [
+        kept
+        for group in word_groups(template.replace("<", " <").replace(">", "> "))
+        if (kept := [word for word in group if word not in _PLACEHOLDERS])
+    ]
+    return frozenset((a, b) for first, then in pairwise(groups) for a in first for b in then)
 
 
 @lru_cache(maxsize=65_536)

@@ -113,9 +113,15 @@ class Facets:
 
 def words_of(text: str) -> list[str]:
     """Terms of `text` in order of appearance, repeats kept (callers count them)."""
-    words: list[str] = []
+    return [word for group in word_groups(text) for word in group]
+
+
+def word_groups(text: str) -> list[list[str]]:
+    """The terms of `text` by the token they come from, in order: a name's whole and its
+    parts are one group ("flash-attn", "flash", "attn"), so two words of one name are not
+    read as two words of the message side by side."""
     digits = _DIGIT.search(text) is not None
-    words.extend(f"code{int(m['num'])}" for m in _ERROR_CODE.finditer(text, digits))
+    groups = [[f"code{int(m['num'])}"] for m in _ERROR_CODE.finditer(text, digits)]
     for gated, replacement in _MASK_PASSES:
         text = gated.sub(replacement, text, digits)
     for found in _TOKEN.finditer(text):
@@ -123,10 +129,10 @@ def words_of(text: str) -> list[str]:
         if found.start() and text[found.start() - 1].isdigit():
             # The tail of a name cut at a number ("8B-Instruct" of "Llama-3.1-8B-Instruct"):
             # its parts are words, "b-instruct" is no one's.
-            words.extend(expand(token)[1:])
+            groups.append(expand(token)[1:])
         else:
-            words.extend(expand(token))
-    return words
+            groups.append(expand(token))
+    return groups
 
 
 def _demangled_words(match: re.Match[str]) -> str:

@@ -155,6 +155,34 @@ def test_the_same_failed_build_is_still_known() -> None:
     assert result.fixes[0].finding.id == BUILD_FINDING.id
 
 
+AMPERE_FINDING = FindingRecord(
+    id=3,
+    title="flash-attn's kernels need compute capability 8.0",
+    kind="crash",
+    cause="flash-attn has no kernels for GPUs older than Ampere",
+    samples=(
+        '  File "/usr/lib/python3/dist-packages/flash_attn/flash_attn_interface.py", line 91\n'
+        "RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n",
+    ),
+    conditions=(),
+    fixes=(FixRecord(1, "uninstall flash-attn", (), Outcome.RESOLVES),),
+)
+
+
+def test_a_failed_build_that_shares_only_the_packages_name_is_not_known() -> None:
+    """Its parts ("flash", "attn") side by side are one name, not a phrase of the message:
+    a build that failed for any reason is not the package's GPU check."""
+    paste = (
+        "  Building wheel for flash-attn (setup.py) ... error\n"
+        "  ERROR: Failed building wheel for flash-attn\n"
+        "Failed to build flash-attn\n"
+    )
+
+    result = _against(AMPERE_FINDING, paste)
+
+    assert result.verdict != "known"
+
+
 def _through_ray(raised: str) -> str:
     """What a vLLM worker raised, as Ray's executor hands it back to the engine."""
     exc_type = raised.partition(":")[0]
