@@ -395,6 +395,31 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "[rank1]: Cuda failure 'peer access is not supported between these two devices'\n",
             "NCCL cannot open peer access between two GPUs",
         ),
+        # pip with no wheel for this Python, for the other framework than the entry's sample.
+        (
+            "$ pip install sglang==0.5.23\n"
+            "ERROR: Could not find a version that satisfies the requirement sglang==0.5.23"
+            " (from versions: 0.1.0, 0.1.1, 0.1.2)\n"
+            "ERROR: No matching distribution found for sglang==0.5.23\n",
+            "pip has no build of the release for this Python or system",
+        ),
+        # A chat template's refusal as vLLM's server log and its 400 body show it.
+        (
+            'INFO:     127.0.0.1:51234 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request\n'
+            '{"object":"error","message":"Conversation roles must alternate user/assistant/'
+            'user/assistant/...","type":"BadRequestError","param":null,"code":400}\n',
+            "chat template refuses the conversation",
+        ),
+        # A tokenizer class misnamed in an early LLaMA conversion's tokenizer_config.json.
+        (
+            "Traceback (most recent call last):\n"
+            '  File "/opt/conda/lib/python3.10/site-packages/transformers/models/auto/'
+            'tokenization_auto.py", line 784, in from_pretrained\n'
+            "    raise ValueError(\n"
+            "ValueError: Tokenizer class LLaMATokenizer does not exist or is not currently"
+            " imported.\n",
+            "tokenizer class is one this Transformers does not have",
+        ),
     ],
 )
 def test_everyday_start_up_errors_get_their_entry(starter_kb: None, paste: str, title: str) -> None:
