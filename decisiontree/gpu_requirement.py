@@ -41,7 +41,7 @@ _CLAIM = re.compile(
 )
 # Where the list ends: the sentence, or the message's own account of the GPU.
 _LIST_END = re.compile(
-    r"\.(?:\s|$)|[;\n]|,?\s(?:got|but|found|current|detected)\b|\(current", re.IGNORECASE
+    r"\.(?:\s|$)|[;\n\"'`]|,?\s(?:got|but|found|current|detected)\b|\(current", re.IGNORECASE
 )
 _LIST_CHARS = 160
 _ITEM = re.compile(
@@ -132,8 +132,10 @@ def _read(message: str, context: Context, vocabulary: Vocabulary) -> Iterable[Gp
         meets = capability is not None and _meets(capability, items, excluded)
         if capability is not None and meets != refused:
             continue  # this GPU is one the code runs on: the error has another cause
-        code = _subject(message[: claim.start()])
         runs_on = _archs(vocabulary, items, excluded, refused=refused)
+        if not runs_on or len(runs_on) == len(vocabulary.arch_names):
+            continue  # a list no GPU meets, or every one: not a list of GPUs
+        code = _subject(message[: claim.start()])
         yield _reading(
             code,
             " ".join(listed.split()),
@@ -158,6 +160,8 @@ def _parsed(listed: str, vocabulary: Vocabulary) -> list[_Item]:
     numbered: list[_Item] = []
     families: list[_Item] = []
     for match in _ITEM.finditer(listed):
+        if match["bare"] and not numbered:
+            continue  # "SM90/100" continues a list of architectures; "16/32-bit" is none
         op = (match["op"] or match["sop"] or "").lower()
         if match["family"]:
             caps = _family(match["family"], vocabulary)

@@ -83,6 +83,11 @@ def test_the_message_s_own_account_of_the_gpu_is_read() -> None:
     assert reading.code == "compact NVFP4 dequant"
     assert "the RTX PRO 6000 is sm_120, not one of them" in named.says
     # The device that ran says so, whatever the form was told: "got SM90" on a form of sm_120.
+    # A list quoted in a question ends at its closing quote.
+    (quoted,) = read(
+        'Why does "fused_moe requires SM90/100" show on my RTX PRO 6000, is it the driver?'
+    )
+    assert quoted.needs == "SM90/100" and quoted.runs_on == ("sm_90", "sm_100")
     (ran,) = read("ValueError: swap_ab requires SM100, got SM90", Context(arch="sm_120"))
     assert ran.arch == "sm_90"
     # A major version alone ("got SM12.x") is compared by its major.
@@ -117,6 +122,7 @@ def test_a_refusal_of_some_gpus_reads_the_other_way() -> None:
         "RuntimeError: the hybrid model requires --mamba-backend triton",
         "ValueError: the draft model needs 2.5 GiB more than is free",
         "RuntimeError: speculative decoding is not supported on this platform",
+        "ValueError: the packed GEMM only supports 8/16-bit inputs",  # widths, not SM90/100
     ],
 )
 def test_a_requirement_that_is_not_a_gpu_list_gets_no_reading(message: str) -> None:
