@@ -420,6 +420,21 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             " imported.\n",
             "tokenizer class is one this Transformers does not have",
         ),
+        # flash-attn's setup.py finds no prebuilt wheel and no nvcc to build one.
+        (
+            "  Building wheel for flash-attn (setup.py) ... error\n"
+            "  error: subprocess-exited-with-error\n"
+            "  ╰─> [8 lines of output]\n"
+            "      torch.__version__  = 2.6.0+cu124\n"
+            "      Guessing wheel URL:  https://github.com/Dao-AILab/flash-attention/releases/"
+            "download/v2.7.4.post1/flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp312-"
+            "cp312-linux_x86_64.whl\n"
+            "      Precompiled wheel not found. Building from source...\n"
+            "      error: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc'\n"
+            "      [end of output]\n"
+            "  ERROR: Failed building wheel for flash-attn\n",
+            "flash-attn does not build from source",
+        ),
     ],
 )
 def test_everyday_start_up_errors_get_their_entry(starter_kb: None, paste: str, title: str) -> None:
@@ -499,3 +514,27 @@ def test_a_refusal_of_another_setting_is_not_the_token_budget_entry(starter_kb: 
     result = diagnose(paste, launch_command="vllm serve Qwen/Qwen3-8B")
 
     assert not any("--max-num-batched-tokens" in fix.finding.title for fix in result.fixes)
+
+
+def test_another_packages_failed_build_is_not_the_flash_attn_build_entry(starter_kb: None) -> None:
+    """pip's frame around a failed build is the same for every package: a package without
+    a compiler is not flash-attn's missing wheel."""
+    paste = (
+        "  Building wheel for deepspeed (setup.py) ... error\n"
+        "  error: subprocess-exited-with-error\n"
+        "\n"
+        "  × python setup.py bdist_wheel did not run successfully.\n"
+        "  │ exit code: 1\n"
+        "  ╰─> [10 lines of output]\n"
+        "      error: command 'gcc' failed: No such file or directory\n"
+        "      [end of output]\n"
+        "\n"
+        "  note: This error originates from a subprocess, and is likely not a problem with pip.\n"
+        "  ERROR: Failed building wheel for deepspeed\n"
+        "Failed to build deepspeed\n"
+    )
+
+    result = diagnose(paste)
+
+    assert result.verdict is not Verdict.KNOWN
+    assert all("flash-attn does not build" not in f.finding.title for f in result.fixes[:1])
