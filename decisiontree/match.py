@@ -46,7 +46,7 @@ from decisiontree.fingerprint import (
     signatures_of,
 )
 from decisiontree.retrieval import Bm25fIndex, background_texts, query_weights
-from decisiontree.terms import word_groups, words_of
+from decisiontree.terms import word_groups
 from decisiontree.traceback import InputRejected, parse
 from decisiontree.tuning import tuning
 
@@ -993,19 +993,21 @@ def _word_pairs(template: str) -> frozenset[tuple[str, str]]:
     """Word pairs of a template's adjacent tokens (a placeholder joins its neighbours):
     each word of one token with each of the next. The parts of one name ("flash-attn")
     are no pair: two messages that share a name share a word, not a phrase."""
-    groups = [
-        kept
-        for group in word_groups(template.replace("<", " <").replace(">", "> "))
-        if (kept := [word for word in group if word not in _PLACEHOLDERS])
-    ]
+    groups = _word_groups(template)
     return frozenset((a, b) for first, then in pairwise(groups) for a in first for b in then)
 
 
-@lru_cache(maxsize=65_536)
 def _words_in_order(template: str) -> tuple[str, ...]:
-    # Cached on its own: the two readers above ask for the same template one after the other.
-    words = words_of(template.replace("<", " <").replace(">", "> "))
-    return tuple(word for word in words if word not in _PLACEHOLDERS)
+    return tuple(word for group in _word_groups(template) for word in group)
+
+
+@lru_cache(maxsize=65_536)
+def _word_groups(template: str) -> tuple[tuple[str, ...], ...]:
+    # Cached on its own: the readers above ask for the same template one after the other,
+    # and one reading of its tokens serves its words and its pairs.
+    groups = word_groups(template.replace("<", " <").replace(">", "> "))
+    kept = (tuple(word for word in group if word not in _PLACEHOLDERS) for group in groups)
+    return tuple(group for group in kept if group)
 
 
 def _own_messages(title: str, summary: str) -> tuple[str, ...]:

@@ -113,15 +113,23 @@ class Facets:
 
 def words_of(text: str) -> list[str]:
     """Terms of `text` in order of appearance, repeats kept (callers count them)."""
-    return [word for group in word_groups(text) for word in group]
+    words: list[str] = []
+    for group in _token_words(text):
+        words.extend(group)
+    return words
 
 
-def word_groups(text: str) -> list[list[str]]:
+def word_groups(text: str) -> list[tuple[str, ...]]:
     """The terms of `text` by the token they come from, in order: a name's whole and its
     parts are one group ("flash-attn", "flash", "attn"), so two words of one name are not
     read as two words of the message side by side."""
+    return list(_token_words(text))
+
+
+def _token_words(text: str) -> Iterator[tuple[str, ...]]:
     digits = _DIGIT.search(text) is not None
-    groups = [[f"code{int(m['num'])}"] for m in _ERROR_CODE.finditer(text, digits)]
+    for m in _ERROR_CODE.finditer(text, digits):
+        yield (f"code{int(m['num'])}",)
     for gated, replacement in _MASK_PASSES:
         text = gated.sub(replacement, text, digits)
     for found in _TOKEN.finditer(text):
@@ -129,10 +137,9 @@ def word_groups(text: str) -> list[list[str]]:
         if found.start() and text[found.start() - 1].isdigit():
             # The tail of a name cut at a number ("8B-Instruct" of "Llama-3.1-8B-Instruct"):
             # its parts are words, "b-instruct" is no one's.
-            groups.append(expand(token)[1:])
+            yield expand(token)[1:]
         else:
-            groups.append(expand(token))
-    return groups
+            yield expand(token)
 
 
 def _demangled_words(match: re.Match[str]) -> str:
