@@ -435,6 +435,43 @@ def test_a_quantization_method_below_its_minimum_capability_gets_the_general_ent
             "  ERROR: Failed building wheel for flash-attn\n",
             "flash-attn does not build from source",
         ),
+        # A second node of an SGLang server that cannot reach the first one's address.
+        (
+            "[W1207 08:01:02.000000 socket.cpp:752] [c10d] The client socket has failed to"
+            " connect to [node-0.cluster.local]:20000 (errno: 110 - Connection timed out).\n"
+            "torch.distributed.DistNetworkError: The client socket has timed out after"
+            " 1800000ms while trying to connect to (node-0.cluster.local, 20000).\n",
+            "cannot reach the distributed start-up's address",
+        ),
+        # SGLang's loader on a folder that holds only the config and tokenizer.
+        (
+            '  File "/sgl-workspace/sglang/python/sglang/srt/model_loader/loader.py", line 581,'
+            " in _prepare_weights\n"
+            "    raise RuntimeError(\n"
+            "RuntimeError: Cannot find any model weights with `/data/models/Qwen3-8B`\n",
+            "loader finds no weights in the model's folder",
+        ),
+        # A full disk under the compile cache, not the weights' download.
+        (
+            '  File "/usr/lib/python3.12/shutil.py", line 1061, in copyfile\n'
+            "OSError: [Errno 28] No space left on device: '/root/.triton/cache/3f2a/kernel.cubin'\n",
+            "No space left on device",
+        ),
+        # TLS interception on the way to the Hub, as huggingface_hub's httpx client says it.
+        (
+            "httpx.ConnectError: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed:"
+            " unable to get local issuer certificate (_ssl.c:1010)\n",
+            "HTTPS fails TLS verification behind a proxy",
+        ),
+        # vLLM's compiled ops in a container started without the GPUs.
+        (
+            "Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/_custom_ops.py", line 12, in'
+            " <module>\n"
+            "ImportError: libcuda.so.1: cannot open shared object file: No such file or"
+            " directory\n",
+            "No GPU inside the container or job",
+        ),
     ],
 )
 def test_everyday_start_up_errors_get_their_entry(starter_kb: None, paste: str, title: str) -> None:
