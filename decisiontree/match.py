@@ -915,7 +915,18 @@ def shortlist(candidates: Sequence[Candidate], relative: float = 0.0) -> tuple[C
     if candidates[0].layer in ("linked", "fingerprint"):
         return tuple(listed)  # the error as printed, or a reviewer's link: no guessing beside it
     close = candidates[0].score * relative
-    listed = [c for c in listed if c.score >= close]
+    first = candidates[0]
+    # A first match that holds the paste's message (its template) is the error itself; a
+    # finding that shares words with the paste but no phrase of its message is a guess
+    # beside it, however close its score: "Not enough memory. Please try to increase
+    # --mem-fraction-static" is the KV-cache refusal, not a capture OOM that also names
+    # the flag.
+    exact = first.layer == "template" and first.level is MatchLevel.KNOWN
+    listed = [
+        c
+        for c in listed
+        if c.score >= close and not (exact and c.layer == "terms" and not c.phrase_shared)
+    ]
     floor = runner_up_threshold()
     more = [c for c in candidates if c not in listed and c.score >= floor]
     count = int(tuning()["verifier"]["runner_ups"])

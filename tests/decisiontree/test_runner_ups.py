@@ -70,6 +70,21 @@ def test_a_reviewers_link_lists_no_guesses_beside_it() -> None:
     assert [c.finding_id for c in shortlist([linked, weaker])] == [1]
 
 
+def test_words_without_a_phrase_beside_the_pastes_own_message_are_a_runner_up() -> None:
+    """A first match that holds the paste's message template is the error; a finding that
+    shares its words but no phrase of its message is a guess, however close its score."""
+    exact = candidate(1, 0.98, layer="template")
+    words_only = Candidate(2, 0.56, "terms", ("mem-fraction-static",), None, phrase_shared=False)
+    phrased = Candidate(3, 0.56, "terms", ("not enough memory",), None, phrase_shared=True)
+
+    listed = shortlist([exact, words_only, phrased], relative=0.55)
+
+    assert [(c.finding_id, c.runner_up) for c in listed] == [(1, False), (3, False), (2, True)]
+    # Behind a first match on words alone, the same candidate is listed as a peer.
+    words_first = shortlist([candidate(1, 0.98), words_only], relative=0.55)
+    assert [(c.finding_id, c.runner_up) for c in words_first] == [(1, False), (2, False)]
+
+
 def test_a_match_at_the_runner_up_cut_off_is_listed() -> None:
     first = candidate(1, similar_threshold() + 0.05)
     at_cutoff = candidate(2, runner_up_threshold())
