@@ -132,6 +132,8 @@ class RankedFix:
     # From a match listed only after a better one (`decisiontree.match.shortlist`): a
     # guess beside the answer, ranked after every fix of the first match.
     runner_up: bool = False
+    # Its finding holds the error as printed (the same fingerprint, or a reviewer's link).
+    as_printed: bool = False
 
     @property
     def fits_nothing(self) -> bool:

@@ -129,6 +129,8 @@ class Visit:
     steps: tuple[WhyStep, ...]
     path: tuple[PathStep, ...]
     runner_up: bool = False  # reached from a match listed only after a better one
+    # Matched as printed: a sample of the same fingerprint, or a reviewer's link.
+    as_printed: bool = False
 
     @property
     def direct(self) -> bool:
@@ -293,6 +295,7 @@ def _start(
         steps,
         path,
         runner_up=candidate.runner_up,
+        as_printed=candidate.layer in ("linked", "fingerprint"),
     )
 
 
@@ -441,6 +444,7 @@ def ranked(
             else for_other_setup
         ),
         runner_up=visit.runner_up,
+        as_printed=visit.as_printed and visit.direct,
     )
 
 
@@ -595,17 +599,20 @@ def remedy_of(fix: FixRecord) -> tuple[object, ...]:
     return remedy_key(fix.changes) if fix.changes else ("fix", fix.id)
 
 
-def sort_key(fix: RankedFix) -> tuple[bool, bool, bool, bool, float, int, int]:
+def sort_key(fix: RankedFix) -> tuple[bool, bool, bool, bool, float, bool, int, int]:
     # A fix already in place, or none of whose changes fits this setup, is no next step;
     # one whose finding states it is for another setup comes after every fix whose
     # finding fits (its evidence is from that setup); a proposal never outranks a fix
-    # with evidence, whatever the scores.
+    # with evidence, whatever the scores. At scores equal to the four places an answer
+    # shows, the finding that holds the error as printed (its fingerprint) comes first,
+    # then the older finding.
     return (
         fix.already_applied,
         fix.fits_nothing,
         bool(fix.for_other_setup),
         fix.proposed,
         -fix.score,
+        not fix.as_printed,
         fix.finding.id,
         fix.fix.id,
     )

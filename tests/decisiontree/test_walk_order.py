@@ -166,6 +166,23 @@ def test_with_no_fix_that_helps_the_verdict_speaks_of_the_finding_that_fits_best
     assert result.different_setup == ()
 
 
+def test_scores_equal_to_the_four_places_go_first_to_the_finding_that_holds_the_error_as_printed() -> (
+    None
+):
+    """Two findings whose samples print the same wrapper (a compiler's CalledProcessError)
+    tie on their proposals' scores; the one with the paste's own fingerprint is the error."""
+    older = finding(10, POOL_ASSERT, (BF16_REPORTED,), cause="one cause", conditions=())
+    printed = finding(20, NAN_ASSERT, (UNSET_BACKEND,), cause="another", conditions=())
+    same_print = Candidate(20, 0.6251, "fingerprint", (), None)
+
+    result = walk(
+        [same_print, match(10, 0.6251)], on_sm120(), build_graph([older, printed]), load()
+    )
+
+    assert [f.fix.id for f in result.fixes] == [UNSET_BACKEND.id, BF16_REPORTED.id]
+    assert [f.as_printed for f in result.fixes] == [True, False]
+
+
 def test_scores_equal_to_the_four_places_an_answer_shows_go_to_the_older_finding() -> None:
     # 0.5001 on a met condition (x1.25) is 0.625125: 0.6251 as shown, as is 0.6251.
     on_sglang = finding(20, NAN_ASSERT, (UNSET_BACKEND,), cause="one cause")
