@@ -40,6 +40,14 @@ def page_of(client: Client, text: str, **data: str) -> str:
     return response.content.decode()
 
 
+def notice_before_the_fixes(page: str, kind: str) -> str:
+    """The page's alert box of `kind` (its section's class), which comes before any fix."""
+    box = page.split(f'<section class="notice {kind}" role="alert">', 1)[1]
+    fixes = page.find('<li class="fix"')
+    assert fixes == -1 or page.index(kind) < fixes
+    return box.split("</section>", 1)[0]
+
+
 def verdict_words(page: str) -> str:
     """The verdict header's text, tags out and spaces collapsed."""
     verdict = page.split('<header class="verdict', 1)[1].split("</header>", 1)[0]
@@ -511,8 +519,7 @@ def test_a_wheel_made_before_the_gpu_is_shown_as_the_install_to_change(
     )
     page = page_of(client, paste)
 
-    notice = page.split('<section class="notice build-support" role="alert">', 1)[1]
-    notice = notice.split("</section>", 1)[0]
+    notice = notice_before_the_fixes(page, "build-support")
     assert "no flag fixes that, the install does" in notice
     assert "PyTorch 2.5.1+cu124 was built with CUDA 12.4" in notice
     assert "<strong>Install a PyTorch build made with CUDA 12.8 or newer" in notice
@@ -520,8 +527,6 @@ def test_a_wheel_made_before_the_gpu_is_shown_as_the_install_to_change(
         "<strong>Install CUDA toolkit 12.8 or newer and point <code>CUDA_HOME</code> at it.</strong>"
         in notice
     )
-    fixes = page.find('<li class="fix"')
-    assert fixes == -1 or page.index("build-support") < fixes
     read = page.split("What FixGraph read from the paste", 1)[1]
     assert "<dt>Versions</dt>" in read and "<code>torch 2.5.1+cu124</code>" in read
 
@@ -538,13 +543,10 @@ def test_code_for_other_gpus_is_shown_before_the_fixes(client: Client, starter_k
 
     page = page_of(client, paste)
 
-    notice = page.split('<section class="notice gpu-requirements" role="alert">', 1)[1]
-    notice = notice.split("</section>", 1)[0]
+    notice = notice_before_the_fixes(page, "gpu-requirements")
     assert "does not run on this GPU: choose other code" in notice
     assert "<code>fused_rope_gemm</code> runs only on SM100/SM103" in notice
     assert "this GPU is sm_90, not one of them" in notice
-    fixes = page.find('<li class="fix"')
-    assert fixes == -1 or page.index("gpu-requirements") < fixes
 
 
 def test_a_launch_is_checked_before_it_runs_with_the_fix_applied_to_it(
