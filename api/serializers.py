@@ -1318,7 +1318,8 @@ class DiagnosisSerializer(serializers.Serializer):
         many=True,
         help_text="Builds the paste shows holding no machine code for its GPU: PyTorch's own "
         "warning that the GPU is not in its build, or a PyTorch wheel's or the CUDA "
-        "toolkit's release older (or newer) than those that compile for the GPU",
+        "toolkit's release older (or newer) than those that compile for the GPU, or of a "
+        "CUDA major version newer than the driver runs (nvidia-smi's CUDA Version)",
     )
     gpu_requirements = GpuRequirementSerializer(
         many=True,

@@ -7,7 +7,10 @@ helps, and the install is the fix. Two things in a paste say so:
    capabilities) its build holds beside the GPU's own;
 2. the CUDA release a build was made with (PyTorch's `+cu124`, the toolkit's nvcc), beside
    the releases whose compiler builds machine code for the GPU's architecture
-   (`Vocabulary.cuda_range`, from `data/gpus.json`).
+   (`Vocabulary.cuda_range`, from `data/gpus.json`);
+3. the same release beside the newest CUDA the driver runs (nvidia-smi's "CUDA Version"):
+   a driver runs every build of its CUDA major version and older (CUDA's minor version
+   compatibility), and none of a newer major version.
 
 Machine code runs on the GPUs of its major version from its minor up (sm_121 runs sm_120's);
 PTX of an older architecture may still be compiled for the GPU by the driver, which the
@@ -72,6 +75,7 @@ def build_support(text: str, context: Context, vocabulary: Vocabulary) -> tuple[
     if not found:  # PyTorch's own word beats what its CUDA release implies
         found += _from_cuda_release(context, vocabulary, "torch.cuda")
     found += _from_cuda_release(context, vocabulary, "cuda")
+    found += _from_driver(context, vocabulary)
     unique = {(reading.build, reading.arch): reading for reading in found}
     return tuple(unique.values())
 
@@ -152,6 +156,47 @@ def _from_cuda_release(context: Context, vocabulary: Vocabulary, key: str) -> li
     )
     remedy = f"Install a PyTorch build made with {_made_with(need, newer=newer)}."
     return [BuildSupport(build, gpu, arch, says, remedy)]
+
+
+def _from_driver(context: Context, vocabulary: Vocabulary) -> list[BuildSupport]:
+    """Builds made with a CUDA major version newer than the driver runs: PyTorch's wheel
+    (its `torch.cuda`, else its `+cu` label) and the toolkit, whose just-in-time kernels
+    the driver must load."""
+    runs = context.versions.get("driver.cuda")
+    major = _major(runs)
+    if major is None:
+        return []
+    driver = context.versions.get("driver")
+    named = f"driver {driver}" if driver else "driver"
+    gpu = _gpu_of(context, vocabulary) or context.arch or "GPU"
+    torch = context.versions.get("torch")
+    found = []
+    for key, build in (("torch.cuda", f"PyTorch {torch}" if torch else "PyTorch"),
+                       ("cuda", "the CUDA toolkit")):  # fmt: skip
+        release = context.versions.get(key)
+        if key == "torch.cuda" and release is None:
+            release = cuda_of_build(torch or "")
+        built = _major(release)
+        if built is None or built <= major:
+            continue
+        if key == "cuda":
+            build = f"the CUDA toolkit {release}"
+        says = (
+            f"{build} was made with CUDA {release}; the {named} runs CUDA up to {runs}"
+            f' (nvidia-smi\'s "CUDA Version"): a driver runs builds of its own CUDA major'
+            f" version and older, none of {built}.x."
+        )
+        remedy = (
+            f"Install a driver whose nvidia-smi shows CUDA Version {built}.0 or newer, or a"
+            f" build made with CUDA {major}.x, which this driver runs."
+        )
+        found.append(BuildSupport(build, gpu, context.arch or "", says, remedy))
+    return found
+
+
+def _major(release: str | None) -> int | None:
+    found = re.match(r"\s*(\d{1,2})\.", release or "")
+    return int(found.group(1)) if found else None
 
 
 def _remedy(arch: str, built: list[str], vocabulary: Vocabulary) -> str:

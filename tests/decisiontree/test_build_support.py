@@ -189,3 +189,45 @@ def test_the_wheel_pip_installed_is_read_against_the_gpu_given() -> None:
     assert reading.build == "PyTorch 2.5.1+cu124"
     assert reading.gpu == "NVIDIA GeForce RTX 5090"
     assert "CUDA 12.8 or newer" in reading.remedy
+
+
+# `collect_env` beside nvidia-smi on a host whose driver predates CUDA 13.
+COLLECT_ENV_CU130 = """\
+PyTorch version: 2.9.0+cu130
+CUDA used to build PyTorch: 13.0
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 535.104.05             Driver Version: 535.104.05   CUDA Version: 12.2     |
++-----------------------------------------------------------------------------------------+
+|   0  NVIDIA H100 80GB HBM3          On  |   00000000:18:00.0 Off |                    0 |
+RuntimeError: The NVIDIA driver on your system is too old (found version 12020).
+"""
+
+
+def test_a_build_of_a_cuda_major_version_newer_than_the_driver_runs_says_so() -> None:
+    [reading] = build_support(COLLECT_ENV_CU130, build_context(COLLECT_ENV_CU130), load())
+
+    assert reading.build == "PyTorch 2.9.0+cu130"
+    assert reading.says.startswith(
+        "PyTorch 2.9.0+cu130 was made with CUDA 13.0; the driver 535.104.05 runs CUDA up to 12.2"
+    )
+    assert reading.remedy == (
+        "Install a driver whose nvidia-smi shows CUDA Version 13.0 or newer, or a build made"
+        " with CUDA 12.x, which this driver runs."
+    )
+
+
+def test_a_driver_runs_builds_of_its_own_major_version_and_the_toolkits_newer_one_is_named() -> (
+    None
+):
+    """CUDA's minor version compatibility: a 12.2 driver runs a cu128 wheel. Kernels the
+    host's toolkit 13.0 compiles just in time it cannot load."""
+    same_major = COLLECT_ENV_CU130.replace("cu130", "cu128").replace(
+        "PyTorch: 13.0", "PyTorch: 12.8"
+    )
+    toolkit = Context(versions={"driver.cuda": "12.2", "cuda": "13.0", "torch": "2.9.0+cu128"})
+
+    assert build_support(same_major, build_context(same_major), load()) == ()
+    [reading] = build_support("", toolkit, load())
+    assert reading.build == "the CUDA toolkit 13.0"
+    newer_driver = Context(versions={"driver.cuda": "13.0", "torch": "2.9.0+cu130"})
+    assert build_support("", newer_driver, load()) == ()

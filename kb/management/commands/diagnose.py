@@ -173,7 +173,7 @@ def render_text(
         lines += ["", "The GPU or its driver failed:" if serious else "The GPU reported:"]
         lines += [f"  {fault.describe()}" for fault in diagnosis.host_faults]
     if diagnosis.build_support:
-        lines += ["", "Builds that cannot run on this GPU:"]
+        lines += ["", "Builds that cannot run on this GPU or its driver:"]
         lines += [f"  {reading.text}" for reading in diagnosis.build_support]
     if diagnosis.gpu_requirements:
         here = diagnosis.gpu_requirements[0].arch
