@@ -1148,6 +1148,12 @@ class LaunchCheckSerializer(serializers.Serializer):
         'GPU at all ("CUDA 12.8 or newer (PyTorch\'s cu128 wheels or later)"); empty where '
         "any current build will do or the GPU is not known"
     )
+    gpu_requirements = GpuRequirementSerializer(
+        many=True,
+        help_text="Backends the launch chooses that its framework's release refuses on its "
+        "GPU (the release's own check, named in `says`), with the ones it lets run there "
+        "in `remedy`: the server would stop at start-up",
+    )
     weights = serializers.SerializerMethodField(
         help_text="Whether the model's weights fit the share of each GPU they must fit in "
         "(`weights_do_not_fit`, `weights_fill_share`, `weights_fit`), from the parameter "
@@ -1198,6 +1204,8 @@ class LaunchCheckSerializer(serializers.Serializer):
             parts.append(f"may meet {maybe}{more}, as the framework's own choices decide")
         if check.weights is not None and check.weights.kind == "weights_do_not_fit":
             parts.insert(0, "the model's weights alone do not fit each GPU at this split")
+        for reading in reversed(check.gpu_requirements):
+            parts.insert(0, f"{reading.flags[0]} does not run on {reading.arch}")
         parts += [
             f"{p.written} is unknown" + (f": {p.instead}?" if p.instead else "")
             for p in check.flag_problems

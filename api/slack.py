@@ -498,6 +498,7 @@ def launch_check_headline(check: dict[str, Any]) -> list[dict[str, Any]]:
     ]
     if check.get("builds"):
         lines.append(f"_Builds for {escape(setup['arch'])}:_ made with {escape(check['builds'])}")
+    lines += [f"• _GPU:_ {escape(r['text'])}" for r in check.get("gpu_requirements") or []]
     if (weights := check.get("weights")) and weights["helps"]:
         lines.append(escape(weights["text"]))
     block = section("\n".join(lines))

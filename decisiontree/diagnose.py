@@ -34,6 +34,7 @@ from decisiontree.answer import (
     WithheldChange,
     worth_trying,
 )
+from decisiontree.backend_gpus import with_launch_backends
 from decisiontree.build_support import build_support
 from decisiontree.context import Context, nvidia_smi_processes
 from decisiontree.fingerprint import (
@@ -138,6 +139,9 @@ def diagnose(
     # A refused command line is the whole answer; what its message names is in `problems`.
     named = () if any(p.refused for p in problems) else named_flags(pasted.said, context)
     memory, log, memory_readings = memory_told(text, pasted.lines, context, vocabulary)
+    told = with_launch_backends(
+        gpu_requirements(parsed.said, context, vocabulary), context, vocabulary
+    )
     if candidates:
         values = paste_values(text) + tuple(
             value for reading in memory_readings for value in reading.values
@@ -175,7 +179,7 @@ def diagnose(
         named_flags=named,
         host_faults=host_faults(text),
         build_support=build_support(text, context, vocabulary),
-        gpu_requirements=gpu_requirements(parsed.said, context, vocabulary),
+        gpu_requirements=told,
         memory_at_failure=memory,
         memory_log=log,
         memory_readings=memory_readings,

@@ -74,7 +74,7 @@ _NAMED_CHOICE_FLAGS = 3  # a value that more flags offer ("triton", "auto") name
 
 
 @dataclass(frozen=True)
-class _Item:
+class CapabilityRange:
     low: Capability
     high: Capability  # inclusive; (major, 9) covers every minor of a major
 
@@ -129,10 +129,10 @@ def _read(message: str, context: Context, vocabulary: Vocabulary) -> Iterable[Gp
             continue
         refused = claim["neg"] is not None
         gpu, arch, capability = _this_gpu(message[claim.end() :], context, vocabulary)
-        meets = capability is not None and _meets(capability, items, excluded)
-        if capability is not None and meets != refused:
+        met = capability is not None and meets(capability, items, excluded)
+        if capability is not None and met != refused:
             continue  # this GPU is one the code runs on: the error has another cause
-        runs_on = _archs(vocabulary, items, excluded, refused=refused)
+        runs_on = archs_meeting(vocabulary, items, excluded, refused=refused)
         if not runs_on or len(runs_on) == len(vocabulary.arch_names):
             continue  # a list no GPU meets, or every one: not a list of GPUs
         code = _subject(message[: claim.start()])
@@ -149,16 +149,18 @@ def _read(message: str, context: Context, vocabulary: Vocabulary) -> Iterable[Gp
         )
 
 
-def _items(listed: str, vocabulary: Vocabulary) -> tuple[list[_Item], list[_Item]]:
+def _items(
+    listed: str, vocabulary: Vocabulary
+) -> tuple[list[CapabilityRange], list[CapabilityRange]]:
     """The capabilities a list names, and those after its "excluding"."""
     cut = _EXCEPT.search(listed)
     kept, left_out = (listed[: cut.start()], listed[cut.end() :]) if cut else (listed, "")
     return _parsed(kept, vocabulary), _parsed(left_out, vocabulary)
 
 
-def _parsed(listed: str, vocabulary: Vocabulary) -> list[_Item]:
-    numbered: list[_Item] = []
-    families: list[_Item] = []
+def _parsed(listed: str, vocabulary: Vocabulary) -> list[CapabilityRange]:
+    numbered: list[CapabilityRange] = []
+    families: list[CapabilityRange] = []
     for match in _ITEM.finditer(listed):
         if match["bare"] and not numbered:
             continue  # "SM90/100" continues a list of architectures; "16/32-bit" is none
@@ -167,7 +169,7 @@ def _parsed(listed: str, vocabulary: Vocabulary) -> list[_Item]:
             caps = _family(match["family"], vocabulary)
             if caps:
                 low, high = min(caps), max(caps)
-                families.append(_Item(low, (99, 9) if match["up"] else high))
+                families.append(CapabilityRange(low, (99, 9) if match["up"] else high))
             continue
         capability = _capability(match, capabilities="capabilit" in listed.lower())
         if capability is None:
@@ -176,17 +178,17 @@ def _parsed(listed: str, vocabulary: Vocabulary) -> list[_Item]:
         low = (major, 0 if minor == ANY_MINOR else minor)
         high = (major, 9 if minor == ANY_MINOR else minor)
         if match["up"] or op in (">=", "≥", "at least"):
-            numbered.append(_Item(low, (99, 9)))
+            numbered.append(CapabilityRange(low, (99, 9)))
         elif op in ("<=", "≤", "at most"):
-            numbered.append(_Item((0, 0), high))
+            numbered.append(CapabilityRange((0, 0), high))
         else:
-            numbered.append(_Item(low, high))
+            numbered.append(CapabilityRange(low, high))
     # A family in brackets glosses a number ("SM90 (Hopper)"); alone, it is the list.
     items = numbered or families
     lows = [i for i in items if i.high == (99, 9) and i.low != (0, 0)]
     highs = [i for i in items if i.low == (0, 0)]
     if lows and highs:  # "SM>=80 and SM<=90": one range
-        return [_Item(max(i.low for i in lows), min(i.high for i in highs))]
+        return [CapabilityRange(max(i.low for i in lows), min(i.high for i in highs))]
     return items
 
 
@@ -224,11 +226,11 @@ def _family(name: str, vocabulary: Vocabulary) -> list[Capability]:
     return sorted(
         cap
         for gpu in vocabulary.gpus
-        if gpu.family.lower() == key and (cap := _cap_of_arch(gpu.arch)) is not None
+        if gpu.family.lower() == key and (cap := capability_of_arch(gpu.arch)) is not None
     )
 
 
-def _cap_of_arch(arch: str) -> Capability | None:
+def capability_of_arch(arch: str) -> Capability | None:
     capability = capability_of(arch)
     if capability is None:
         return None
@@ -236,10 +238,12 @@ def _cap_of_arch(arch: str) -> Capability | None:
     return int(major), int(minor)
 
 
-def _meets(capability: Capability, items: Sequence[_Item], excluded: Sequence[_Item]) -> bool:
+def meets(
+    capability: Capability, items: Sequence[CapabilityRange], excluded: Sequence[CapabilityRange]
+) -> bool:
     major, minor = capability
 
-    def within(item: _Item) -> bool:
+    def within(item: CapabilityRange) -> bool:
         if minor == ANY_MINOR:  # the message gave only the major: any of it will do
             return item.low[0] <= major <= item.high[0]
         return item.low <= capability <= item.high
@@ -264,14 +268,14 @@ def _this_gpu(
                 arch = f"sm_{capability[0]}x"
             else:
                 arch = f"sm_{capability[0]}{capability[1]}"
-            named = _gpu_name(context, vocabulary, arch)
+            named = gpu_named_in(context, vocabulary, arch)
             return named or arch, arch, capability
     arch = context.arch or ""
-    capability = _cap_of_arch(arch)
-    return (_gpu_name(context, vocabulary, arch) or arch), arch, capability
+    capability = capability_of_arch(arch)
+    return (gpu_named_in(context, vocabulary, arch) or arch), arch, capability
 
 
-def _gpu_name(context: Context, vocabulary: Vocabulary, arch: str) -> str | None:
+def gpu_named_in(context: Context, vocabulary: Vocabulary, arch: str) -> str | None:
     for name in context.gpus:
         gpu = vocabulary.gpu_named(name)
         if gpu is not None and gpu.arch == arch:
@@ -289,13 +293,17 @@ def _subject(before: str) -> str:
     return " ".join(words) if 0 < len(words) <= _SUBJECT_WORDS else ""
 
 
-def _archs(
-    vocabulary: Vocabulary, items: Sequence[_Item], excluded: Sequence[_Item], *, refused: bool
+def archs_meeting(
+    vocabulary: Vocabulary,
+    items: Sequence[CapabilityRange],
+    excluded: Sequence[CapabilityRange],
+    *,
+    refused: bool,
 ) -> tuple[str, ...]:
     known = sorted(
-        {cap: arch for arch in vocabulary.arch_names if (cap := _cap_of_arch(arch))}.items()
+        {cap: arch for arch in vocabulary.arch_names if (cap := capability_of_arch(arch))}.items()
     )
-    return tuple(arch for cap, arch in known if _meets(cap, items, excluded) != refused)
+    return tuple(arch for cap, arch in known if meets(cap, items, excluded) != refused)
 
 
 def _chose(code: str, message: str, context: Context, vocabulary: Vocabulary) -> tuple[str, ...]:
@@ -341,7 +349,7 @@ def _reading(
     vocabulary: Vocabulary,
 ) -> GpuRequirement:
     what = f"`{code}`" if code else "The code that failed"
-    gpus = _gpus_of(runs_on, vocabulary)
+    gpus = gpus_described(runs_on, vocabulary)
     if refused:
         says = f"{what} does not run on {needs}"
     else:
@@ -372,10 +380,10 @@ def _reading(
     return GpuRequirement(code, needs, runs_on, gpu, arch, chosen, says, remedy)
 
 
-def _gpus_of(archs: Sequence[str], vocabulary: Vocabulary) -> str:
+def gpus_described(archs: Sequence[str], vocabulary: Vocabulary) -> str:
     """ "sm_100, Blackwell data center: B200/GB200; sm_103, ...", or "sm_75, Turing, and
     every newer architecture" for a list that runs to the newest."""
-    known = sorted(vocabulary.arch_names, key=lambda arch: _cap_of_arch(arch) or (0, 0))
+    known = sorted(vocabulary.arch_names, key=lambda arch: capability_of_arch(arch) or (0, 0))
     if len(archs) > 2 and list(archs) == known[known.index(archs[0]) :]:
         return f"{_described(archs[0], vocabulary)}, and every newer architecture"
     return "; ".join(_described(arch, vocabulary) for arch in archs)

@@ -18,8 +18,9 @@ Conditions nobody stated, read off where a finding was seen (`derived`), say wha
 needs no more than that: they never name a finding, but one seen with a setting this launch
 contradicts (an FP8 KV cache, where the launch sets BF16) is left out.
 Everything here is read off the graph: no paste, no matching. Beside the findings, two
-facts need none: whether the model's weights fit each GPU's share (`model_weights`), and
-what the builds must be made with to run on the GPU at all (`build_support.cuda_needed`).
+facts need none: whether the model's weights fit each GPU's share (`model_weights`), what
+the builds must be made with to run on the GPU at all (`build_support.cuda_needed`), and the
+backends it chooses that its framework refuses on its GPU (`backend_gpus`).
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ from dataclasses import dataclass
 
 from decisiontree import flags
 from decisiontree.answer import PathStep, RankedFix, WhyStep
+from decisiontree.backend_gpus import backend_requirements
 from decisiontree.build_support import cuda_needed
 from decisiontree.context import Context
 from decisiontree.flag_check import FlagProblem, flag_problems
 from decisiontree.gpu_memory import MemoryReading
+from decisiontree.gpu_requirement import GpuRequirement
 from decisiontree.graph import KnowledgeGraph
 from decisiontree.model_weights import weights_reading
 from decisiontree.records import Condition, FindingRecord
@@ -78,6 +81,8 @@ class LaunchCheck:
     weights: MemoryReading | None = None
     # What builds must be made with to run on the GPU at all ("" where any will do).
     builds: str = ""
+    # Backends the launch chooses that its framework refuses on its GPU.
+    gpu_requirements: tuple[GpuRequirement, ...] = ()
 
 
 # A launch check tells at most this many issues, the best first: a page, a thread or a
@@ -114,7 +119,15 @@ def check_launch(context: Context, graph: KnowledgeGraph, vocabulary: Vocabulary
     weights = weights_reading(context, vocabulary, gpu_bytes(context, vocabulary))
     more = max(len(found) - SHOWN, 0)
     builds = cuda_needed(context.arch, vocabulary) if context.arch else ""
-    return LaunchCheck(context, flag_problems("", context), risks, more, weights, builds)
+    return LaunchCheck(
+        context,
+        flag_problems("", context),
+        risks,
+        more,
+        weights,
+        builds,
+        backend_requirements(context, vocabulary),
+    )
 
 
 def _held(

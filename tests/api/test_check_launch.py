@@ -106,3 +106,19 @@ def test_a_scripts_engine_call_is_checked_as_its_launch_without_a_command_to_cor
     weights = body["weights"]
     assert "67.06 GiB on each GPU at --tensor-parallel-size 2" in weights["text"]
     assert weights["corrected_command"] is None
+
+
+def test_a_backend_the_release_refuses_on_the_gpu_is_told_first_with_what_runs_there(
+    reader: APIClient, starter_kb: None
+) -> None:
+    launch = "vllm serve deepseek-ai/DeepSeek-V3 --attention-backend FLASHMLA"
+
+    body = reader.post(CHECK, {"launch_command": launch, "gpu": "RTX 5090"}, format="json").json()
+
+    [reading] = body["gpu_requirements"]
+    assert reading["flags"] == ["--attention-backend FLASHMLA"]
+    assert reading["runs_on"] == ["sm_90", "sm_100", "sm_103"]
+    assert "`TRITON_MLA`" in reading["remedy"]
+    assert body["summary"].startswith("--attention-backend FLASHMLA does not run on sm_120")
+    hopper = reader.post(CHECK, {"launch_command": launch, "gpu": "H100"}, format="json").json()
+    assert hopper["gpu_requirements"] == []

@@ -588,6 +588,21 @@ def test_a_slack_check_says_when_the_weights_do_not_fit_and_gives_the_split(
     assert f"```{launch} --tensor-parallel-size 2```" in details
 
 
+def test_a_slack_check_names_a_backend_the_gpu_cannot_run_and_what_runs_there(
+    slack_bot: str, starter_kb: None
+) -> None:
+    launch = "vllm serve deepseek-ai/DeepSeek-V3 --attention-backend FLASHMLA"
+    text = f"check RTX 5090, vllm 0.34.0: {launch}"
+    signed_post(COMMANDS, {"text": text, "response_url": f"{slack_bot}/hook/9", "channel_id": "C8"})
+
+    head, _ = FakeSlack.posts_to("/api/chat.postMessage")
+    headline = head["blocks"][0]["text"]["text"]
+    assert headline.startswith("*Launch check: --attention-backend FLASHMLA does not run on sm_120")
+    assert "• _GPU:_ `--attention-backend FLASHMLA` chooses a backend that vllm 0.34.0" in headline
+    assert "runs `TRITON_MLA` on sm_120" in headline
+    assert "whose check may differ" not in headline  # the release the table was read from
+
+
 def test_check_without_a_launch_says_how_and_an_error_starting_check_is_a_paste(
     slack: str,
 ) -> None:

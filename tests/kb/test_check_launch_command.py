@@ -55,3 +55,19 @@ def test_it_prints_whether_the_weights_fit_with_the_split_that_holds_them() -> N
     text = out.getvalue()
     assert "\nThe weights of meta-llama/Llama-3.1-70B-Instruct are 70B parameters in 16-bit" in text
     assert f"\n  {' '.join(launch)} --tensor-parallel-size 2\n" in text
+
+
+def test_a_backend_that_does_not_run_on_the_gpu_is_printed_with_its_alternatives(
+    starter_kb: None,
+) -> None:
+    out = StringIO()
+
+    call_command(
+        "check_launch", "--gpu", "RTX 5090", "--", *LAUNCH, "--attention-backend", "fa3", stdout=out
+    )
+
+    text = out.getvalue()
+    assert text.startswith("--attention-backend fa3 does not run on sm_120")
+    section = text.split("Backends that do not run on this GPU:\n", 1)[1]
+    assert section.startswith("  `--attention-backend fa3` chooses a backend that sglang 0.5.23")
+    assert "runs `triton` on sm_120" in section

@@ -576,6 +576,23 @@ def test_a_launch_is_checked_before_it_runs_with_the_fix_applied_to_it(
     assert re.search(r'name="gpu" value="NVIDIA RTX PRO 6000 Blackwell Server Edition"', again)
 
 
+def test_a_launch_with_a_backend_its_gpu_cannot_run_is_told_before_the_findings(
+    client: Client, starter_kb: None
+) -> None:
+    launch = "python3 -m sglang.launch_server --model-path GLM-5-NVFP4 --attention-backend fa3"
+
+    html = client.post(
+        "/check/", {"launch_command": launch, "gpu": "RTX PRO 6000"}
+    ).content.decode()
+
+    assert 'class="verdict verdict-known"' in html
+    notice = html.split('<section class="notice gpu-requirements" role="alert">', 1)[1]
+    notice = re.sub(r"<[^>]+>", "", notice.split("</section>", 1)[0])
+    assert "the server would stop at start-up" in notice
+    assert "--attention-backend fa3 chooses a backend that sglang 0.5.23 runs only on" in notice
+    assert html.index("gpu-requirements") < html.index('class="risks"')
+
+
 def test_a_launch_whose_weights_do_not_fit_gets_the_split_that_holds_them(
     client: Client, starter_kb: None
 ) -> None:

@@ -56,6 +56,9 @@ def render_check(answer: dict[str, Any]) -> list[str]:
     for problem in answer["flag_problems"]:
         instead = f"; use {problem['instead']}" if problem["instead"] else ""
         lines.append(f"  {problem['flag']}: {problem['problem']}{instead}")
+    if answer["gpu_requirements"]:
+        lines += ["", "Backends that do not run on this GPU:"]
+        lines += [f"  {reading['text']}" for reading in answer["gpu_requirements"]]
     if weights := answer["weights"]:
         lines += ["", weights["text"]]
         if weights["corrected_command"]:

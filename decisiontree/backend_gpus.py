@@ -1,0 +1,202 @@
+"""Attention backends a launch chooses that its framework refuses on its GPU.
+
+Some backends check the GPU before the server starts: vLLM's backends each state the
+compute capabilities they support, SGLang's raise at start-up ("TRTLLM MLA backend is only
+supported on Blackwell GPUs"). Such a choice never starts on another GPU, whatever else the
+launch sets. The capabilities come from one release's own checks (`data/backend_gpus.json`,
+each with the file and function that checks): a launch whose backend flag names one its GPU
+is not among is told so before it runs and beside any diagnosis, with the backends of the
+same kinds of attention that the release lets run there.
+
+The reading is a `GpuRequirement`, as one that an error message states is: every answer
+shows both the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from decisiontree import flags
+from decisiontree.gpu_requirement import (
+    Capability,
+    CapabilityRange,
+    GpuRequirement,
+    archs_meeting,
+    capability_of_arch,
+    gpu_named_in,
+    gpus_described,
+    meets,
+)
+from decisiontree.vocabulary import Vocabulary
+
+if TYPE_CHECKING:
+    from decisiontree.context import Context
+
+TABLE_FILE = Path(__file__).resolve().parent / "data" / "backend_gpus.json"
+EVERY_GPU = "any"
+NEWEST = (99, 9)
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str  # as the framework spells the choice: "fa3", "FLASHMLA"
+    runs_on: tuple[str, ...]  # as the table writes it: ("9.x", "10.x")
+    ranges: tuple[CapabilityRange, ...]  # () where it runs on every GPU
+    serves: frozenset[str]  # the kinds of attention it serves: "dense", "mla", "sparse-mla"
+    flags: tuple[str, ...]  # the flags that may choose it
+    note: str
+    source: str
+
+
+@dataclass(frozen=True)
+class BackendTable:
+    framework: str
+    release: str
+    flags: tuple[str, ...]
+    backends: Mapping[str, Backend]  # by the choice, lower-cased
+
+
+@cache
+def tables() -> Mapping[str, BackendTable]:
+    data = json.loads(TABLE_FILE.read_text(encoding="utf-8"))
+    found = {}
+    for framework, table in data.items():
+        if framework.startswith("_"):
+            continue
+        flag_names = tuple(table["flags"])
+        backends = {
+            name.lower(): Backend(
+                name,
+                tuple(entry["runs_on"]),
+                tuple(capability_range(spec) for spec in entry["runs_on"] if spec != EVERY_GPU),
+                frozenset(entry["serves"]),
+                tuple(entry.get("flags", flag_names)),
+                entry.get("note", ""),
+                entry["source"],
+            )
+            for name, entry in table["choices"].items()
+        }
+        found[framework] = BackendTable(framework, table["release"], flag_names, backends)
+    return found
+
+
+def capability_range(spec: str) -> CapabilityRange:
+    """ "9.0" -> 9.0 alone; "10.x" -> every 10.y; "8.0+" -> 8.0 and newer; "8.0-12.1"."""
+    if spec.endswith("+"):
+        return CapabilityRange(_capability(spec[:-1]), NEWEST)
+    if "-" in spec:
+        low, high = spec.split("-", 1)
+        return CapabilityRange(_capability(low), _capability(high))
+    major, minor = spec.split(".", 1)
+    if minor == "x":
+        return CapabilityRange((int(major), 0), (int(major), 9))
+    return CapabilityRange(_capability(spec), _capability(spec))
+
+
+def _capability(text: str) -> Capability:
+    major, minor = text.split(".", 1)
+    return int(major), int(minor)
+
+
+def runs_here(backend: Backend, capability: Capability) -> bool:
+    return not backend.ranges or meets(capability, backend.ranges, ())
+
+
+def with_launch_backends(
+    told: tuple[GpuRequirement, ...], context: Context, vocabulary: Vocabulary
+) -> tuple[GpuRequirement, ...]:
+    """The error's own readings (`told`) and the launch's backends the framework refuses on
+    its GPU. A message that named no flag but lists the same GPUs as a refused backend is
+    that backend's refusal: the launch's reading, which names the flag and what runs
+    here instead, stands in its place."""
+    backends = backend_requirements(context, vocabulary, told=told)
+    kept = tuple(
+        reading
+        for reading in told
+        if reading.flags or all(reading.runs_on != backend.runs_on for backend in backends)
+    )
+    return kept + backends
+
+
+def backend_requirements(
+    context: Context, vocabulary: Vocabulary, *, told: Iterable[GpuRequirement] = ()
+) -> tuple[GpuRequirement, ...]:
+    """A reading for each backend flag of the launch whose choice the framework's release
+    refuses on the launch's GPU; none for a flag a reading in `told` already names (the
+    error's own message said it)."""
+    table = tables().get(context.framework or "")
+    capability = capability_of_arch(context.arch or "")
+    if table is None or capability is None:
+        return ()
+    named = " ".join(flag for reading in told for flag in reading.flags)
+    found = []
+    for flag, value in context.flags.items():
+        backend = table.backends.get((value or "").lower())
+        if backend is None or flag not in backend.flags or runs_here(backend, capability):
+            continue
+        spelled = flags.spell(flag, table.framework, context.spelling_version)
+        if spelled in named.split():
+            continue
+        found.append(_reading(table, backend, flag, spelled, capability, context, vocabulary))
+    return tuple(found)
+
+
+def _reading(
+    table: BackendTable,
+    backend: Backend,
+    flag: str,
+    spelled: str,
+    capability: Capability,
+    context: Context,
+    vocabulary: Vocabulary,
+) -> GpuRequirement:
+    arch = context.arch or ""
+    gpu = gpu_named_in(context, vocabulary, arch) or arch
+    runs_on = archs_meeting(vocabulary, backend.ranges, (), refused=False)
+    needs = "compute capability " + " or ".join(backend.runs_on)
+    release = f"{table.framework} {table.release}"
+    gpus = gpus_described(runs_on, vocabulary)
+    says = (
+        f"`{spelled} {backend.name}` chooses a backend that {release} runs only on {needs}"
+        + (f" ({gpus})" if gpus else "")
+        + (f", {backend.note}" if backend.note else "")
+        + (f"; the {gpu} is {arch}" if gpu != arch else f"; this GPU is {arch}")
+        + f", not one of them. The server stops at start-up ({backend.source})."
+    )
+    if context.framework_version and context.framework_version != table.release:
+        says += (
+            f" Read from {release}; this launch runs {context.framework_version},"
+            " whose check may differ."
+        )
+    others = [
+        other.name
+        for other in table.backends.values()
+        if backend.serves <= other.serves and flag in other.flags and runs_here(other, capability)
+    ]
+    unset = f"or leave it unset: {table.framework} then picks one that runs here."
+    if others:  # only those whose check was read: another may run here as well
+        listed = ", ".join(f"`{name}`" for name in others)
+        remedy = (
+            f"Set `{spelled}` to another value (of the backends whose check FixGraph has"
+            f" read, {release} runs {listed} on {arch}), {unset}"
+        )
+    else:
+        remedy = f"Set `{spelled}` to another value, {unset}"
+    return GpuRequirement(
+        backend.name, needs, runs_on, gpu, arch, (f"{spelled} {backend.name}",), says, remedy
+    )
+
+
+__all__ = [
+    "Backend",
+    "BackendTable",
+    "backend_requirements",
+    "capability_range",
+    "tables",
+    "with_launch_backends",
+]

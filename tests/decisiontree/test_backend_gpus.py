@@ -1,0 +1,126 @@
+"""Backends a launch chooses that its framework's release refuses on its GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from decisiontree import flags
+from decisiontree.backend_gpus import (
+    backend_requirements,
+    capability_range,
+    tables,
+    with_launch_backends,
+)
+from decisiontree.context import build_context
+from decisiontree.gpu_requirement import CapabilityRange, gpu_requirements
+from decisiontree.vocabulary import load
+
+GLM5_FA3 = "python3 -m sglang.launch_server --model-path zai-org/GLM-5 --attention-backend fa3"
+DEEPSEEK_FLASHMLA = "vllm serve deepseek-ai/DeepSeek-V3 --attention-backend FLASHMLA"
+FA3_REFUSAL = "AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90."
+
+
+def readings(launch: str, gpu: str | None, **facts: str):
+    context = build_context("", launch_command=launch, gpu=gpu, **facts)
+    return backend_requirements(context, load())
+
+
+def test_every_backend_in_the_table_is_a_choice_its_flags_offer() -> None:
+    """A table entry the flag tables do not offer could never be met: a rename drifted."""
+    for framework, table in tables().items():
+        for backend in table.backends.values():
+            assert backend.ranges or backend.runs_on == ("any",), backend.name
+            for flag in backend.flags:
+                spec = flags.flag(flag, framework)
+                assert spec is not None, (framework, flag)
+                assert backend.name in spec.choices, (framework, flag, backend.name)
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("9.0", CapabilityRange((9, 0), (9, 0))),
+        ("10.x", CapabilityRange((10, 0), (10, 9))),
+        ("8.0+", CapabilityRange((8, 0), (99, 9))),
+        ("8.0-12.1", CapabilityRange((8, 0), (12, 1))),
+    ],
+)
+def test_capabilities_are_written_as_one_a_major_from_on_or_a_range(
+    spec: str, expected: CapabilityRange
+) -> None:
+    assert capability_range(spec) == expected
+
+
+def test_fa3_on_a_blackwell_workstation_gpu_is_refused_with_what_serves_mla_too() -> None:
+    [reading] = readings(GLM5_FA3, "RTX PRO 6000 Blackwell")
+
+    assert reading.flags == ("--attention-backend fa3",)
+    assert reading.arch == "sm_120"
+    assert reading.runs_on == ("sm_80", "sm_86", "sm_87", "sm_89", "sm_90")
+    assert "sglang 0.5.23" in reading.says and "not one of them" in reading.says
+    # trtllm_mha runs on sm_120 but serves no MLA model, which fa3 may be serving here.
+    assert "`triton`" in reading.remedy and "trtllm_mha" not in reading.remedy
+    assert "leave it unset" in reading.remedy
+
+
+def test_the_same_launch_on_hopper_gets_nothing() -> None:
+    assert readings(GLM5_FA3, "H100") == ()
+
+
+def test_a_vllm_mla_backend_offers_only_mla_backends_that_run_here() -> None:
+    [reading] = readings(DEEPSEEK_FLASHMLA, "RTX 5090")
+
+    assert reading.runs_on == ("sm_90", "sm_100", "sm_103")
+    assert "`TRITON_MLA`" in reading.remedy
+    assert "TRITON_ATTN" not in reading.remedy and "FLASH_ATTN" not in reading.remedy
+
+
+def test_a_dense_backend_on_an_old_gpu_offers_dense_ones_and_the_value_is_read_in_any_case() -> (
+    None
+):
+    [reading] = readings("vllm serve meta-llama/Llama-3.1-8B --attention-backend flash_attn", "T4")
+
+    assert reading.code == "FLASH_ATTN" and reading.arch == "sm_75"
+    assert "`TRITON_ATTN`" in reading.remedy and "MLA" not in reading.remedy
+
+
+def test_a_flag_the_release_does_not_check_that_backend_on_gets_nothing() -> None:
+    """SGLang 0.5.23 checks trtllm_mla's GPU where it decodes, not where it only prefills."""
+    decode = "python3 -m sglang.launch_server --model-path m --decode-attention-backend trtllm_mla"
+
+    assert len(readings(decode, "A100")) == 1
+    assert readings(decode.replace("--decode-", "--prefill-"), "A100") == ()
+
+
+def test_another_release_is_told_that_its_check_may_differ() -> None:
+    [reading] = readings(GLM5_FA3, "RTX 5090", framework_version="0.5.9")
+
+    assert "this launch runs 0.5.9, whose check may differ" in reading.says
+
+
+def test_nothing_is_said_without_the_gpu_or_for_a_backend_the_table_does_not_hold() -> None:
+    assert readings(GLM5_FA3, None) == ()
+    unchecked = GLM5_FA3.replace("fa3", "flashinfer")
+    assert readings(unchecked, "RTX 5090") == ()
+
+
+def test_the_launchs_reading_stands_in_for_a_message_that_lists_the_same_gpus() -> None:
+    context = build_context("", launch_command=GLM5_FA3, gpu="RTX 5090")
+    vocabulary = load()
+    said = gpu_requirements([FA3_REFUSAL], context, vocabulary)
+    assert said and not said[0].flags  # the message names no flag
+
+    [reading] = with_launch_backends(said, context, vocabulary)
+
+    assert reading.flags == ("--attention-backend fa3",)
+
+
+def test_a_message_about_other_code_is_kept_beside_the_launchs_reading() -> None:
+    context = build_context("", launch_command=GLM5_FA3, gpu="RTX 5090")
+    vocabulary = load()
+    other = "RuntimeError: dsv3_fused_a_gemm requires SM90 (Hopper) or later, got sm86"
+    said = gpu_requirements([other], context, vocabulary)
+
+    merged = with_launch_backends(said, context, vocabulary)
+
+    assert [r.flags for r in merged] == [said[0].flags, ("--attention-backend fa3",)]
