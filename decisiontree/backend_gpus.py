@@ -14,8 +14,10 @@ shows both the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -108,13 +110,17 @@ def runs_here(backend: Backend, capability: Capability) -> bool:
 
 
 def with_launch_backends(
-    told: tuple[GpuRequirement, ...], context: Context, vocabulary: Vocabulary
+    told: tuple[GpuRequirement, ...],
+    context: Context,
+    vocabulary: Vocabulary,
+    said: Sequence[str] = (),
 ) -> tuple[GpuRequirement, ...]:
     """The error's own readings (`told`) and the launch's backends the framework refuses on
     its GPU. A message that named no flag but lists the same GPUs as a refused backend is
     that backend's refusal: the launch's reading, which names the flag and what runs
-    here instead, stands in its place."""
-    backends = backend_requirements(context, vocabulary, told=told)
+    here instead, stands in its place. `said`: the error's messages, read for the backend
+    where the launch names none."""
+    backends = backend_requirements(context, vocabulary, told=told, said=said)
     kept = tuple(
         reading
         for reading in told
@@ -124,11 +130,20 @@ def with_launch_backends(
 
 
 def backend_requirements(
-    context: Context, vocabulary: Vocabulary, *, told: Iterable[GpuRequirement] = ()
+    context: Context,
+    vocabulary: Vocabulary,
+    *,
+    told: Iterable[GpuRequirement] = (),
+    said: Sequence[str] = (),
 ) -> tuple[GpuRequirement, ...]:
     """A reading for each backend flag of the launch whose choice the framework's release
     refuses on the launch's GPU; none for a flag a reading in `told` already names (the
-    error's own message said it)."""
+    error's own message said it).
+
+    Where the launch sets none of the table's flags, the one backend of the table that the
+    error's messages (`said`) name, as the framework spells it ("Selected backend
+    AttentionBackendEnum.FLASHMLA is not valid for this configuration"), is read as the
+    choice. A message that names several (a list of every backend tried) chose none."""
     table = tables().get(context.framework or "")
     capability = capability_of_arch(context.arch or "")
     if table is None or capability is None:
@@ -143,7 +158,34 @@ def backend_requirements(
         if spelled in named.split():
             continue
         found.append(_reading(table, backend, flag, spelled, capability, context, vocabulary))
+    if said and not any(flag in context.flags for flag in table.flags):
+        named_backends = _named_in(table, said)
+        if len(named_backends) == 1 and not runs_here(named_backends[0], capability):
+            [backend] = named_backends
+            flag = table.flags[0]
+            spelled = flags.spell(flag, table.framework, context.spelling_version)
+            reading = _reading(table, backend, flag, spelled, capability, context, vocabulary)
+            found.append(_named_by_error(reading, spelled))
     return tuple(found)
+
+
+def _named_in(table: BackendTable, said: Sequence[str]) -> list[Backend]:
+    """The table's backends that the messages name, each as a whole word."""
+    text = "\n".join(message[:2000] for message in said)
+    return [
+        backend
+        for backend in table.backends.values()
+        if backend.name in text and re.search(rf"(?<![\w-]){backend.name}(?![\w-])", text)
+    ]
+
+
+def _named_by_error(reading: GpuRequirement, spelled: str) -> GpuRequirement:
+    """A reading of a backend the error names, not the launch: said as such."""
+    chosen = f"`{spelled} {reading.code}` chooses a backend that"
+    return dataclasses.replace(
+        reading,
+        says=reading.says.replace(chosen, f"The error names `{reading.code}`, a backend that", 1),
+    )
 
 
 def _reading(

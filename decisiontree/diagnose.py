@@ -140,7 +140,7 @@ def diagnose(
     named = () if any(p.refused for p in problems) else named_flags(pasted.said, context)
     memory, log, memory_readings = memory_told(text, pasted.lines, context, vocabulary)
     told = with_launch_backends(
-        gpu_requirements(parsed.said, context, vocabulary), context, vocabulary
+        gpu_requirements(parsed.said, context, vocabulary), context, vocabulary, parsed.said
     )
     if candidates:
         values = paste_values(text) + tuple(

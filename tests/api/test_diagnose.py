@@ -729,6 +729,32 @@ def test_code_for_other_gpus_is_said_with_the_flag_that_chose_it(
     )
 
 
+def test_a_backend_the_error_names_is_set_beside_the_gpu_from_the_releases_check(
+    reader: APIClient, starter_kb: None
+) -> None:
+    """vLLM's refusal of a chosen backend lists no GPUs: the table of its release does."""
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/dist-packages/vllm/v1/attention/selector.py", line 218, in '
+        "_cached_get_attn_backend\n"
+        "    attention_cls = current_platform.get_attn_backend_cls(\n"
+        '  File "/usr/lib/python3/dist-packages/vllm/platforms/cuda.py", line 485, in '
+        "get_attn_backend_cls\n"
+        "    raise ValueError(\n"
+        "ValueError: Selected backend AttentionBackendEnum.FLASHMLA is not valid for this "
+        "configuration. Reason: ['compute capability not supported']\n"
+    )
+
+    body = diagnose(reader, {"traceback": paste, "gpu": "RTX 5090"}).json()
+
+    [reading] = body["gpu_requirements"]
+    assert reading["says"].startswith("The error names `FLASHMLA`, a backend that vllm 0.34.0")
+    assert reading["runs_on"] == ["sm_90", "sm_100", "sm_103"]
+    assert "`TRITON_MLA`" in reading["remedy"]
+    hopper = diagnose(reader, {"traceback": paste, "gpu": "H100"}).json()
+    assert hopper["gpu_requirements"] == []
+
+
 def test_fixes_of_a_less_likely_match_say_so_in_the_api_and_on_the_page(
     reader: APIClient, starter_kb: None
 ) -> None:

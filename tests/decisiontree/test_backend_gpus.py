@@ -124,3 +124,38 @@ def test_a_message_about_other_code_is_kept_beside_the_launchs_reading() -> None
     merged = with_launch_backends(said, context, vocabulary)
 
     assert [r.flags for r in merged] == [said[0].flags, ("--attention-backend fa3",)]
+
+
+SELECTED = (
+    "Selected backend AttentionBackendEnum.FLASHMLA is not valid for this configuration. "
+    "Reason: ['compute capability not supported']"
+)
+
+
+def from_error(said: list[str], launch: str | None = None):
+    context = build_context("", launch_command=launch, gpu="RTX 5090", framework="vllm")
+    return backend_requirements(context, load(), said=said)
+
+
+def test_a_backend_the_error_names_is_read_where_the_launch_names_none() -> None:
+    [reading] = from_error([SELECTED])
+
+    assert reading.says.startswith("The error names `FLASHMLA`, a backend that vllm 0.34.0")
+    assert reading.flags == ("--attention-backend FLASHMLA",)
+    assert "`TRITON_MLA`" in reading.remedy
+
+
+def test_an_error_that_lists_every_backend_tried_chose_none_of_them() -> None:
+    tried = (
+        "No valid attention backend found for cuda with AttentionSelectorConfig(...). "
+        "Reasons: {FLASH_ATTN: [head_size not supported], "
+        "FLASHMLA: [compute capability not supported]}."
+    )
+
+    assert from_error([tried]) == ()
+
+
+def test_the_launchs_own_choice_is_read_instead_of_the_errors() -> None:
+    launch = "vllm serve deepseek-ai/DeepSeek-V3 --attention-backend TRITON_MLA"
+
+    assert from_error([SELECTED], launch) == ()
