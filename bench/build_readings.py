@@ -2,7 +2,9 @@
 them on.
 
 `decisiontree.build_support` tells a user that a build in the paste cannot run on its GPU;
-`decisiontree.gpu_requirement`, that code the error names runs only on other GPUs. A
+`decisiontree.gpu_requirement`, that code the error names runs only on other GPUs, and
+`decisiontree.backend_gpus`, that the backend the launch (or the error) names is one its
+framework's release refuses on the GPU, as a diagnosis shows them. A
 reading that fires where the build or the GPU is fine sends someone to reinstall, or to
 another backend, for nothing, so this lists every reading they give on the shared real
 reports (with each report's stated GPU and launch command, as `real-reports-eval` passes
@@ -19,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from decisiontree.backend_gpus import with_launch_backends  # noqa: E402
 from decisiontree.build_support import build_support  # noqa: E402
 from decisiontree.context import build_context  # noqa: E402
 from decisiontree.gpu_requirement import gpu_requirements  # noqa: E402
@@ -56,7 +59,8 @@ def main() -> None:
         for reading in build_support(text, context, vocabulary):
             tally[1] += 1
             print(f"{corpus:7} {name:40} build: {reading.text}")
-        for requirement in gpu_requirements(said, context, vocabulary):
+        told = gpu_requirements(said, context, vocabulary)
+        for requirement in with_launch_backends(told, context, vocabulary, said):
             tally[2] += 1
             print(f"{corpus:7} {name:40} gpu: {requirement.text}")
     print(f"\n{'corpus':8} {'reports':>8} {'build':>6} {'gpu':>4}")
