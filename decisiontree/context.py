@@ -491,8 +491,11 @@ def _log_format_facts(text: str) -> Facts:
 def _path_facts(text: str) -> Facts:
     """Framework and Python version from traceback paths (site-packages/sglang/...)."""
     facts: Facts = {}
+    # The packages' own subpackages (SGLang 0.5's, vLLM 0.6's and 0.34's): a directory
+    # named like the framework holds them only where it is the framework.
     counts = {fw: len(re.findall(rf"[/\\]{fw}[/\\](?:srt|entrypoints|v1|engine|model_executor|"
-                                 rf"launch_server|worker|distributed|layers)", text))
+                                 rf"launch_server|worker|distributed|layers|platforms|attention|"
+                                 rf"executor|transformers_utils|compilation|spec_decode)", text))
               for fw in ("sglang", "vllm")}  # fmt: skip
     if max(counts.values()) > 0:
         facts["framework"] = max(counts, key=lambda fw: counts[fw])

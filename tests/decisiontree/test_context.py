@@ -332,6 +332,19 @@ def test_a_traceback_path_gives_the_python_release() -> None:
     assert context.framework == "vllm"
 
 
+def test_a_traceback_through_the_frameworks_platform_code_names_the_framework() -> None:
+    """vLLM checks the GPU in `vllm/platforms/` before any engine frame runs."""
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/dist-packages/vllm/platforms/cuda.py", line 485, in '
+        "get_attn_backend_cls\n"
+        "    raise ValueError(\n"
+        "ValueError: Selected backend AttentionBackendEnum.FLASHMLA is not valid\n"
+    )
+    assert build_context(paste).framework == "vllm"
+    assert build_context(paste.replace("/vllm/", "/src/")).framework is None
+
+
 def test_nvidia_smi_version_lines_give_the_driver_and_its_cuda() -> None:
     printed = (
         "NVIDIA-SMI version  : 575.51.03\n"
