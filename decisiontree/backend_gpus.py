@@ -14,7 +14,6 @@ shows both the same way.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -164,8 +163,11 @@ def backend_requirements(
             [backend] = named_backends
             flag = table.flags[0]
             spelled = flags.spell(flag, table.framework, context.spelling_version)
-            reading = _reading(table, backend, flag, spelled, capability, context, vocabulary)
-            found.append(_named_by_error(reading, spelled))
+            found.append(
+                _reading(
+                    table, backend, flag, spelled, capability, context, vocabulary, launched=False
+                )
+            )
     return tuple(found)
 
 
@@ -179,15 +181,6 @@ def _named_in(table: BackendTable, said: Sequence[str]) -> list[Backend]:
     ]
 
 
-def _named_by_error(reading: GpuRequirement, spelled: str) -> GpuRequirement:
-    """A reading of a backend the error names, not the launch: said as such."""
-    chosen = f"`{spelled} {reading.code}` chooses a backend that"
-    return dataclasses.replace(
-        reading,
-        says=reading.says.replace(chosen, f"The error names `{reading.code}`, a backend that", 1),
-    )
-
-
 def _reading(
     table: BackendTable,
     backend: Backend,
@@ -196,7 +189,10 @@ def _reading(
     capability: Capability,
     context: Context,
     vocabulary: Vocabulary,
+    *,
+    launched: bool = True,
 ) -> GpuRequirement:
+    """`launched`: the launch chose the backend; else the error names it."""
     arch = context.arch or ""
     gpu = gpu_named_in(context, vocabulary, arch) or arch
     runs_on = archs_meeting(vocabulary, backend.ranges, (), refused=False)
@@ -204,7 +200,12 @@ def _reading(
     release = f"{table.framework} {table.release}"
     gpus = gpus_described(runs_on, vocabulary)
     says = (
-        f"`{spelled} {backend.name}` chooses a backend that {release} runs only on {needs}"
+        (
+            f"`{spelled} {backend.name}` chooses a backend that"
+            if launched
+            else f"The error names `{backend.name}`, a backend that"
+        )
+        + f" {release} runs only on {needs}"
         + (f" ({gpus})" if gpus else "")
         + (f", {backend.note}" if backend.note else "")
         + (f"; the {gpu} is {arch}" if gpu != arch else f"; this GPU is {arch}")
