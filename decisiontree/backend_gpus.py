@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from decisiontree import flags
 from decisiontree.gpu_requirement import (
@@ -47,11 +47,19 @@ NEWEST = (99, 9)
 class Backend:
     name: str  # as the framework spells the choice: "fa3", "FLASHMLA"
     runs_on: tuple[str, ...]  # as the table writes it: ("9.x", "10.x")
-    ranges: tuple[CapabilityRange, ...]  # () where it runs on every GPU
+    runs_on_mla: tuple[str, ...]  # for a model with MLA where that is fewer GPUs, else ()
     serves: frozenset[str]  # the kinds of attention it serves: "dense", "mla", "sparse-mla"
     flags: tuple[str, ...]  # the flags that may choose it
     note: str
     source: str
+
+    def specs(self, kind: str | None) -> tuple[str, ...]:
+        """Where it runs for a model of this kind of attention (None: not known)."""
+        return self.runs_on_mla if kind == "mla" and self.runs_on_mla else self.runs_on
+
+    def ranges(self, kind: str | None) -> tuple[CapabilityRange, ...]:
+        """The same as capabilities; () where it runs on every GPU."""
+        return tuple(capability_range(spec) for spec in self.specs(kind) if spec != EVERY_GPU)
 
 
 @dataclass(frozen=True)
@@ -63,18 +71,22 @@ class BackendTable:
 
 
 @cache
+def _data() -> Mapping[str, Any]:
+    return dict(json.loads(TABLE_FILE.read_text(encoding="utf-8")))
+
+
+@cache
 def tables() -> Mapping[str, BackendTable]:
-    data = json.loads(TABLE_FILE.read_text(encoding="utf-8"))
     found = {}
-    for framework, table in data.items():
-        if framework.startswith("_"):
-            continue
+    for framework, table in _data().items():
+        if "choices" not in table:
+            continue  # the notes, the models with MLA
         flag_names = tuple(table["flags"])
         backends = {
             name.lower(): Backend(
                 name,
                 tuple(entry["runs_on"]),
-                tuple(capability_range(spec) for spec in entry["runs_on"] if spec != EVERY_GPU),
+                tuple(entry.get("runs_on_mla", ())),
                 frozenset(entry["serves"]),
                 tuple(entry.get("flags", flag_names)),
                 entry.get("note", ""),
@@ -84,6 +96,19 @@ def tables() -> Mapping[str, BackendTable]:
         }
         found[framework] = BackendTable(framework, table["release"], flag_names, backends)
     return found
+
+
+@cache
+def mla_classes() -> frozenset[str]:
+    return frozenset(_data()["mla_models"]["classes"])
+
+
+def model_kind(context: Context, vocabulary: Vocabulary) -> str | None:
+    """The launch's model's attention: "mla" or "dense"; None where the model is not known."""
+    classes = vocabulary.model_classes(context.model_arch or "")
+    if not classes:
+        return None
+    return "mla" if mla_classes() & set(classes) else "dense"
 
 
 def capability_range(spec: str) -> CapabilityRange:
@@ -104,8 +129,9 @@ def _capability(text: str) -> Capability:
     return int(major), int(minor)
 
 
-def runs_here(backend: Backend, capability: Capability) -> bool:
-    return not backend.ranges or meets(capability, backend.ranges, ())
+def runs_here(backend: Backend, capability: Capability, kind: str | None = None) -> bool:
+    ranges = backend.ranges(kind)
+    return not ranges or meets(capability, ranges, ())
 
 
 def with_launch_backends(
@@ -120,11 +146,16 @@ def with_launch_backends(
     here instead, stands in its place. `said`: the error's messages, read for the backend
     where the launch names none."""
     backends = backend_requirements(context, vocabulary, told=told, said=said)
-    kept = tuple(
-        reading
-        for reading in told
-        if reading.flags or all(reading.runs_on != backend.runs_on for backend in backends)
-    )
+    table = tables().get(context.framework or "")
+    # Each refused backend's GPUs for any model: what its own message lists.
+    listed = {
+        archs_meeting(
+            vocabulary, table.backends[reading.code.lower()].ranges(None), (), refused=False
+        )
+        for reading in backends
+        if table is not None
+    }
+    kept = tuple(reading for reading in told if reading.flags or reading.runs_on not in listed)
     return kept + backends
 
 
@@ -148,25 +179,24 @@ def backend_requirements(
     if table is None or capability is None:
         return ()
     named = " ".join(flag for reading in told for flag in reading.flags)
+    kind = model_kind(context, vocabulary)
     found = []
     for flag, value in context.flags.items():
         backend = table.backends.get((value or "").lower())
-        if backend is None or flag not in backend.flags or runs_here(backend, capability):
+        if backend is None or flag not in backend.flags or runs_here(backend, capability, kind):
             continue
         spelled = flags.spell(flag, table.framework, context.spelling_version)
         if spelled in named.split():
             continue
-        found.append(_reading(table, backend, flag, spelled, capability, context, vocabulary))
+        found.append(_reading(table, backend, flag, spelled, kind, context, vocabulary))
     if said and not any(flag in context.flags for flag in table.flags):
         named_backends = _named_in(table, said)
-        if len(named_backends) == 1 and not runs_here(named_backends[0], capability):
+        if len(named_backends) == 1 and not runs_here(named_backends[0], capability, kind):
             [backend] = named_backends
             flag = table.flags[0]
             spelled = flags.spell(flag, table.framework, context.spelling_version)
             found.append(
-                _reading(
-                    table, backend, flag, spelled, capability, context, vocabulary, launched=False
-                )
+                _reading(table, backend, flag, spelled, kind, context, vocabulary, launched=False)
             )
     return tuple(found)
 
@@ -186,17 +216,25 @@ def _reading(
     backend: Backend,
     flag: str,
     spelled: str,
-    capability: Capability,
+    kind: str | None,
     context: Context,
     vocabulary: Vocabulary,
     *,
     launched: bool = True,
 ) -> GpuRequirement:
-    """`launched`: the launch chose the backend; else the error names it."""
+    """`kind`: the model's attention, where known; `launched`: the launch chose the
+    backend, else the error names it."""
     arch = context.arch or ""
+    capability = capability_of_arch(arch)
     gpu = gpu_named_in(context, vocabulary, arch) or arch
-    runs_on = archs_meeting(vocabulary, backend.ranges, (), refused=False)
-    needs = "compute capability " + " or ".join(backend.runs_on)
+    runs_on = archs_meeting(vocabulary, backend.ranges(kind), (), refused=False)
+    needs = "compute capability " + " or ".join(backend.specs(kind))
+    narrower = ""  # the GPUs it runs on depend on the model's attention
+    if backend.runs_on_mla:
+        if kind == "mla":
+            narrower = ", for a model with MLA attention as this one"
+        else:
+            narrower = f", and only {' or '.join(backend.runs_on_mla)} for a model with MLA"
     release = f"{table.framework} {table.release}"
     gpus = gpus_described(runs_on, vocabulary)
     says = (
@@ -207,6 +245,7 @@ def _reading(
         )
         + f" {release} runs only on {needs}"
         + (f" ({gpus})" if gpus else "")
+        + narrower
         + (f", {backend.note}" if backend.note else "")
         + (f"; the {gpu} is {arch}" if gpu != arch else f"; this GPU is {arch}")
         + f", not one of them. The server stops at start-up ({backend.source})."
@@ -216,10 +255,16 @@ def _reading(
             f" Read from {release}; this launch runs {context.framework_version},"
             " whose check may differ."
         )
+    # In its place, backends that serve the model's attention where it is known, else
+    # every kind this one serves (the model needs one of them).
+    wanted = ({kind} & backend.serves) or backend.serves
     others = [
         other.name
         for other in table.backends.values()
-        if backend.serves <= other.serves and flag in other.flags and runs_here(other, capability)
+        if wanted <= other.serves
+        and flag in other.flags
+        and capability is not None
+        and runs_here(other, capability, kind)
     ]
     unset = f"or leave it unset: {table.framework} then picks one that runs here."
     if others:  # only those whose check was read: another may run here as well

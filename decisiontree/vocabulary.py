@@ -274,6 +274,12 @@ class Vocabulary:
             parameters=parameters,
         )
 
+    def model_classes(self, arch: str) -> tuple[str, ...]:
+        """The model classes (config.json architectures[]) of a model_type: "deepseek_v3" ->
+        ("DeepseekV3ForCausalLM",); () where the vocabulary does not know it."""
+        lowered = arch.strip().lower()
+        return next((f.classes for f in self._families if f.arch == lowered), ())
+
     def _names_architecture(self, text: str) -> bool:
         lowered = text.lower()
         return any(

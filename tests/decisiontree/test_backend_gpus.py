@@ -51,16 +51,41 @@ def test_capabilities_are_written_as_one_a_major_from_on_or_a_range(
     assert capability_range(spec) == expected
 
 
-def test_fa3_on_a_blackwell_workstation_gpu_is_refused_with_what_serves_mla_too() -> None:
+def test_fa3_on_a_blackwell_workstation_gpu_is_refused_with_what_serves_the_models_attention() -> (
+    None
+):
     [reading] = readings(GLM5_FA3, "RTX PRO 6000 Blackwell")
 
     assert reading.flags == ("--attention-backend fa3",)
     assert reading.arch == "sm_120"
-    assert reading.runs_on == ("sm_80", "sm_86", "sm_87", "sm_89", "sm_90")
+    assert reading.runs_on == ("sm_90",)  # SGLang runs FA3 on SM8x only without MLA
     assert "sglang 0.5.23" in reading.says and "not one of them" in reading.says
-    # trtllm_mha runs on sm_120 but serves no MLA model, which fa3 may be serving here.
-    assert "`triton`" in reading.remedy and "trtllm_mha" not in reading.remedy
+    # GLM-5's attention is MLA: trtllm_mha runs on sm_120 but serves no MLA model.
+    assert "`trtllm_mla`, `triton`" in reading.remedy and "trtllm_mha" not in reading.remedy
     assert "leave it unset" in reading.remedy
+
+
+def test_a_dense_model_is_offered_dense_backends_and_an_unknown_one_what_serves_both() -> None:
+    llama = GLM5_FA3.replace("zai-org/GLM-5", "meta-llama/Llama-3.1-8B-Instruct")
+    unknown = GLM5_FA3.replace("zai-org/GLM-5", "our/private-model")
+
+    [dense] = readings(llama, "RTX 5090")
+    [either] = readings(unknown, "RTX 5090")
+
+    assert "`trtllm_mha`, `triton`" in dense.remedy and "trtllm_mla" not in dense.remedy
+    assert "runs `triton` on sm_120" in either.remedy
+    assert "and only 9.x for a model with MLA" in either.says
+
+
+def test_fa3_refuses_an_mla_model_on_ampere_and_serves_a_dense_one() -> None:
+    deepseek = "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --attention-backend fa3"
+
+    [reading] = readings(deepseek, "A100")
+
+    assert reading.runs_on == ("sm_90",)
+    assert "for a model with MLA attention as this one" in reading.says
+    llama = deepseek.replace("deepseek-ai/DeepSeek-V3", "meta-llama/Llama-3.1-8B-Instruct")
+    assert readings(llama, "A100") == ()
 
 
 def test_the_same_launch_on_hopper_gets_nothing() -> None:

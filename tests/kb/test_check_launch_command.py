@@ -70,4 +70,4 @@ def test_a_backend_that_does_not_run_on_the_gpu_is_printed_with_its_alternatives
     assert text.startswith("--attention-backend fa3 does not run on sm_120")
     section = text.split("Backends that do not run on this GPU:\n", 1)[1]
     assert section.startswith("  `--attention-backend fa3` chooses a backend that sglang 0.5.23")
-    assert "runs `triton` on sm_120" in section
+    assert "runs `trtllm_mla`, `triton` on sm_120" in section  # GLM-5 is an MLA model
