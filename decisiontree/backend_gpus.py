@@ -5,8 +5,9 @@ compute capabilities they support, SGLang's raise at start-up ("TRTLLM MLA backe
 supported on Blackwell GPUs"). Such a choice never starts on another GPU, whatever else the
 launch sets. The capabilities come from one release's own checks (`data/backend_gpus.json`,
 each with the file and function that checks): a launch whose backend flag names one its GPU
-is not among is told so before it runs and beside any diagnosis, with the backends of the
-same kinds of attention that the release lets run there.
+is not among is told so before it runs and beside any diagnosis, with the backends that the
+release lets run there and that serve the model's attention (MLA or dense, where the model
+is known: it also decides where SGLang's FA3 runs).
 
 The reading is a `GpuRequirement`, as one that an error message states is: every answer
 shows both the same way.
@@ -50,8 +51,7 @@ class Backend:
     runs_on_mla: tuple[str, ...]  # for a model with MLA where that is fewer GPUs, else ()
     serves: frozenset[str]  # the kinds of attention it serves: "dense", "mla", "sparse-mla"
     flags: tuple[str, ...]  # the flags that may choose it
-    note: str
-    source: str
+    source: str  # the file and function of the release that checks
 
     def specs(self, kind: str | None) -> tuple[str, ...]:
         """Where it runs for a model of this kind of attention (None: not known)."""
@@ -89,7 +89,6 @@ def tables() -> Mapping[str, BackendTable]:
                 tuple(entry.get("runs_on_mla", ())),
                 frozenset(entry["serves"]),
                 tuple(entry.get("flags", flag_names)),
-                entry.get("note", ""),
                 entry["source"],
             )
             for name, entry in table["choices"].items()
@@ -246,7 +245,6 @@ def _reading(
         + f" {release} runs only on {needs}"
         + (f" ({gpus})" if gpus else "")
         + narrower
-        + (f", {backend.note}" if backend.note else "")
         + (f"; the {gpu} is {arch}" if gpu != arch else f"; this GPU is {arch}")
         + f", not one of them. The server stops at start-up ({backend.source})."
     )
