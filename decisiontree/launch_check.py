@@ -17,7 +17,7 @@ says nothing about this launch and is not named; nor is one that records a worki
 Conditions nobody stated, read off where a finding was seen (`derived`), say what its cause
 needs no more than that: they never name a finding, but one seen with a setting this launch
 contradicts (an FP8 KV cache, where the launch sets BF16) is left out.
-Everything here is read off the graph: no paste, no matching. Beside the findings, two
+Everything here is read off the graph: no paste, no matching. Beside the findings, three
 facts need none: whether the model's weights fit each GPU's share (`model_weights`), what
 the builds must be made with to run on the GPU at all (`build_support.cuda_needed`), and the
 backends it chooses that its framework refuses on its GPU (`backend_gpus`).
