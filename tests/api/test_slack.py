@@ -570,15 +570,22 @@ def test_a_launch_is_checked_from_slack_with_its_gpu_and_release_written_before_
     assert "Omitting --kv-cache-dtype still gives an FP8 KV cache" in page.content.decode()
 
 
+def checked_from_slack(slack_bot: str, text: str, channel: str) -> tuple[str, dict]:
+    """`/fixgraph <text>` in a channel: the headline it posts, and its thread's message."""
+    signed_post(
+        COMMANDS, {"text": text, "response_url": f"{slack_bot}/hook/9", "channel_id": channel}
+    )
+    head, thread = FakeSlack.posts_to("/api/chat.postMessage")
+    return head["blocks"][0]["text"]["text"], thread
+
+
 def test_a_slack_check_says_when_the_weights_do_not_fit_and_gives_the_split(
     slack_bot: str, starter_kb: None
 ) -> None:
     launch = "vllm serve meta-llama/Llama-3.1-70B-Instruct"
-    text = f"check 8x H100, vllm 0.11.0: {launch}"
-    signed_post(COMMANDS, {"text": text, "response_url": f"{slack_bot}/hook/9", "channel_id": "C7"})
 
-    head, thread = FakeSlack.posts_to("/api/chat.postMessage")
-    headline = head["blocks"][0]["text"]["text"]
+    headline, thread = checked_from_slack(slack_bot, f"check 8x H100, vllm 0.11.0: {launch}", "C7")
+
     assert headline.startswith("*Launch check: The model's weights alone do not fit each GPU")
     assert (
         "\nThe weights of meta-llama/Llama-3.1-70B-Instruct are 70B parameters in 16-bit"
@@ -592,11 +599,9 @@ def test_a_slack_check_names_a_backend_the_gpu_cannot_run_and_what_runs_there(
     slack_bot: str, starter_kb: None
 ) -> None:
     launch = "vllm serve deepseek-ai/DeepSeek-V3 --attention-backend FLASHMLA"
-    text = f"check RTX 5090, vllm 0.34.0: {launch}"
-    signed_post(COMMANDS, {"text": text, "response_url": f"{slack_bot}/hook/9", "channel_id": "C8"})
 
-    head, _ = FakeSlack.posts_to("/api/chat.postMessage")
-    headline = head["blocks"][0]["text"]["text"]
+    headline, _ = checked_from_slack(slack_bot, f"check RTX 5090, vllm 0.34.0: {launch}", "C8")
+
     assert headline.startswith("*Launch check: --attention-backend FLASHMLA does not run on sm_120")
     assert "• _GPU:_ `--attention-backend FLASHMLA` chooses a backend that vllm 0.34.0" in headline
     assert "runs `TRITON_MLA` on sm_120" in headline
